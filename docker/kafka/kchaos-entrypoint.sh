@@ -1,0 +1,38 @@
+#!/bin/sh
+# Roles: zookeeper | broker | controller | tool MAIN_CLASS [ARGS...]
+# The harness passes the whole configuration file in KCHAOS_CONFIG, so the image
+# carries no templating logic and every setting of a run is visible in run.json.
+set -eu
+role="${1:-broker}"
+[ $# -gt 0 ] && shift
+CP="/opt/kafka/libs/*"
+if [ "${KAFKA_VERSION%%.*}" -ge 4 ]; then
+  LOGOPT="-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties"
+else
+  LOGOPT="-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
+fi
+HEAP="${KCHAOS_HEAP:--Xms256m -Xmx512m}"
+# Small, fast-starting JVMs: 2-core machines run four of these at once.
+JVM="${KCHAOS_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true}"
+
+case "$role" in
+  zookeeper)
+    printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/zookeeper.cfg
+    exec java $HEAP $JVM $LOGOPT -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/kchaos/zookeeper.cfg
+    ;;
+  broker|controller)
+    printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/server.properties
+    if grep -q '^process.roles=' /etc/kchaos/server.properties && [ ! -f /var/lib/kafka/data/meta.properties ]; then
+      java $JVM $LOGOPT -cp "$CP" kafka.tools.StorageTool format -t "$KCHAOS_CLUSTER_ID" -c /etc/kchaos/server.properties
+    fi
+    exec java $HEAP $JVM $LOGOPT -cp "$CP" kafka.Kafka /etc/kchaos/server.properties
+    ;;
+  tool)
+    main="$1"; shift
+    exec java ${KCHAOS_TOOL_HEAP:--Xmx256m} $JVM $LOGOPT -cp "$CP" "$main" "$@"
+    ;;
+  *)
+    echo "kchaos-entrypoint: unknown role '$role' (zookeeper|broker|controller|tool)" >&2
+    exit 2
+    ;;
+esac

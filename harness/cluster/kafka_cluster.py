@@ -1,0 +1,450 @@
+"""A real Kafka cluster on Testcontainers, with Toxiproxy in every link a fault must cut.
+
+Containers: one Toxiproxy, ZooKeeper or one KRaft controller, N brokers. See
+``topology.py`` for how the networks force every connection through a proxy.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+# Ryuk cannot be pulled on these machines; harness.reaper does its job by label.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness import engine, images, reaper
+from harness.cluster.settings import (
+    CONTROLLER_ID,
+    PROXY_CLIENT_BASE,
+    ClusterSettings,
+    broker_properties,
+    controller_properties,
+    new_cluster_id,
+    zookeeper_config,
+)
+from harness.cluster.topology import Topology
+from harness.cluster.toxiproxy import Toxiproxy
+
+testcontainers_config.ryuk_disabled = True
+
+CUT_TOXIC = "kchaos-cut"
+STREAMS = ("upstream", "downstream")
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or did not become healthy; the message says why."""
+
+
+class TopicError(ValueError):
+    """A topic request Kafka refused (or that could never succeed on this cluster)."""
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # -1 when offline
+    replicas: list[int]  # AR order
+    isr: list[int]
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    controller: int
+    brokers: list[int]  # brokers the metadata lists as alive
+    partitions: list[PartitionState]
+
+    def partition(self, topic: str, p: int) -> PartitionState:
+        for x in self.partitions:
+            if x.topic == topic and x.partition == p:
+                return x
+        raise KeyError(f"{topic}-{p} not in metadata")
+
+
+class KafkaCluster:
+    """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent."""
+
+    def __init__(self, settings: ClusterSettings | None = None, name: str | None = None):
+        self.settings = settings or ClusterSettings()
+        self.topo = Topology(self.settings.broker_ids, self.settings.mode)
+        self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
+        self.kafka_image = images.kafka_ref(self.settings.kafka_version).tag
+        self.toxiproxy_image = images.toxiproxy_ref().tag
+        self.cluster_id = new_cluster_id()
+        self._containers: dict[str, DockerContainer] = {}
+        self._networks: dict[str, Network] = {}
+        self.client_ports: dict[int, int] = {}
+        self.toxi: Toxiproxy | None = None
+        self._admin: AdminClient | None = None
+        self._paused: set[int] = set()
+        self._stopped: set[int] = set()
+        self.started_at: float | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def __enter__(self) -> KafkaCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _labels(self, role: str) -> dict[str, str]:
+        return reaper.labels(**{"kchaos.cluster": self.name, "kchaos.role": role})
+
+    def _network(self, key: str, internal: bool) -> Network:
+        net = Network(docker_network_kw={"labels": self._labels("network"), "internal": internal})
+        net.name = f"{self.name}-{key}"
+        net.create()
+        self._networks[key] = net
+        return net
+
+    def _container(self, key: str, image: str, net: Network, aliases: list[str],
+                   command: str | None = None) -> DockerContainer:
+        c = (
+            DockerContainer(image, command=command)
+            .with_name(f"{self.name}-{key}")
+            .with_network(net)
+            .with_network_aliases(*aliases)
+            .with_kwargs(labels=self._labels(key), hostname=aliases[0])
+        )
+        self._containers[key] = c
+        return c
+
+    def start(self, timeout_s: float = 120.0) -> KafkaCluster:
+        """Bring the whole cluster up and wait until every broker is registered."""
+        client = engine.client()
+        missing = [t for t in (self.kafka_image, self.toxiproxy_image) if not images.exists(client, t)]
+        if missing:
+            raise ClusterError(f"images not built: {', '.join(missing)}; run `kchaos images`")
+        reaper.reap_orphans(client)
+        reaper.start_watchdog()
+        self.started_at = time.time()
+        try:
+            self._start(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, timeout_s: float) -> None:
+        s = self.settings
+        core = self._network("core", internal=False)
+        broker_nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
+
+        # Toxiproxy first: brokers' advertised client ports are its published ports.
+        ports = {f"{PROXY_CLIENT_BASE + b}/tcp": ("127.0.0.1", None) for b in s.broker_ids}
+        ports["8474/tcp"] = ("127.0.0.1", None)
+        tp = self._container("toxiproxy", self.toxiproxy_image, core, ["toxiproxy"])
+        # with_bind_ports cannot name a host address; its dict goes to docker as is.
+        tp.ports.update(ports)
+        tp.start()
+        net_ips = {}
+        for b, net in broker_nets.items():
+            net.connect(tp.get_container_id(), network_aliases=self.topo.aliases_on_broker_net())
+        w = tp.get_wrapped_container()
+        w.reload()
+        nets = w.attrs["NetworkSettings"]["Networks"]
+        for b, net in broker_nets.items():
+            net_ips[b] = nets[net.name]["IPAddress"]
+        host_ports = w.attrs["NetworkSettings"]["Ports"]
+        api_port = int(host_ports["8474/tcp"][0]["HostPort"])
+        self.client_ports = {b: int(host_ports[f"{PROXY_CLIENT_BASE + b}/tcp"][0]["HostPort"]) for b in s.broker_ids}
+        self.toxi = Toxiproxy(f"http://127.0.0.1:{api_port}")
+        self._wait(lambda: self._toxi_up(), 20, "toxiproxy API did not answer")
+        self.toxi.populate(self.topo.proxies(net_ips))
+
+        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id}
+        if s.mode == "zk":
+            zk = self._container("zookeeper", self.kafka_image, core, ["zk-server"], command="zookeeper")
+            zk.with_env("KCHAOS_CONFIG", zookeeper_config()).with_env("KCHAOS_HEAP", "-Xms64m -Xmx256m")
+            zk.start()
+        else:
+            ctl = self._container("controller", self.kafka_image, core, ["controller-server", "controller"],
+                                  command="controller")
+            ctl.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s))
+            ctl.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
+            ctl.start()
+        for b in s.broker_ids:
+            c = self._container(f"kafka-{b}", self.kafka_image, broker_nets[b], [f"kafka-{b}"], command="broker")
+            c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b]))
+            c.start()
+        self.wait_ready(timeout_s)
+
+    def _toxi_up(self) -> bool:
+        try:
+            assert self.toxi is not None
+            self.toxi.version()
+            return True
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        """Remove every container and network of this cluster (also after a failed start)."""
+        if self._admin is not None:
+            self._admin = None
+        for key, c in list(self._containers.items()):
+            try:
+                c.get_wrapped_container().remove(force=True, v=True)
+            except Exception:
+                pass
+            self._containers.pop(key, None)
+        for key, net in list(self._networks.items()):
+            for attempt in range(5):
+                try:
+                    net.remove()
+                    break
+                except Exception:
+                    time.sleep(0.3 * (attempt + 1))
+            self._networks.pop(key, None)
+
+    # ---------------------------------------------------------------- clients
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports.values())
+
+    def client_config(self, **extra) -> dict:
+        """Base librdkafka settings for clients of this cluster."""
+        return {"bootstrap.servers": self.bootstrap_servers, "broker.address.family": "v4", **extra}
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.client_config(**{"socket.timeout.ms": 5000}))
+        return self._admin
+
+    # ---------------------------------------------------------------- state
+    def describe(self, topic: str | None = None, timeout_s: float = 5.0) -> ClusterState:
+        """Leader, replicas (AR order) and ISR of every partition, plus the controller."""
+        md = self.admin.list_topics(topic=topic, timeout=timeout_s)
+        parts = []
+        for t in md.topics.values():
+            if t.error is not None and t.error.code() != KafkaError.NO_ERROR:
+                if topic is not None:
+                    raise TopicError(f"topic {topic}: {t.error.str()}")
+                continue
+            for p in t.partitions.values():
+                parts.append(PartitionState(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
+        parts.sort(key=lambda x: (x.topic, x.partition))
+        controller = CONTROLLER_ID if self.settings.mode == "kraft" else md.controller_id
+        return ClusterState(controller, sorted(md.brokers), parts)
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Until every broker is registered (and, in ZooKeeper mode, a controller is elected)."""
+        want = set(self.settings.broker_ids)
+
+        def ready() -> bool:
+            self._raise_if_exited()
+            try:
+                st = self.describe(timeout_s=2)
+            except KafkaException:
+                return False
+            return set(st.brokers) >= want and st.controller >= 0
+
+        self._wait(ready, timeout_s, "brokers did not all register")
+
+    def _raise_if_exited(self) -> None:
+        for key, c in self._containers.items():
+            b = int(key.split("-")[1]) if key.startswith("kafka-") else None
+            if b in self._stopped:
+                continue
+            w = c.get_wrapped_container()
+            w.reload()
+            if w.status == "exited":
+                logs = w.logs(tail=30).decode(errors="replace")
+                raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n{logs}")
+
+    def _wait(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if cond():
+                return
+            time.sleep(interval)
+        raise ClusterError(f"{what} within {timeout_s:.0f} s")
+
+    def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
+        """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""
+        t0 = time.monotonic()
+
+        def check() -> bool:
+            try:
+                return bool(cond(self.describe(timeout_s=2)))
+            except (KafkaException, TopicError, KeyError):
+                return False
+
+        self._wait(check, timeout_s, what, interval)
+        return time.monotonic() - t0
+
+    def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> float:
+        """Until every partition of ``topic`` has its whole AR in the ISR and a leader."""
+
+        def full(st: ClusterState) -> bool:
+            ps = [p for p in st.partitions if p.topic == topic]
+            return bool(ps) and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in ps)
+
+        return self.wait_for(full, timeout_s, f"topic {topic} did not reach a full ISR")
+
+    # ---------------------------------------------------------------- topics
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
+                     config: dict[str, str] | None = None, validate: bool = True,
+                     replica_assignment: list[list[int]] | None = None, timeout_s: float = 30.0) -> None:
+        """Create a topic; refuses a replication factor above the broker count with a clear message.
+
+        ``validate=False`` sends the request to Kafka as is, so tests can see Kafka's own refusal.
+        """
+        n = self.settings.brokers
+        if validate and replica_assignment is None and replication_factor > n:
+            raise TopicError(f"topic {name}: replication factor {replication_factor} is greater than the "
+                             f"{n} brokers of this cluster (allowed: 1..{n})")
+        if replica_assignment is not None:
+            nt = NewTopic(name, replica_assignment=replica_assignment, config=config or {})
+        else:
+            nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                          config=config or {})
+        fut = self.admin.create_topics([nt], operation_timeout=timeout_s, request_timeout=timeout_s)[name]
+        try:
+            fut.result(timeout=timeout_s + 5)
+        except KafkaException as e:
+            err = e.args[0]
+            if err.code() == KafkaError.INVALID_REPLICATION_FACTOR:
+                raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
+                                 f"{err.str()}") from e
+            raise TopicError(f"topic {name}: {err.str()}") from e
+
+    # ---------------------------------------------------------------- process faults
+    def _broker(self, b: int):
+        if b not in self.settings.broker_ids:
+            raise ValueError(f"broker {b} does not exist (brokers: {self.settings.broker_ids})")
+        return self._containers[f"kafka-{b}"].get_wrapped_container()
+
+    def kill(self, b: int) -> None:
+        """kill -9 the broker's JVM; the container (and its log dir) stays for a restart."""
+        self._broker(b).kill(signal="SIGKILL")
+        self._stopped.add(b)
+
+    def stop_broker(self, b: int, timeout_s: int = 30) -> None:
+        """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
+        self._broker(b).stop(timeout=timeout_s)
+        self._stopped.add(b)
+
+    def start_broker(self, b: int) -> None:
+        self._broker(b).start()
+        self._stopped.discard(b)
+
+    def restart(self, b: int, clean: bool = True) -> None:
+        """Clean restart (controlled shutdown) or a hard one (kill -9 then start)."""
+        self.stop_broker(b) if clean else self.kill(b)
+        self.start_broker(b)
+
+    def pause(self, b: int) -> None:
+        """Freeze every process of the broker (SIGSTOP-like, via the cgroup freezer)."""
+        self._broker(b).pause()
+        self._paused.add(b)
+
+    def resume(self, b: int) -> None:
+        self._broker(b).unpause()
+        self._paused.discard(b)
+
+    def is_running(self, b: int) -> bool:
+        w = self._broker(b)
+        w.reload()
+        return w.status == "running"
+
+    # ---------------------------------------------------------------- network faults
+    def _proxy_names(self) -> set[str]:
+        return {p.name for p in self.topo.proxies({b: "0" for b in self.settings.broker_ids})}
+
+    def _check_links(self, links: Iterable[str]) -> list[str]:
+        links = list(links)
+        known = self._proxy_names()
+        bad = [x for x in links if x not in known]
+        if bad:
+            raise ValueError(f"unknown links {bad}; links look like client-1, repl-1-2, "
+                             f"{self.topo.coordination(1)}")
+        return links
+
+    def cut(self, links: Iterable[str], stream: str = "both") -> None:
+        """Black-hole links: bytes stop flowing (TCP stays open, as in a real partition)."""
+        assert self.toxi is not None
+        streams = STREAMS if stream == "both" else (stream,)
+        for link in self._check_links(links):
+            for st in streams:
+                self.toxi.add_toxic(link, f"{CUT_TOXIC}-{st}", "timeout", st, {"timeout": 0})
+
+    def cut_one_way(self, src: int, dst: int) -> None:
+        """Bytes from broker src to broker dst are dropped; dst to src still flows."""
+        assert self.toxi is not None
+        for link, st in self.topo.one_way(src, dst):
+            self.toxi.add_toxic(link, f"{CUT_TOXIC}-{st}", "timeout", st, {"timeout": 0})
+
+    def reject(self, links: Iterable[str]) -> None:
+        """Disable links: connections are refused or reset at once (a crashed peer's host)."""
+        assert self.toxi is not None
+        for link in self._check_links(links):
+            self.toxi.set_enabled(link, False)
+
+    def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0) -> None:
+        """Add ``ms`` (+- jitter) to each direction of the links."""
+        assert self.toxi is not None
+        for link in self._check_links(links):
+            for st in STREAMS:
+                self.toxi.add_toxic(link, f"kchaos-latency-{st}", "latency", st,
+                                    {"latency": ms, "jitter": jitter_ms})
+
+    def bandwidth(self, links: Iterable[str], kbytes_per_s: int) -> None:
+        assert self.toxi is not None
+        for link in self._check_links(links):
+            for st in STREAMS:
+                self.toxi.add_toxic(link, f"kchaos-bandwidth-{st}", "bandwidth", st, {"rate": kbytes_per_s})
+
+    def restore(self, links: Iterable[str]) -> None:
+        """Undo every fault on the links."""
+        assert self.toxi is not None
+        for link in self._check_links(links):
+            self.toxi.set_enabled(link, True)
+            for t in self.toxi.toxics(link):
+                self.toxi.remove_toxic(link, t["name"])
+
+    def isolate(self, b: int) -> None:
+        self.cut(self.topo.isolation_links(b))
+
+    def heal_network(self) -> None:
+        assert self.toxi is not None
+        self.toxi.reset()
+
+    def heal(self) -> None:
+        """Undo every fault: network healed, paused brokers resumed, stopped brokers started."""
+        self.heal_network()
+        for b in sorted(self._paused):
+            self.resume(b)
+        for b in sorted(self._stopped):
+            self.start_broker(b)
+
+    # ---------------------------------------------------------------- files
+    def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
+        """Run a command in a container (e.g. 'kafka-1'); returns (exit code, combined output)."""
+        w = self._containers[key].get_wrapped_container()
+        res = w.exec_run(cmd, demux=False)
+        return res.exit_code, (res.output or b"").decode(errors="replace")
+
+    def logs(self, key: str, tail: int = 200) -> str:
+        return self._containers[key].get_wrapped_container().logs(tail=tail).decode(errors="replace")
+
+    def describe_settings(self) -> dict:
+        """What run.json records about the cluster."""
+        return {
+            "name": self.name,
+            "kafka_image": self.kafka_image,
+            "toxiproxy_image": self.toxiproxy_image,
+            "client_ports": self.client_ports,
+            "settings": self.settings.model_dump(),
+            "broker_properties": {b: broker_properties(self.settings, b, p) for b, p in self.client_ports.items()},
+        }

@@ -1,0 +1,158 @@
+"""Cluster settings and the configuration files rendered from them.
+
+The timeouts that decide how fast a fault becomes visible (ISR lag, ZooKeeper
+sessions, KRaft broker heartbeats) are settings of the run, defaulting to values
+that make faults show within seconds instead of Kafka's production defaults.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
+
+CONTROLLER_ID = 100  # KRaft: the single dedicated controller's node id
+CLIENT_PORT = 9092  # broker listener for clients (reached through proxy client-i)
+REPLICATION_PORT = 9093  # inter-broker listener (reached through proxies repl-x-i)
+CONTROLLER_PORT = 9094  # KRaft controller listener
+ZK_PORT = 2181
+PROXY_CLIENT_BASE = 9100  # toxiproxy listens on 9100+i for broker i's clients
+PROXY_REPL_BASE = 19100  # toxiproxy listens on <ip on net_x>:19100+i for x -> i replication
+
+
+class ClusterSettings(BaseModel):
+    """Everything that shapes a cluster; validated before any container starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kafka_version: str = DEFAULT_VERSION
+    mode: Literal["zk", "kraft"] = "zk"
+    brokers: int = Field(3, ge=1, le=9)
+    racks: list[str] | None = Field(None, description="broker.rack per broker, in broker-id order")
+    replica_lag_time_max_ms: int = Field(3000, ge=100)
+    replica_socket_timeout_ms: int = Field(5000, ge=500)
+    zookeeper_session_timeout_ms: int = Field(6000, ge=1000, le=10000)
+    broker_session_timeout_ms: int = Field(4000, ge=1000)
+    broker_heartbeat_interval_ms: int = Field(500, ge=100)
+    auto_leader_rebalance: bool = False
+    heap: str = "-Xms256m -Xmx512m"
+    broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties")
+    controller_config: dict[str, str] = Field(default_factory=dict, description="extra KRaft controller props")
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSettings:
+        if self.kafka_version not in KAFKA_VERSIONS:
+            raise ValueError(
+                f"kafka_version {self.kafka_version!r} has no image recipe; allowed: {', '.join(KAFKA_VERSIONS)}"
+            )
+        modes = KAFKA_VERSIONS[self.kafka_version]
+        if self.mode not in modes:
+            raise ValueError(f"mode {self.mode!r} is not available on Kafka {self.kafka_version}; allowed: "
+                             f"{', '.join(modes)}")
+        if self.racks is not None and len(self.racks) != self.brokers:
+            raise ValueError(f"racks lists {len(self.racks)} entries but brokers = {self.brokers}")
+        if self.replica_socket_timeout_ms < 500:
+            raise ValueError("replica_socket_timeout_ms must be >= replica.fetch.wait.max.ms (500)")
+        return self
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def rack_of(self, broker: int) -> str | None:
+        return self.racks[broker - 1] if self.racks else None
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _props(d: dict[str, object]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in d.items()) + "\n"
+
+
+def broker_properties(s: ClusterSettings, broker: int, client_host_port: int) -> str:
+    """server.properties for one broker; every link leaves the broker through Toxiproxy."""
+    rf = min(3, s.brokers)
+    p: dict[str, object] = {
+        "listeners": f"CLIENT://0.0.0.0:{CLIENT_PORT},REPLICATION://0.0.0.0:{REPLICATION_PORT}",
+        # Clients on the host reach the broker via the published proxy port; other brokers
+        # reach it via the name 'kafka-<i>-repl', which on their own network is Toxiproxy.
+        "advertised.listeners": f"CLIENT://127.0.0.1:{client_host_port},"
+        f"REPLICATION://kafka-{broker}-repl:{PROXY_REPL_BASE + broker}",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "REPLICATION",
+        "log.dirs": "/var/lib/kafka/data",
+        "num.partitions": 1,
+        "default.replication.factor": rf,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 3,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min(2, rf),
+        "transaction.state.log.num.partitions": 3,
+        "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": "false",
+        "auto.leader.rebalance.enable": str(s.auto_leader_rebalance).lower(),
+        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+        "replica.socket.timeout.ms": s.replica_socket_timeout_ms,
+        "unclean.leader.election.enable": "false",
+        "num.network.threads": 2,
+        "num.io.threads": 4,
+        "log.segment.bytes": 16 * 1024 * 1024,
+    }
+    if s.mode == "zk":
+        p |= {
+            "broker.id": broker,
+            "zookeeper.connect": f"zk:{ZK_PORT}",
+            "zookeeper.session.timeout.ms": s.zookeeper_session_timeout_ms,
+            "zookeeper.connection.timeout.ms": 30000,
+        }
+    else:
+        p |= {
+            "process.roles": "broker",
+            "node.id": broker,
+            "controller.quorum.voters": f"{CONTROLLER_ID}@controller:{CONTROLLER_PORT}",
+            "controller.listener.names": "CONTROLLER",
+            "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
+        }
+    rack = s.rack_of(broker)
+    if rack:
+        p["broker.rack"] = rack
+    p |= s.broker_config
+    return _props(p)
+
+
+def controller_properties(s: ClusterSettings) -> str:
+    p: dict[str, object] = {
+        "process.roles": "controller",
+        "node.id": CONTROLLER_ID,
+        "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters": f"{CONTROLLER_ID}@controller:{CONTROLLER_PORT}",
+        "log.dirs": "/var/lib/kafka/data",
+        "broker.session.timeout.ms": s.broker_session_timeout_ms,
+        "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
+        "unclean.leader.election.enable": "false",
+    }
+    p |= s.controller_config
+    return _props(p)
+
+
+def zookeeper_config() -> str:
+    # tickTime 500 allows broker session timeouts from 1 s to 10 s.
+    return _props({
+        "dataDir": "/var/lib/zookeeper",
+        "clientPort": ZK_PORT,
+        "tickTime": 500,
+        "initLimit": 10,
+        "syncLimit": 5,
+        "maxClientCnxns": 0,
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "ruok,srvr,stat",
+    })

@@ -1,0 +1,73 @@
+"""A thin Toxiproxy v2 HTTP client.
+
+toxiproxy-python 0.1.1 was tried first and replaced: it keeps the server address
+in class attributes (one Toxiproxy per process, so two clusters in one pytest
+session would talk to the same server), sends requests without timeouts (a hung
+API call would hang a chaos run), cannot create proxies in bulk (/populate) nor
+update a toxic in place, and pulls in the Python 2 ``future`` shim. The v2 REST
+API is small, so this module speaks it directly with ``requests``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import requests
+
+TIMEOUT_S = 10
+
+
+class ToxiproxyError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ProxySpec:
+    name: str
+    listen: str
+    upstream: str
+
+
+class Toxiproxy:
+    """One Toxiproxy server, addressed by its API URL."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+        self._s = requests.Session()
+
+    def _req(self, method: str, path: str, json=None, ok=(200, 201, 204)) -> requests.Response:
+        r = self._s.request(method, self.url + path, json=json, timeout=TIMEOUT_S)
+        if r.status_code not in ok:
+            raise ToxiproxyError(f"{method} {path} -> {r.status_code}: {r.text.strip()}")
+        return r
+
+    def version(self) -> str:
+        return self._req("GET", "/version").text.strip()
+
+    def populate(self, proxies: list[ProxySpec]) -> None:
+        """Create (or replace) many proxies in one call."""
+        body = [{"name": p.name, "listen": p.listen, "upstream": p.upstream, "enabled": True} for p in proxies]
+        self._req("POST", "/populate", json=body)
+
+    def proxies(self) -> dict:
+        return self._req("GET", "/proxies").json()
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        """Disabled: the listener closes and live connections are reset (connection refused)."""
+        self._req("POST", f"/proxies/{proxy}", json={"enabled": enabled})
+
+    def add_toxic(self, proxy: str, name: str, type_: str, stream: str, attributes: dict,
+                  toxicity: float = 1.0) -> None:
+        body = {"name": name, "type": type_, "stream": stream, "toxicity": toxicity, "attributes": attributes}
+        self._req("POST", f"/proxies/{proxy}/toxics", json=body)
+
+    def remove_toxic(self, proxy: str, name: str, missing_ok: bool = True) -> None:
+        ok = (200, 204, 404) if missing_ok else (200, 204)
+        self._req("DELETE", f"/proxies/{proxy}/toxics/{name}", ok=ok)
+
+    def toxics(self, proxy: str) -> list[dict]:
+        return self._req("GET", f"/proxies/{proxy}/toxics").json()
+
+    def reset(self) -> None:
+        """Enable every proxy and remove every toxic: the 'heal everything' call."""
+        self._req("POST", "/reset")

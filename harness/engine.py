@@ -1,0 +1,122 @@
+"""Finding, installing and starting the Docker engine.
+
+Machines of this project's kind ship a Docker client but no engine, and every
+session (and CI) starts without one; so the harness itself installs Debian's
+docker.io and starts dockerd when nothing answers, instead of asking a person to.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from docker.errors import DockerException
+
+import docker
+
+DOCKERD_LOG = Path(os.environ.get("KCHAOS_DOCKERD_LOG", "/var/log/kchaos-dockerd.log"))
+# Debian packages the set-up needs: the engine, and debootstrap for the base image.
+APT_PACKAGES = {"dockerd": "docker.io", "debootstrap": "debootstrap", "mvn": "maven"}
+
+
+class EngineError(RuntimeError):
+    """The Docker engine is missing or will not start; the message says what to do."""
+
+
+@dataclass
+class EngineStatus:
+    ok: bool
+    detail: str
+    server_version: str | None = None
+
+
+def client(timeout: int = 120) -> docker.DockerClient:
+    """A docker SDK client; raises EngineError with a plain explanation if none answers."""
+    try:
+        c = docker.from_env(timeout=timeout)
+        c.ping()
+        return c
+    except DockerException as e:
+        raise EngineError(
+            f"no Docker engine answers ({e.__class__.__name__}: {e}). "
+            "Run `kchaos doctor --fix` to install and start one."
+        ) from e
+
+
+def status() -> EngineStatus:
+    try:
+        c = client(timeout=10)
+        v = c.version().get("Version")
+        c.close()
+        return EngineStatus(True, f"Docker engine {v} answers", v)
+    except EngineError as e:
+        return EngineStatus(False, str(e))
+
+
+def missing_packages() -> list[str]:
+    """Debian packages whose commands are not on PATH (dockerd may live in /usr/sbin)."""
+    missing = []
+    for cmd, pkg in APT_PACKAGES.items():
+        if not (shutil.which(cmd) or Path("/usr/sbin", cmd).exists()):
+            missing.append(pkg)
+    return missing
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise EngineError(f"{what} failed (exit {proc.returncode}): {' | '.join(tail)}")
+
+
+def install_packages(packages: list[str], log=print) -> None:
+    """apt-get install what is missing; needs root, which this machine kind gives."""
+    if not packages:
+        return
+    if os.geteuid() != 0:
+        raise EngineError(f"missing Debian packages {packages}; run: sudo apt-get install -y {' '.join(packages)}")
+    log(f"installing Debian packages: {' '.join(packages)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
+    proc = subprocess.run(
+        ["apt-get", "install", "-y", "-qq", *packages], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        raise EngineError(f"apt-get install {' '.join(packages)} failed: {proc.stderr.strip()[-500:]}")
+
+
+def start_dockerd(log=print, wait_s: float = 60.0) -> None:
+    """Start dockerd in the background, detached from this process, and wait until it answers."""
+    dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
+    if not Path(dockerd).exists():
+        raise EngineError("dockerd is not installed; run `kchaos doctor --fix` (installs Debian's docker.io)")
+    if os.geteuid() != 0:
+        raise EngineError("dockerd must be started as root: sudo dockerd &")
+    DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    log(f"starting dockerd (log: {DOCKERD_LOG})")
+    with open(DOCKERD_LOG, "ab") as out:
+        subprocess.Popen(
+            [dockerd], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if status().ok:
+            return
+        time.sleep(0.5)
+    tail = DOCKERD_LOG.read_text(errors="replace").strip().splitlines()[-10:]
+    raise EngineError("dockerd did not answer within %.0f s; last log lines:\n%s" % (wait_s, "\n".join(tail)))
+
+
+def ensure_engine(install: bool = True, log=print) -> docker.DockerClient:
+    """Return a client to a running engine, installing and starting one if allowed."""
+    if status().ok:
+        return client()
+    if not install:
+        raise EngineError("no Docker engine answers; run `kchaos doctor --fix`")
+    install_packages([p for p in missing_packages() if p == "docker.io"], log=log)
+    start_dockerd(log=log)
+    return client()

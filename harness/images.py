@@ -1,0 +1,220 @@
+"""Building every image kchaos runs, locally, without a container registry.
+
+Three recipes, each tagged by a hash of its inputs so a second build is a no-op:
+- the JRE 17 base: debootstrap + ``docker import`` (or FROM a pullable image
+  named by KCHAOS_BASE_IMAGE, on machines that can pull);
+- Kafka per version: Apache Kafka's own jars resolved on Maven Central by ``mvn``;
+  the same image runs ZooKeeper, brokers, KRaft controllers and Kafka's tools;
+- Toxiproxy: ``go install`` of its server from its Go module, in a scratch image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from docker.errors import BuildError, ImageNotFound
+
+import docker
+from harness.versions import KafkaVersion, all_versions, get_version
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+TOXIPROXY_VERSION = "v2.12.0"
+RECIPE_REVISION = "1"  # bump to force every image to rebuild
+
+Log = Callable[[str], None]
+
+
+class ImageError(RuntimeError):
+    """An image cannot be built; the message names the step and its output."""
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    kind: str  # "base" | "toxiproxy" | "kafka"
+    tag: str
+    version: str | None = None
+
+
+def _digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _files_digest(directory: Path) -> bytes:
+    out = []
+    for f in sorted(directory.rglob("*")):
+        if f.is_file():
+            out.append(f.relative_to(directory).as_posix().encode() + b"\0" + f.read_bytes())
+    return b"\0".join(out)
+
+
+def _base_packages() -> list[str]:
+    lines = (DOCKER_DIR / "base" / "packages.txt").read_text().splitlines()
+    return [x.strip() for x in lines if x.strip() and not x.startswith("#")]
+
+
+def base_ref() -> ImageRef:
+    pulled = os.environ.get("KCHAOS_BASE_IMAGE")
+    if pulled:
+        return ImageRef("base", pulled)
+    h = _digest(RECIPE_REVISION, DEBIAN_SUITE, ",".join(_base_packages()))
+    return ImageRef("base", f"kchaos/jre17:{h}")
+
+
+def toxiproxy_ref() -> ImageRef:
+    h = _digest(RECIPE_REVISION, TOXIPROXY_MODULE, TOXIPROXY_VERSION, _files_digest(DOCKER_DIR / "toxiproxy"))
+    return ImageRef("toxiproxy", f"kchaos/toxiproxy:{TOXIPROXY_VERSION.lstrip('v')}-{h}", TOXIPROXY_VERSION)
+
+
+def kafka_ref(version: str | KafkaVersion) -> ImageRef:
+    kv = version if isinstance(version, KafkaVersion) else get_version(version)
+    h = _digest(
+        RECIPE_REVISION, base_ref().tag, kv.version, ",".join(kv.maven_artifacts()), _files_digest(DOCKER_DIR / "kafka")
+    )
+    return ImageRef("kafka", f"kchaos/kafka:{kv.version}-{h}", kv.version)
+
+
+def all_refs(versions: list[str] | None = None) -> list[ImageRef]:
+    kvs = [get_version(v) for v in versions] if versions else all_versions()
+    return [base_ref(), toxiproxy_ref(), *(kafka_ref(kv) for kv in kvs)]
+
+
+def exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def missing(client: docker.DockerClient, versions: list[str] | None = None) -> list[ImageRef]:
+    return [r for r in all_refs(versions) if not exists(client, r.tag)]
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None, env: dict | None = None) -> None:
+    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
+        raise ImageError(f"{what}: `{cmd[0]}` is not installed (run `kchaos doctor --fix`)")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ImageError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def _docker_build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: dict[str, str]) -> None:
+    try:
+        client.images.build(path=str(ctx), tag=tag, buildargs=buildargs, pull=False, rm=True, forcerm=True)
+    except BuildError as e:
+        lines = [str(x.get("stream", x.get("error", ""))).strip() for x in e.build_log]
+        raise ImageError(f"docker build of {tag} failed: {e.msg}\n" + "\n".join(lines[-15:])) from e
+
+
+def build_base(client: docker.DockerClient, log: Log) -> str:
+    ref = base_ref()
+    if exists(client, ref.tag):
+        return ref.tag
+    if os.environ.get("KCHAOS_BASE_IMAGE"):
+        log(f"pulling base image {ref.tag}")
+        client.images.pull(ref.tag)
+        return ref.tag
+    if os.geteuid() != 0:
+        raise ImageError("debootstrap needs root; run as root, or set KCHAOS_BASE_IMAGE=eclipse-temurin:17-jre")
+    log(f"building base {ref.tag} with debootstrap ({DEBIAN_SUITE}, {', '.join(_base_packages())})")
+    with tempfile.TemporaryDirectory(prefix="kchaos-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        _run(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(_base_packages())}", DEBIAN_SUITE,
+             str(root), DEBIAN_MIRROR],
+            "debootstrap",
+        )
+        for junk in ("var/cache/apt/archives", "usr/share/doc", "usr/share/man", "usr/share/locale",
+                     "var/lib/apt/lists"):
+            shutil.rmtree(root / junk, ignore_errors=True)
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(
+            ["docker", "import", "--change", "ENV LANG=C.UTF-8", "-", ref.tag],
+            stdin=tar.stdout, capture_output=True, text=True,
+        )
+        tar.wait()
+        if imp.returncode != 0 or tar.returncode != 0:
+            raise ImageError(f"docker import of {ref.tag} failed: {imp.stderr.strip()}")
+    return ref.tag
+
+
+def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:
+    ref = toxiproxy_ref()
+    if exists(client, ref.tag):
+        return ref.tag
+    log(f"building {ref.tag} (go install {TOXIPROXY_MODULE}@{TOXIPROXY_VERSION})")
+    with tempfile.TemporaryDirectory(prefix="kchaos-toxi-") as tmp:
+        ctx = Path(tmp)
+        shutil.copytree(DOCKER_DIR / "toxiproxy", ctx, dirs_exist_ok=True)
+        env = {**os.environ, "CGO_ENABLED": "0", "GOBIN": str(ctx / "bin")}
+        _run(["go", "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], "go install toxiproxy", env=env)
+        shutil.move(ctx / "bin" / "server", ctx / "toxiproxy-server")
+        shutil.rmtree(ctx / "bin")
+        _docker_build(client, ctx, ref.tag, {})
+    return ref.tag
+
+
+def _pom(kv: KafkaVersion) -> str:
+    deps = []
+    for art in kv.maven_artifacts():
+        g, a, v = art.split(":")
+        deps.append(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>")
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>kchaos</groupId><artifactId>kafka-runtime</artifactId><version>{kv.version}</version>"
+        f"<packaging>pom</packaging><dependencies>{''.join(deps)}</dependencies></project>\n"
+    )
+
+
+def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
+    kv = get_version(version)
+    ref = kafka_ref(kv)
+    if exists(client, ref.tag):
+        return ref.tag
+    base = build_base(client, log)
+    log(f"building {ref.tag} from Maven Central ({', '.join(kv.maven_artifacts())})")
+    with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
+        ctx = Path(tmp)
+        shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
+        (ctx / "pom.xml").write_text(_pom(kv))
+        _run(
+            ["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+             f"-DoutputDirectory={ctx / 'libs'}"],
+            f"mvn resolve Kafka {kv.version}", cwd=ctx,
+        )
+        _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
+    return ref.tag
+
+
+def build_all(client: docker.DockerClient, versions: list[str] | None = None, log: Log = print) -> list[ImageRef]:
+    """Build what is missing; return every ref. Already-present tags cost one inspect each."""
+    refs = all_refs(versions)
+    todo = [r for r in refs if not exists(client, r.tag)]
+    if not todo:
+        log("all images up to date")
+        return refs
+    for r in todo:
+        if r.kind == "base":
+            build_base(client, log)
+        elif r.kind == "toxiproxy":
+            build_toxiproxy(client, log)
+        else:
+            assert r.version is not None
+            build_kafka(client, r.version, log)
+    return refs

@@ -1,0 +1,71 @@
+"""The Kafka versions kchaos can build and run.
+
+Adding a version is one line in ``KAFKA_VERSIONS``: the version string and the
+cluster modes it supports. Everything else (Maven artifacts, logging backend,
+which tools exist) is derived from the version number, so a new release of an
+existing line needs nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# version -> modes it can run in. ZooKeeper mode was removed in 4.0; KRaft was
+# not production-ready before 3.3, so 2.8 is ZooKeeper only.
+KAFKA_VERSIONS: dict[str, tuple[str, ...]] = {
+    "2.8.2": ("zk",),
+    "3.9.1": ("zk", "kraft"),
+    "4.1.2": ("kraft",),
+}
+
+DEFAULT_VERSION = "3.9.1"
+MODES = ("zk", "kraft")
+
+
+@dataclass(frozen=True)
+class KafkaVersion:
+    """One Kafka release and what follows from its number."""
+
+    version: str
+    modes: tuple[str, ...]
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def logging(self) -> str:
+        """Kafka 4 moved to Log4j 2; older releases use Log4j 1 (reload4j)."""
+        return "log4j2" if self.major >= 4 else "log4j1"
+
+    def maven_artifacts(self) -> list[str]:
+        """The broker's runtime closure, its tools, and a logging backend, as group:artifact:version."""
+        arts = [
+            f"org.apache.kafka:kafka_2.13:{self.version}",
+            f"org.apache.kafka:kafka-tools:{self.version}",
+        ]
+        if self.logging == "log4j2":
+            arts.append("org.apache.logging.log4j:log4j-slf4j-impl:2.24.3")
+        else:
+            arts.append("org.slf4j:slf4j-reload4j:1.7.36")
+        return arts
+
+    def supports(self, mode: str) -> bool:
+        return mode in self.modes
+
+
+def get_version(version: str) -> KafkaVersion:
+    """Look a version up, with an error that lists what is available."""
+    if version not in KAFKA_VERSIONS:
+        allowed = ", ".join(KAFKA_VERSIONS)
+        raise KeyError(f"Kafka version {version!r} has no image recipe; allowed: {allowed}")
+    return KafkaVersion(version, KAFKA_VERSIONS[version])
+
+
+def all_versions() -> list[KafkaVersion]:
+    return [KafkaVersion(v, m) for v, m in KAFKA_VERSIONS.items()]
+
+
+def version_mode_pairs() -> list[tuple[str, str]]:
+    """Every (version, mode) combination the harness supports, for test and CI matrices."""
+    return [(v, m) for v, modes in KAFKA_VERSIONS.items() for m in modes]
