@@ -14,9 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from docker.errors import DockerException
-
 import docker
+from docker.errors import DockerException
 
 DOCKERD_LOG = Path(os.environ.get("KCHAOS_DOCKERD_LOG", "/var/log/kchaos-dockerd.log"))
 # Debian packages the set-up needs: the engine, and debootstrap for the base image.
@@ -108,7 +107,7 @@ def start_dockerd(log=print, wait_s: float = 60.0) -> None:
             return
         time.sleep(0.5)
     tail = DOCKERD_LOG.read_text(errors="replace").strip().splitlines()[-10:]
-    raise EngineError("dockerd did not answer within %.0f s; last log lines:\n%s" % (wait_s, "\n".join(tail)))
+    raise EngineError("dockerd did not answer within {:.0f} s; last log lines:\n{}".format(wait_s, "\n".join(tail)))
 
 
 def ensure_engine(install: bool = True, log=print) -> docker.DockerClient:

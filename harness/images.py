@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 from docker.errors import BuildError, ImageNotFound
 
-import docker
 from harness.versions import KafkaVersion, all_versions, get_version
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,7 @@ not served by the Go proxy, so kchaos does the same job itself:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
@@ -26,9 +27,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from docker.errors import APIError, NotFound
-
 import docker
+from docker.errors import APIError, NotFound
 
 LABEL = "kchaos"
 LABEL_SESSION = "kchaos.session"
@@ -69,10 +69,8 @@ def start_watchdog() -> None:
 
 def _close_watchdog() -> None:
     if _watchdog is not None and _watchdog.stdin is not None:
-        try:
+        with contextlib.suppress(OSError):
             _watchdog.stdin.close()
-        except OSError:
-            pass
 
 
 def install_signal_handlers() -> None:

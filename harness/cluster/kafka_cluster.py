@@ -6,6 +6,7 @@ Containers: one Toxiproxy, ZooKeeper or one KRaft controller, N brokers. See
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterable
@@ -16,6 +17,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 # Ryuk cannot be pulled on these machines; harness.reaper does its job by label.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+import contextlib
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
@@ -36,6 +39,7 @@ from harness.cluster.toxiproxy import Toxiproxy
 
 testcontainers_config.ryuk_disabled = True
 
+LOG = logging.getLogger("kchaos.cluster")
 CUT_TOXIC = "kchaos-cut"
 STREAMS = ("upstream", "downstream")
 
@@ -148,7 +152,7 @@ class KafkaCluster:
         tp.ports.update(ports)
         tp.start()
         net_ips = {}
-        for b, net in broker_nets.items():
+        for net in broker_nets.values():
             net.connect(tp.get_container_id(), network_aliases=self.topo.aliases_on_broker_net())
         w = tp.get_wrapped_container()
         w.reload()
@@ -192,10 +196,8 @@ class KafkaCluster:
         if self._admin is not None:
             self._admin = None
         for key, c in list(self._containers.items()):
-            try:
+            with contextlib.suppress(Exception):
                 c.get_wrapped_container().remove(force=True, v=True)
-            except Exception:
-                pass
             self._containers.pop(key, None)
         for key, net in list(self._networks.items()):
             for attempt in range(5):
@@ -218,7 +220,7 @@ class KafkaCluster:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.client_config(**{"socket.timeout.ms": 5000}))
+            self._admin = AdminClient(self.client_config(**{"socket.timeout.ms": 5000}), logger=LOG)
         return self._admin
 
     # ---------------------------------------------------------------- state
@@ -305,7 +307,9 @@ class KafkaCluster:
             raise TopicError(f"topic {name}: replication factor {replication_factor} is greater than the "
                              f"{n} brokers of this cluster (allowed: 1..{n})")
         if replica_assignment is not None:
-            nt = NewTopic(name, replica_assignment=replica_assignment, config=config or {})
+            # confluent-kafka wants num_partitions = len(assignment) here, not the -1 its docs say.
+            nt = NewTopic(name, num_partitions=len(replica_assignment), replica_assignment=replica_assignment,
+                          config=config or {})
         else:
             nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                           config=config or {})

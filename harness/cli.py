@@ -1,0 +1,132 @@
+"""The `kchaos` command line. Exit codes: 0 promises held / ok, 1 a promise broken or a check failed,
+2 bad input, 3 the run could not be carried out."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness import doctor as doctor_mod
+from harness import engine, images
+from harness.versions import KAFKA_VERSIONS
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testing for real Apache Kafka.")
+console = Console()
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
+VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
+
+
+def _log(msg: str) -> None:
+    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {msg}")
+
+
+@app.command()
+def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing")) -> None:
+    """Say what is missing to run chaos tests here, and which command fixes it."""
+    if fix:
+        try:
+            doctor_mod.fix(log=_log)
+        except (engine.EngineError, images.ImageError) as e:
+            err.print(f"[red]could not fix:[/red] {e}")
+            raise typer.Exit(EXIT_NOT_RUN) from e
+    checks = doctor_mod.run_checks()
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("check")
+    t.add_column("status")
+    t.add_column("detail")
+    t.add_column("fix")
+    for c in checks:
+        t.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]missing[/red]", c.detail, c.fix)
+    console.print(t)
+    raise typer.Exit(EXIT_OK if all(c.ok for c in checks) else EXIT_BROKEN)
+
+
+@app.command("images")
+def images_cmd(
+    version: list[str] = typer.Option(None, "--version", "-v", help=f"Kafka versions ({VERSIONS_HELP})"),
+) -> None:
+    """Build every image locally (JRE base, Toxiproxy, Kafka per version); a no-op when up to date."""
+    for v in version or []:
+        if v not in KAFKA_VERSIONS:
+            err.print(f"--version {v}: no image recipe; allowed: {', '.join(KAFKA_VERSIONS)}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        client = engine.ensure_engine(install=True, log=_log)
+        t0 = time.monotonic()
+        refs = images.build_all(client, versions=version or None, log=_log)
+    except (engine.EngineError, images.ImageError) as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    for r in refs:
+        console.print(f"  {r.kind:10} {r.tag}")
+    _log(f"done in {time.monotonic() - t0:.1f} s")
+
+
+@app.command()
+def up(
+    kafka_version: str = typer.Option("3.9.1", "--kafka-version", help=f"one of {VERSIONS_HELP}"),
+    mode: str = typer.Option("zk", "--mode", help="zk | kraft"),
+    brokers: int = typer.Option(3, "--brokers"),
+) -> None:
+    """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
+    from pydantic import ValidationError
+
+    from harness import reaper
+    from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
+
+    try:
+        settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers)
+    except ValidationError as e:
+        err.print(f"[red]bad input:[/red] {e.errors()[0]['msg']}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    reaper.install_signal_handlers()
+    try:
+        with KafkaCluster(settings) as c:
+            console.print(f"session {reaper.SESSION_ID} cluster {c.name} ready")
+            console.print(f"bootstrap.servers={c.bootstrap_servers}")
+            console.print(f"toxiproxy API {c.toxi.url if c.toxi else '?'}; Ctrl-C stops and removes everything")
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        console.print("stopping")
+    except (ClusterError, engine.EngineError) as e:
+        err.print(f"[red]cluster could not start:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+
+
+def _not_yet(verb: str, issue: int) -> None:
+    err.print(f"`kchaos {verb}` is not there yet (tracked in issue #{issue}).")
+    raise typer.Exit(EXIT_NOT_RUN)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(ctx: typer.Context) -> None:
+    """Run a scenario against a real cluster and record its history."""
+    _not_yet("run", 3)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check(ctx: typer.Context) -> None:
+    """Reconcile run directories with PySpark and write verdict.json."""
+    _not_yet("check", 4)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def report(ctx: typer.Context) -> None:
+    """Write the self-contained HTML durability report."""
+    _not_yet("report", 5)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def matrix(ctx: typer.Context) -> None:
+    """Run and check the cross product of versions, scenarios and settings."""
+    _not_yet("matrix", 6)
+
+
+def main() -> None:
+    app()

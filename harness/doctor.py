@@ -1,0 +1,96 @@
+"""`kchaos doctor`: what is missing, in plain words, and the command that fixes it."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from dataclasses import dataclass
+
+from harness import engine, images, reaper
+
+PY_MODULES = {
+    "confluent_kafka": "confluent-kafka",
+    "testcontainers": "testcontainers",
+    "docker": "docker",
+    "pyspark": "pyspark",
+    "pyarrow": "pyarrow",
+}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def check_python() -> Check:
+    missing = [pkg for mod, pkg in PY_MODULES.items() if importlib.util.find_spec(mod) is None]
+    if missing:
+        return Check("python packages", False, f"missing: {', '.join(missing)}", "pip install -e '.[test]'")
+    return Check("python packages", True, "all present")
+
+
+def check_tools() -> Check:
+    missing = engine.missing_packages()
+    no_go = shutil.which("go") is None
+    no_java = shutil.which("java") is None
+    parts = [f"Debian packages {', '.join(missing)}"] if missing else []
+    if no_go:
+        parts.append("go (builds Toxiproxy)")
+    if no_java:
+        parts.append("java (Spark runs in it)")
+    if parts:
+        fix = f"kchaos doctor --fix (apt-get install {' '.join(missing)})" if missing else "install the Go toolchain"
+        return Check("build tools", False, "missing: " + "; ".join(parts), fix)
+    return Check("build tools", True, "dockerd, debootstrap, mvn, go and java are installed")
+
+
+def check_engine() -> Check:
+    st = engine.status()
+    return Check("docker engine", st.ok, st.detail, "" if st.ok else "kchaos doctor --fix (starts dockerd)")
+
+
+def check_images(versions: list[str] | None = None) -> Check:
+    try:
+        c = engine.client(timeout=10)
+    except engine.EngineError:
+        return Check("images", False, "cannot tell without an engine", "kchaos doctor --fix")
+    miss = images.missing(c, versions)
+    if miss:
+        return Check("images", False, "not built: " + ", ".join(r.tag for r in miss), "kchaos images")
+    return Check("images", True, f"{len(images.all_refs(versions))} images built and current")
+
+
+def check_leftovers() -> Check:
+    try:
+        c = engine.client(timeout=10)
+    except engine.EngineError:
+        return Check("leftovers", True, "no engine, so nothing can be left running")
+    inv = reaper.inventory(c)
+    dead = [x for x in inv if not x.owner_alive]
+    live = [x for x in inv if x.owner_alive]
+    if dead:
+        names = ", ".join(f"{x.kind} {x.name}" for x in dead[:8])
+        more = f" and {len(dead) - 8} more" if len(dead) > 8 else ""
+        return Check("leftovers", False, f"{len(dead)} left by runs that are gone: {names}{more}",
+                     "kchaos doctor --fix (removes them)")
+    detail = "no leftover containers or networks"
+    if live:
+        detail += f" ({len(live)} belong to runs still in progress)"
+    return Check("leftovers", True, detail)
+
+
+def run_checks() -> list[Check]:
+    return [check_python(), check_tools(), check_engine(), check_images(), check_leftovers()]
+
+
+def fix(log=print) -> None:
+    """Install, start, build and clean whatever the checks found missing."""
+    engine.install_packages(engine.missing_packages(), log=log)
+    client = engine.ensure_engine(install=True, log=log)
+    n = reaper.reap_orphans(client)
+    if n:
+        log(f"removed {n} leftover containers/networks")
+    images.build_all(client, log=log)

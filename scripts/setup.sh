@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Everything a fresh machine needs, idempotent: Python packages, Debian packages (docker.io,
+# debootstrap, maven), a running Docker engine, and every image. Seconds when already done.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PYTHON:-python3}
+if ! $PY - >/dev/null 2>&1 <<'PYEOF'
+import importlib.metadata as m, pathlib
+d = m.distribution("kchaos")
+assert pathlib.Path(d.locate_file("")).exists()
+import confluent_kafka, testcontainers, pyspark, pytest, hypothesis, duckdb, typer  # noqa
+PYEOF
+then
+  echo "[setup] installing Python packages (pip install -e '.[test]')" >&2
+  $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]' >&2
+fi
+$PY -m harness doctor --fix >&2

@@ -1,0 +1,82 @@
+"""Shared fixtures. Tests marked `docker` need the engine and images: if either is missing
+they fail with the command that fixes it (never skip), under CI and everywhere else."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from harness import engine, images
+from harness.cluster import ClusterSettings, KafkaCluster
+
+DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3)
+
+
+def require_docker(versions: list[str] | None = None) -> None:
+    st = engine.status()
+    if not st.ok:
+        pytest.fail(f"Docker engine needed: {st.detail}", pytrace=False)
+    miss = images.missing(engine.client(), versions)
+    if miss:
+        pytest.fail(f"images not built ({', '.join(r.tag for r in miss)}): run `kchaos images`", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One ZooKeeper-mode cluster shared by a module's tests; each test heals what it broke."""
+    require_docker([DEFAULT_SETTINGS.kafka_version])
+    with KafkaCluster(DEFAULT_SETTINGS) as c:
+        yield c
+
+
+@pytest.fixture
+def healed(cluster):
+    """Yield the shared cluster and put it back to full health afterwards."""
+    yield cluster
+    cluster.heal()
+    cluster.wait_ready(90)
+
+
+def unique_topic(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def produce(cluster: KafkaCluster, topic: str, n: int, acks: str, prefix: str, timeout_s: float = 30,
+            **extra) -> list[tuple[str, object]]:
+    """Send n values; return (value, error-or-None) per delivery report."""
+    from confluent_kafka import Producer
+
+    conf = cluster.client_config(**{"acks": acks, "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000)})
+    conf.update(extra)
+    p = Producer(conf)
+    reports: list[tuple[str, object]] = []
+
+    def cb(err, msg):
+        reports.append((msg.value().decode(), err))
+
+    for i in range(n):
+        p.produce(topic, value=f"{prefix}-{i}".encode(), on_delivery=cb)
+        p.poll(0)
+    remaining = p.flush(timeout_s + 10)
+    assert remaining == 0, f"{remaining} messages still queued after flush"
+    return reports
+
+
+def consume_all(cluster: KafkaCluster, topic: str, partitions: int, expect: int, timeout_s: float = 30) -> list[str]:
+    """Read every partition from offset 0 until `expect` records arrived or the time is up."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(cluster.client_config(**{"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}))
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expect and time.monotonic() < deadline:
+            for m in c.consume(500, timeout=0.5):
+                if m.error() is None:
+                    out.append(m.value().decode())
+    finally:
+        c.close()
+    return out

@@ -1,0 +1,86 @@
+"""No container or network outlives a run, even one killed with SIGINT or SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import docker
+import pytest
+
+from harness import engine, reaper
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+
+def _start_held_cluster() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "up", "--brokers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    deadline = time.monotonic() + 90
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if " ready" in line and line.startswith("session "):
+            return proc, line.split()[1]
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    pytest.fail("`kchaos up` never said ready")
+
+
+def _session_resources(client: docker.DockerClient, session: str) -> list[str]:
+    return [x.name for x in reaper.inventory(client) if x.session == session]
+
+
+def _wait_gone(client: docker.DockerClient, session: str, timeout_s: float = 60) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    left = _session_resources(client, session)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _session_resources(client, session)
+    return left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_killed_run_leaves_nothing(sig):
+    require_docker(["3.9.1"])
+    client = engine.client()
+    proc, session = _start_held_cluster()
+    assert _session_resources(client, session), "the held cluster should have containers"
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    left = _wait_gone(client, session)
+    assert left == [], f"left behind after {sig.name}: {left}"
+    # and `kchaos doctor` agrees
+    from harness.doctor import check_leftovers
+
+    assert check_leftovers().ok
+
+
+def test_next_run_removes_what_a_dead_run_left():
+    require_docker()
+    client = engine.client()
+    # A network labelled as owned by a process that no longer exists.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    labels = reaper.labels()
+    labels[reaper.LABEL_PID] = str(dead.pid)
+    labels[reaper.LABEL_SESSION] = "deadbeef0000"
+    net = client.networks.create(f"kchaos-orphan-{dead.pid}", labels=labels, internal=True)
+    try:
+        from harness.doctor import check_leftovers
+
+        assert not check_leftovers().ok
+        assert reaper.reap_orphans(client) >= 1
+        assert _session_resources(client, "deadbeef0000") == []
+        assert check_leftovers().ok
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            net.remove()

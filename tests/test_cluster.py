@@ -1,0 +1,123 @@
+"""The cluster against real brokers: round trips, ISR behaviour, election order, min.insync."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError
+
+from harness.cluster import ClusterSettings, KafkaCluster, TopicError
+from harness.versions import version_mode_pairs
+from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
+
+pytestmark = pytest.mark.docker
+
+LAG_S = DEFAULT_SETTINGS.replica_lag_time_max_ms / 1000
+
+
+def round_trip(cluster: KafkaCluster, n: int = 200) -> None:
+    """RF=3, min.insync=2: every acks level delivers, and everything sent is read back."""
+    topic = unique_topic("rt")
+    cluster.create_topic(topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    cluster.wait_full_isr(topic)
+    sent: list[str] = []
+    for acks in ("0", "1", "all"):
+        reports = produce(cluster, topic, n, acks, prefix=f"a{acks}")
+        errors = [(v, e) for v, e in reports if e is not None]
+        assert not errors, f"acks={acks}: delivery errors {errors[:3]}"
+        assert len(reports) == n
+        sent += [v for v, _ in reports]
+    got = consume_all(cluster, topic, partitions=3, expect=len(sent))
+    assert sorted(got) == sorted(sent)
+
+
+def test_round_trip_all_acks(cluster):
+    round_trip(cluster)
+
+
+def _others(cluster: KafkaCluster, *exclude: int) -> list[int]:
+    return [b for b in cluster.settings.broker_ids if b not in exclude]
+
+
+def test_follower_cut_leaves_isr_and_returns(healed):
+    c = healed
+    controller = c.describe().controller
+    # Leader = controller, so the cut follower is never the one the leader reports ISR changes to.
+    leader = controller
+    follower, other = _others(c, leader)
+    topic = unique_topic("isr")
+    c.create_topic(topic, replica_assignment=[[leader, follower, other]], config={"min.insync.replicas": "2"})
+    c.wait_full_isr(topic)
+
+    t0 = time.monotonic()
+    c.cut(c.topo.replication_links(follower))
+    left = c.wait_for(lambda st: follower not in st.partition(topic, 0).isr, LAG_S * 3 + 10,
+                      f"broker {follower} did not leave the ISR")
+    # The leader checks lag every replica.lag.time.max.ms / 2, then the change must reach metadata.
+    assert left <= LAG_S * 1.5 + 5, f"left the ISR after {left:.1f} s (lag time {LAG_S} s)"
+    assert time.monotonic() - t0 >= LAG_S * 0.9, "left the ISR before replica.lag.time.max.ms could pass"
+    st = c.describe(topic).partition(topic, 0)
+    assert st.leader == leader and set(st.isr) == {leader, other}
+
+    c.restore(c.topo.replication_links(follower))
+    back = c.wait_full_isr(topic, timeout_s=60)
+    assert follower in c.describe(topic).partition(topic, 0).isr
+    print(f"left ISR in {left:.1f} s, rejoined {back:.1f} s after heal")
+
+
+def test_leader_kill_elects_first_live_isr_member_in_ar_order(healed):
+    c = healed
+    controller = c.describe().controller
+    a, b = _others(c, controller)
+    # AR = [leader, high id, low id]: the first live ISR member in AR order is the higher id,
+    # so an election by lowest id (or any other order) would show up as a failure.
+    leader, second, third = a, max(b, controller), min(b, controller)
+    topic = unique_topic("elect")
+    c.create_topic(topic, replica_assignment=[[leader, second, third]])
+    c.wait_full_isr(topic)
+    assert c.describe(topic).partition(topic, 0).leader == leader
+
+    c.kill(leader)
+    c.wait_for(lambda st: st.partition(topic, 0).leader not in (leader, -1), 30, "no new leader")
+    st = c.describe(topic).partition(topic, 0)
+    assert st.leader == second, f"AR {st.replicas}, ISR {st.isr}: expected {second}, got {st.leader}"
+    assert st.replicas == [leader, second, third]
+
+    c.start_broker(leader)
+    c.wait_full_isr(topic, timeout_s=60)
+
+
+def test_isr_of_one_refuses_acks_all_but_not_acks_1(healed):
+    c = healed
+    controller = c.describe().controller
+    leader = controller
+    f1, f2 = _others(c, leader)
+    topic = unique_topic("minisr")
+    c.create_topic(topic, replica_assignment=[[leader, f1, f2]], config={"min.insync.replicas": "2"})
+    c.wait_full_isr(topic)
+
+    c.cut(c.topo.between(leader, f1) + c.topo.between(leader, f2))
+    c.wait_for(lambda st: st.partition(topic, 0).isr == [leader], LAG_S * 3 + 15, "ISR did not shrink to the leader")
+
+    refused = produce(c, topic, 5, "all", prefix="all", timeout_s=10, retries=0)
+    codes = {e.code() if e else None for _, e in refused}
+    assert codes == {KafkaError.NOT_ENOUGH_REPLICAS}, f"acks=all with ISR of 1 gave {codes}"
+
+    accepted = produce(c, topic, 5, "1", prefix="one", timeout_s=10, retries=0)
+    assert all(e is None for _, e in accepted), f"acks=1 failed: {accepted}"
+
+
+def test_replication_factor_above_broker_count_is_a_clear_error(cluster):
+    with pytest.raises(TopicError, match=r"replication factor 4 is greater than the 3 brokers"):
+        cluster.create_topic(unique_topic("rf"), replication_factor=4)
+    # Kafka's own refusal, when the request reaches it.
+    with pytest.raises(TopicError, match=r"refused replication factor 4"):
+        cluster.create_topic(unique_topic("rf"), replication_factor=4, validate=False)
+
+
+@pytest.mark.parametrize(("version", "mode"), version_mode_pairs(), ids=lambda x: x)
+def test_round_trip_on_every_version(version, mode):
+    require_docker([version])
+    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode)) as c:
+        round_trip(c, n=100)
