@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -15,7 +16,7 @@ from harness.versions import KAFKA_VERSIONS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testing for real Apache Kafka.")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people and for grep
 
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
@@ -110,10 +111,53 @@ def run(ctx: typer.Context) -> None:
     _not_yet("run", 3)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def check(ctx: typer.Context) -> None:
-    """Reconcile run directories with PySpark and write verdict.json."""
-    _not_yet("check", 4)
+@app.command()
+def check(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories, or parents holding them"),
+    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL (default: embedded local[*])"),
+    unavailable_ms: int = typer.Option(1000, "--unavailable-ms", help="gap without acks that counts as unavailable"),
+    examples: int = typer.Option(10, "--examples", help="examples kept per anomaly and run"),
+) -> None:
+    """Reconcile run directories with PySpark, write verdict.json in each, print a verdict per configuration."""
+    from harness.checker import check_runs, summarize
+    from harness.history import HistoryError
+
+    t0 = time.monotonic()
+    try:
+        verdicts = check_runs(run_dirs, master=spark_master, threshold_ms=unavailable_ms, examples=examples)
+    except (HistoryError, ValueError) as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    print_verdicts(verdicts, summarize(verdicts))
+    _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
+    raise typer.Exit(EXIT_BROKEN if any(v["verdict"] == "fail" for v in verdicts) else EXIT_OK)
+
+
+def print_verdicts(verdicts: list[dict], summary: list[dict]) -> None:
+    from harness.checker import ANOMALIES
+
+    t = Table(title="runs", header_style="bold")
+    t.add_column("run")
+    t.add_column("verdict")
+    for a in ANOMALIES:
+        t.add_column(a.replace("_", " "), justify="right")
+    for v in verdicts:
+        colour = "green" if v["verdict"] == "pass" else "red"
+        t.add_row(v["run_id"], f"[{colour}]{v['verdict']}[/{colour}]", *(str(v["anomalies"][a]) for a in ANOMALIES))
+    console.print(t)
+    s = Table(title="per configuration (x = broke a promise, ~ = expected for this configuration)", header_style="bold")
+    s.add_column("configuration")
+    s.add_column("runs", justify="right")
+    s.add_column("failed", justify="right")
+    for a in ANOMALIES:
+        s.add_column(a.replace("_", " "), justify="right")
+    for r in summary:
+        cells = []
+        for a in ANOMALIES:
+            n = r["counts"][a]
+            cells.append("0" if n == 0 else (f"[red]x {n}[/red]" if r["promised"][a] else f"[yellow]~ {n}[/yellow]"))
+        s.add_row(r["config"], str(r["runs"]), str(r["failed"]), *cells)
+    console.print(s)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

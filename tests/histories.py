@@ -1,0 +1,93 @@
+"""Build contract-valid run directories in tests, with anomalies planted on purpose."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from harness.history import (
+    CONSUMED,
+    CONSUMED_SCHEMA,
+    PRODUCED,
+    PRODUCED_SCHEMA,
+    REPLICAS,
+    REPLICAS_SCHEMA,
+    RUN_JSON,
+    write_table,
+)
+
+
+class History:
+    """A run directory under construction. Sequence numbers are assigned in call order."""
+
+    def __init__(self, topic: str = "t", run: dict | None = None):
+        self.topic = topic
+        self.produced: list[dict] = []
+        self.consumed: list[dict] = []
+        self.replicas: list[dict] = []
+        self.events: list[dict] = []
+        self.run = run if run is not None else {
+            "run_id": "test",
+            "kafka_version": "3.9.1",
+            "topics": [{"name": topic, "replication_factor": 3,
+                        "config": {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}}],
+            "producers": [{"name": "p0", "acks": "all", "idempotence": True, "topic": topic}],
+        }
+        self._pseq: dict[str, int] = defaultdict(int)
+        self._cseq: dict[str, int] = defaultdict(int)
+        self.ts = 1_700_000_000_000
+
+    def send(self, value: str, offset: int | None, status: str = "ok", partition: int = 0, producer: str = "p0",
+             acks: str = "all", error: str | None = None, ts: int | None = None) -> History:
+        ts = self.ts if ts is None else ts
+        self.ts = ts + 10
+        self.produced.append({
+            "value": value, "producer": producer, "seq": self._pseq[producer], "topic": self.topic,
+            "partition": partition, "acks": acks, "status": status,
+            "offset": offset if status == "ok" and acks != "0" else None,
+            "send_ts_ms": ts, "ack_ts_ms": ts + 5 if status == "ok" else None, "error": error,
+        })
+        self._pseq[producer] += 1
+        return self
+
+    def read(self, value: str, offset: int, phase: str = "live", partition: int = 0, consumer: str = "c0",
+             hw: int | None = None) -> History:
+        self.consumed.append({
+            "consumer": consumer, "seq": self._cseq[consumer], "topic": self.topic, "partition": partition,
+            "offset": offset, "value": value, "poll_ts_ms": self.ts, "hw": hw if hw is not None else offset + 1,
+            "phase": phase,
+        })
+        self._cseq[consumer] += 1
+        return self
+
+    def replica(self, broker: int, value: str, offset: int, partition: int = 0) -> History:
+        self.replicas.append({"broker": broker, "topic": self.topic, "partition": partition, "offset": offset,
+                              "value": value})
+        return self
+
+    def clean(self, n: int, partition: int = 0, brokers: tuple[int, ...] = (1, 2, 3)) -> History:
+        """n acknowledged sends read live, read in the final log, on every replica."""
+        for i in range(n):
+            v = f"v{partition}-{i}"
+            self.send(v, i, partition=partition)
+            self.read(v, i, partition=partition, hw=i + 1)
+        self.final_from_replica(partition, brokers)
+        return self
+
+    def final_from_replica(self, partition: int, brokers: tuple[int, ...]) -> None:
+        for r in self.produced:
+            if r["partition"] == partition and r["status"] == "ok" and r["offset"] is not None:
+                for b in brokers:
+                    self.replica(b, r["value"], r["offset"], partition)
+                self.read(r["value"], r["offset"], phase="final", partition=partition, consumer="final")
+
+    def write(self, path: Path) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        write_table(path / PRODUCED, self.produced, PRODUCED_SCHEMA)
+        write_table(path / CONSUMED, self.consumed, CONSUMED_SCHEMA)
+        write_table(path / REPLICAS, self.replicas, REPLICAS_SCHEMA)
+        (path / RUN_JSON).write_text(json.dumps(self.run))
+        if self.events:
+            (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in self.events))
+        return path

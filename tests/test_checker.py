@@ -1,0 +1,264 @@
+"""The reconciler on histories built in the tests: each anomaly alone, all together, clean ones,
+verdicts against the promise table, unavailability, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.checker import ANOMALIES, check_runs, summarize
+from harness.checker.reference import count_anomalies
+from harness.history import HistoryError
+from tests.histories import History
+
+ZERO = dict.fromkeys(ANOMALIES, 0)
+
+
+def only(**counts: int) -> dict[str, int]:
+    return {**ZERO, **counts}
+
+
+def check_one(tmp_path, h: History, name: str = "run") -> dict:
+    d = h.write(tmp_path / name)
+    (v,) = check_runs([d])
+    # The Spark job and the reference implementation agree on every history built here.
+    assert v["anomalies"] == count_anomalies(h.produced, h.consumed, h.replicas)
+    return v
+
+
+def plant(h: History, anomaly: str) -> None:
+    """Add exactly one instance of an anomaly to a clean 5-record history on partition 0."""
+    if anomaly == "lost":
+        h.send("v-lost", 5)
+    elif anomaly == "divergence":
+        h.replica(3, "not-v0-2", 2)
+    elif anomaly == "uncommitted_read":
+        h.read("v-uncommitted", 7, consumer="c1", hw=8)
+    elif anomaly == "duplicate":
+        h.read("v0-1", 6, phase="final", consumer="final")
+        for b in (1, 2, 3):
+            h.replica(b, "v0-1", 6)
+    elif anomaly == "nonmonotonic_send":
+        h.run["producers"].append({"name": "p1", "acks": "all", "idempotence": True, "topic": "t"})
+        h.send("w0", 1, partition=1, producer="p1")
+        h.send("w1", 0, partition=1, producer="p1")
+        h.final_from_replica(1, (1, 2, 3))
+    elif anomaly == "nonmonotonic_poll":
+        h.read("v0-3", 3, consumer="c0", hw=5)
+    elif anomaly == "phantom":
+        h.read("ghost", 8, phase="final", consumer="final")
+        for b in (1, 2, 3):
+            h.replica(b, "ghost", 8)
+
+
+def test_clean_history_has_no_anomaly_and_passes(tmp_path):
+    h = History().clean(20)
+    h.clean(7, partition=1)
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == ZERO
+    assert v["verdict"] == "pass"
+    assert v["final_log_records"] == 27
+    assert json.loads((tmp_path / "run" / "verdict.json").read_text())["anomalies"] == ZERO
+
+
+@pytest.mark.parametrize("anomaly", ANOMALIES)
+def test_each_anomaly_planted_alone_is_counted_once(tmp_path, anomaly):
+    h = History().clean(5)
+    plant(h, anomaly)
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == only(**{anomaly: 1})
+    assert len(v["examples"][anomaly]) == 1
+    # acks=all, min.insync=2, unclean off, idempotent: every one of these breaks a promise.
+    assert v["verdict"] == "fail"
+
+
+def test_all_anomalies_together(tmp_path):
+    h = History().clean(5)
+    for a in ANOMALIES:
+        plant(h, a)
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == dict.fromkeys(ANOMALIES, 1)
+    (row,) = v["by_config"]  # p0 and p1 share one configuration
+    assert row["producers"] == ["p0", "p1"] and set(row["broken"]) == set(ANOMALIES)
+
+
+def test_examples_name_what_is_involved(tmp_path):
+    h = History().clean(5)
+    plant(h, "lost")
+    plant(h, "divergence")
+    v = check_one(tmp_path, h)
+    (lost,) = v["examples"]["lost"]
+    assert lost["value"] == "v-lost" and lost["ack_offset"] == 5 and lost["producer"] == "p0"
+    (div,) = v["examples"]["divergence"]
+    assert (div["partition"], div["offset"]) == (0, 2)
+    assert {div["v_min"], div["v_max"]} == {"v0-2", "not-v0-2"}
+
+
+def test_acks1_loss_is_expected_not_a_failure(tmp_path):
+    h = History()
+    h.run["producers"] = [{"name": "p0", "acks": "1", "topic": "t"}]
+    for i in range(5):
+        h.send(f"a{i}", i, acks="1")
+    h.final_from_replica(0, (1, 2, 3))
+    h.send("a-lost", 5, acks="1")
+    v = check_one(tmp_path, h)
+    assert v["anomalies"]["lost"] == 1
+    assert v["verdict"] == "pass"
+    (row,) = v["by_config"]
+    assert row["expected"] == ["lost"] and "acks=1" in row["promises"]["lost"]["why"]
+
+
+def test_mixed_producers_are_judged_by_their_own_config(tmp_path):
+    h = History()
+    h.run["producers"] = [{"name": "p-one", "acks": "1", "topic": "t"},
+                          {"name": "p-all", "acks": "all", "topic": "t", "idempotence": True}]
+    h.send("x0", 0, acks="1", producer="p-one")
+    h.send("y0", 1, acks="all", producer="p-all")
+    h.final_from_replica(0, (1, 2, 3))
+    h.send("x-lost", 2, acks="1", producer="p-one")
+    v = check_one(tmp_path, h)
+    assert v["verdict"] == "pass"
+    h.send("y-lost", 3, acks="all", producer="p-all")
+    v = check_one(tmp_path, h, "run2")
+    assert v["verdict"] == "fail"
+    broken = {r["producers"][0]: r["broken"] for r in v["by_config"]}
+    assert broken == {"p-one": [], "p-all": ["lost"]}
+
+
+def test_acks0_and_indeterminate_writes_are_not_losses(tmp_path):
+    h = History().clean(3)
+    h.send("z0", None, acks="0")  # never read back: not lost, reported apart
+    h.send("maybe", None, status="info", error="_MSG_TIMED_OUT")
+    h.read("maybe", 3, phase="final", consumer="final")
+    h.send("failed-but-there", None, status="fail", error="NOT_ENOUGH_REPLICAS")
+    h.read("failed-but-there", 4, phase="final", consumer="final")
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == ZERO
+    assert v["acks0_missing"] == 1
+    assert v["indeterminate_landed"]["count"] == 1
+    assert v["indeterminate_landed"]["examples"][0]["error"] == "_MSG_TIMED_OUT"
+    assert v["failed_but_present"]["count"] == 1
+
+
+def test_unclean_election_makes_divergence_expected_but_never_phantoms(tmp_path):
+    h = History().clean(5)
+    h.run["topics"][0]["config"]["unclean.leader.election.enable"] = "true"
+    plant(h, "divergence")
+    v = check_one(tmp_path, h)
+    assert v["verdict"] == "pass" and v["by_config"][0]["expected"] == ["divergence"]
+    plant(h, "phantom")
+    assert check_one(tmp_path, h, "run2")["verdict"] == "fail"
+
+
+def test_old_ibp_and_power_loss_excuse_loss(tmp_path):
+    h = History().clean(5)
+    h.run["broker_config"] = {"inter.broker.protocol.version": "0.10.2"}
+    plant(h, "lost")
+    assert check_one(tmp_path, h)["verdict"] == "pass"
+    h2 = History().clean(5)
+    h2.events.append({"type": "fault", "kind": "power_loss", "start_ms": h2.ts, "end_ms": h2.ts + 100})
+    plant(h2, "lost")
+    assert check_one(tmp_path, h2, "run2")["verdict"] == "pass"
+    h2.run["eligible_leader_replicas"] = True
+    assert check_one(tmp_path, h2, "run3")["verdict"] == "fail"
+
+
+def test_unavailability_windows_and_recovery_after_a_fault(tmp_path):
+    h = History()
+    t0 = 1_700_000_000_000
+    for i in range(10):
+        h.send(f"a{i}", i, ts=t0 + i * 100)
+    # 4 s with no acknowledgement, from a fault at t0+1000 until acks resume at t0+4900
+    for i in range(10, 20):
+        h.send(f"a{i}", i, ts=t0 + 4900 + (i - 10) * 100)
+    h.final_from_replica(0, (1, 2, 3))
+    h.events.append({"type": "fault", "kind": "kill", "name": "kill leader", "start_ms": t0 + 1000,
+                     "end_ms": t0 + 3000})
+    v = check_one(tmp_path, h)
+    (w,) = v["unavailability"]["windows"]
+    assert w["start_ms"] == t0 + 905 and w["end_ms"] == t0 + 4905
+    (f,) = v["unavailability"]["faults"]
+    assert f["recovery_ms"] == 3905 and f["outage_ms"] == 4000
+
+
+def test_many_runs_in_one_session_from_a_parent_directory(tmp_path):
+    History().clean(4).write(tmp_path / "all" / "a")
+    h = History().clean(4)
+    plant(h, "lost")
+    h.write(tmp_path / "all" / "b")
+    vs = check_runs([tmp_path / "all"])
+    assert [v["verdict"] for v in vs] == ["pass", "fail"]
+    (row,) = summarize(vs)
+    assert row["runs"] == 2 and row["failed"] == 1 and row["counts"]["lost"] == 1
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def _corrupt(tmp_path, how: str):
+    d = History().clean(3).write(tmp_path / "bad")
+    if how == "missing file":
+        (d / "consumed.parquet").unlink()
+    elif how == "missing column":
+        t = pq.read_table(d / "consumed.parquet").drop(["hw"])
+        pq.write_table(t, d / "consumed.parquet")
+    elif how == "wrong type":
+        t = pq.read_table(d / "produced.parquet")
+        t = t.set_column(t.schema.get_field_index("offset"), "offset", pa.array([str(x) for x in range(3)]))
+        pq.write_table(t, d / "produced.parquet")
+    elif how == "empty history":
+        pq.write_table(pq.read_table(d / "produced.parquet").slice(0, 0), d / "produced.parquet")
+    elif how == "bad status":
+        t = pq.read_table(d / "produced.parquet")
+        t = t.set_column(t.schema.get_field_index("status"), "status", pa.array(["ok", "OK", "ok"]))
+        pq.write_table(t, d / "produced.parquet")
+    elif how == "no final read":
+        t = pq.read_table(d / "consumed.parquet")
+        t = t.filter(pa.compute.equal(t["phase"], "live"))
+        pq.write_table(t, d / "consumed.parquet")
+    return d
+
+
+BAD = {
+    "missing file": r"consumed\.parquet: missing",
+    "missing column": r"consumed\.parquet: missing column 'hw'",
+    "wrong type": r"produced\.parquet: column 'offset' has type string, expected integer",
+    "empty history": r"produced\.parquet: empty history",
+    "bad status": r"produced\.parquet: column 'status' has 1 rows outside the contract \(allowed: ok, fail, info\)",
+    "no final read": r"consumed\.parquet: no rows with phase 'final'",
+}
+
+
+@pytest.mark.parametrize("how", list(BAD))
+def test_bad_input_names_file_and_column_and_writes_nothing(tmp_path, how):
+    d = _corrupt(tmp_path, how)
+    with pytest.raises(HistoryError, match=BAD[how]):
+        check_runs([d])
+    assert not (d / "verdict.json").exists()
+
+
+def test_cli_exit_codes(tmp_path):
+    good = History().clean(3).write(tmp_path / "good")
+    h = History().clean(3)
+    plant(h, "lost")
+    broken = h.write(tmp_path / "broken")
+    bad = _corrupt(tmp_path, "missing column")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "harness", "check", *map(str, args)],
+                              capture_output=True, text=True)
+
+    r = run(good, broken)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "lost" in r.stdout and (good / "verdict.json").exists() and (broken / "verdict.json").exists()
+    (good / "verdict.json").unlink()
+    r = run(good, bad)
+    assert r.returncode == 2 and "missing column 'hw'" in r.stderr
+    assert not (good / "verdict.json").exists(), "nothing may be written when any input is bad"
+    r = run(good)
+    assert r.returncode == 0, r.stdout + r.stderr
