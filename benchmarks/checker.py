@@ -1,0 +1,171 @@
+"""Reconciler benchmark: `kchaos check` (PySpark, start-up included) against DuckDB computing the same
+seven counts on the same files, at 1M and 10M records. Prints both times, the ratio, and the growth.
+
+A history of N records: N produced rows over 12 partitions, N live reads, N final reads, 3N replica
+rows, with a few of each anomaly planted so the counts are not all zero. DuckDB's counts must equal
+the checker's, so this doubles as a cross-check of the definitions.
+
+Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.history import CONSUMED_SCHEMA, PRODUCED_SCHEMA, REPLICAS_SCHEMA
+
+PARTS = 12
+T0 = 1_700_000_000_000
+
+
+def _strings(prefix: str, ids: np.ndarray) -> pa.Array:
+    return pc.binary_join_element_wise(prefix, pa.array(ids).cast(pa.string()), "")
+
+
+def generate(n: int, d: Path) -> None:
+    """Write a history with n records; a handful of each anomaly is planted at known places."""
+    d.mkdir(parents=True, exist_ok=True)
+    ids = np.arange(n, dtype=np.int64)
+    part = (ids % PARTS).astype(np.int32)
+    offset = ids // PARTS
+    send_ts = T0 + ids // 20  # 20 sends per ms
+    values = _strings("v", ids)
+    k = 50  # planted per anomaly
+    status = np.full(n, "ok", dtype=object)
+    status[n // 3: n // 3 + k] = "info"
+    producer = _strings("p", ids % 4)
+    produced = pa.table({
+        "value": values, "producer": producer, "seq": pa.array(ids // 4), "topic": pa.array(["t"] * n),
+        "partition": pa.array(part), "acks": pa.array(["all"] * n), "status": pa.array(status.tolist()),
+        "offset": pa.array(offset), "send_ts_ms": pa.array(send_ts), "ack_ts_ms": pa.array(send_ts + 3),
+        "error": pa.nulls(n, pa.string()),
+    }, schema=PRODUCED_SCHEMA)
+    pq.write_table(produced, d / "produced.parquet")
+
+    # final log: everything except k lost records; k phantoms appended at the end of partition 0
+    keep = np.ones(n, dtype=bool)
+    keep[n // 2: n // 2 + k] = False
+    f_ids = ids[keep]
+    final_values = values.filter(pa.array(keep))
+    ph_off = offset.max() + 1 + np.arange(k)
+    fin = pa.table({
+        "consumer": pa.array(["final"] * (len(f_ids) + k)),
+        "seq": pa.array(np.arange(len(f_ids) + k)),
+        "topic": pa.array(["t"] * (len(f_ids) + k)),
+        "partition": pa.array(np.concatenate([part[keep], np.zeros(k, np.int32)])),
+        "offset": pa.array(np.concatenate([offset[keep], ph_off])),
+        "value": pa.concat_arrays([final_values, _strings("ghost", np.arange(k))]),
+        "poll_ts_ms": pa.array(np.full(len(f_ids) + k, T0 + n)),
+        "hw": pa.array(np.concatenate([offset[keep], ph_off]) + 1),
+        "phase": pa.array(["final"] * (len(f_ids) + k)),
+    }, schema=CONSUMED_SCHEMA)
+    # live reads: every record once, with k read at/above the hw they came with
+    hw = offset + 1
+    hw[n // 4: n // 4 + k] = offset[n // 4: n // 4 + k]
+    live = pa.table({
+        "consumer": _strings("c", part % 2), "seq": pa.array(ids), "topic": pa.array(["t"] * n),
+        "partition": pa.array(part), "offset": pa.array(offset), "value": values,
+        "poll_ts_ms": pa.array(send_ts + 10), "hw": pa.array(hw), "phase": pa.array(["live"] * n),
+    }, schema=CONSUMED_SCHEMA)
+    pq.write_table(pa.concat_tables([live, fin]), d / "consumed.parquet")
+
+    # replicas: three copies of the final log; broker 3 diverges at k offsets
+    reps = []
+    for b in (1, 2, 3):
+        vals = fin["value"]
+        if b == 3:
+            v = vals.to_numpy(zero_copy_only=False).astype(object)
+            v[10: 10 + k] = [f"other{i}" for i in range(k)]
+            vals = pa.array(v.tolist())
+        reps.append(pa.table({"broker": pa.array(np.full(fin.num_rows, b, np.int32)), "topic": fin["topic"],
+                              "partition": fin["partition"], "offset": fin["offset"], "value": vals},
+                             schema=REPLICAS_SCHEMA))
+    pq.write_table(pa.concat_tables(reps), d / "replicas.parquet")
+    (d / "run.json").write_text(json.dumps({
+        "run_id": f"bench-{n}", "topics": [{"name": "t", "replication_factor": 3,
+                                            "config": {"min.insync.replicas": "2"}}],
+        "producers": [{"name": f"p{i}", "acks": "all", "idempotence": True, "topic": "t"} for i in range(4)],
+    }))
+
+
+DUCK_SQL = """
+WITH p AS (SELECT * FROM read_parquet('{d}/produced.parquet')),
+     c AS (SELECT * FROM read_parquet('{d}/consumed.parquet')),
+     r AS (SELECT * FROM read_parquet('{d}/replicas.parquet')),
+     fin AS (SELECT DISTINCT topic, partition, "offset", value FROM c WHERE phase = 'final'),
+     finv AS (SELECT DISTINCT topic, partition, value FROM fin),
+     obs AS (SELECT topic, partition, "offset", value FROM r UNION ALL
+             SELECT topic, partition, "offset", value FROM c),
+     nms AS (SELECT "offset" <= lag("offset") OVER (PARTITION BY producer, topic, partition ORDER BY seq) AS bad
+             FROM p WHERE status = 'ok' AND acks <> '0' AND "offset" IS NOT NULL),
+     nmp AS (SELECT "offset" <= lag("offset") OVER (PARTITION BY consumer, topic, partition ORDER BY seq) AS bad
+             FROM c WHERE phase = 'live')
+SELECT
+ (SELECT count(DISTINCT p.value) FROM p ANTI JOIN finv USING (topic, partition, value)
+   WHERE p.status = 'ok' AND p.acks <> '0') AS lost,
+ (SELECT count(*) FROM (SELECT 1 FROM obs GROUP BY topic, partition, "offset" HAVING min(value) <> max(value))) AS divergence,
+ (SELECT count(*) FROM (SELECT DISTINCT l.topic, l.partition, l."offset", l.value FROM c l
+    LEFT JOIN (SELECT *, true AS in_final FROM fin) f USING (topic, partition, "offset", value)
+    WHERE l.phase = 'live' AND (f.in_final IS NULL OR (l.hw IS NOT NULL AND l."offset" >= l.hw)))) AS uncommitted_read,
+ (SELECT count(*) FROM (SELECT value FROM fin GROUP BY value HAVING count(*) >= 2)) AS duplicate,
+ (SELECT count(*) FROM nms WHERE bad) AS nonmonotonic_send,
+ (SELECT count(*) FROM nmp WHERE bad) AS nonmonotonic_poll,
+ (SELECT count(DISTINCT value) FROM fin ANTI JOIN (SELECT DISTINCT value FROM p) USING (value)) AS phantom
+"""
+
+
+def duck_counts(d: Path) -> tuple[dict, float]:
+    t0 = time.monotonic()
+    con = duckdb.connect()
+    row = con.execute(DUCK_SQL.format(d=d)).fetchone()
+    names = [x[0] for x in con.description]
+    con.close()
+    return dict(zip(names, row, strict=True)), time.monotonic() - t0
+
+
+def kchaos_check(d: Path) -> tuple[dict, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "harness", "check", str(d)], capture_output=True, text=True)
+    dt = time.monotonic() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"kchaos check failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads((d / "verdict.json").read_text())["anomalies"], dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/kchaos-bench"))
+    a = ap.parse_args()
+    results = {}
+    for n in a.sizes:
+        d = a.dir / f"n{n}"
+        if not (d / "run.json").exists():
+            t0 = time.monotonic()
+            generate(n, d)
+            print(f"generated {n:,} records in {time.monotonic() - t0:.1f} s at {d}")
+        spark_counts, t_spark = kchaos_check(d)
+        duck, t_duck = duck_counts(d)
+        if spark_counts != duck:
+            raise SystemExit(f"counts differ!\n kchaos: {spark_counts}\n duckdb: {duck}")
+        results[n] = (t_spark, t_duck)
+        print(f"{n:>12,} records: kchaos check {t_spark:6.1f} s   duckdb {t_duck:6.1f} s   "
+              f"ratio {t_spark / t_duck:4.1f}   counts equal: {spark_counts}")
+    if len(results) >= 2:
+        (n1, (s1, d1)), (n2, (s2, d2)) = sorted(results.items())[0], sorted(results.items())[-1]
+        print(f"growth {n1:,} -> {n2:,} ({n2 / n1:.0f}x records): kchaos {s2 / s1:.1f}x, duckdb {d2 / d1:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
