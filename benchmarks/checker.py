@@ -114,7 +114,8 @@ WITH p AS (SELECT * FROM read_parquet('{d}/produced.parquet')),
 SELECT
  (SELECT count(DISTINCT p.value) FROM p ANTI JOIN finv USING (topic, partition, value)
    WHERE p.status = 'ok' AND p.acks <> '0') AS lost,
- (SELECT count(*) FROM (SELECT 1 FROM obs GROUP BY topic, partition, "offset" HAVING min(value) <> max(value))) AS divergence,
+ (SELECT count(*) FROM (SELECT 1 FROM obs GROUP BY topic, partition, "offset"
+    HAVING min(value) <> max(value))) AS divergence,
  (SELECT count(*) FROM (SELECT DISTINCT l.topic, l.partition, l."offset", l.value FROM c l
     LEFT JOIN (SELECT *, true AS in_final FROM fin) f USING (topic, partition, "offset", value)
     WHERE l.phase = 'live' AND (f.in_final IS NULL OR (l.hw IS NOT NULL AND l."offset" >= l.hw)))) AS uncommitted_read,

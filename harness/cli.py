@@ -15,7 +15,7 @@ from harness import engine, images
 from harness.versions import KAFKA_VERSIONS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testing for real Apache Kafka.")
-console = Console()
+console = Console(width=None if Console().is_terminal else 200)
 err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people and for grep
 
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
@@ -105,10 +105,54 @@ def _not_yet(verb: str, issue: int) -> None:
     raise typer.Exit(EXIT_NOT_RUN)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def run(ctx: typer.Context) -> None:
-    """Run a scenario against a real cluster and record its history."""
-    _not_yet("run", 3)
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="scenario TOML file (see scenarios/)"),
+    seed: int = typer.Option(None, "--seed", help="seed of the fault schedule (default: the scenario's)"),
+    kafka_version: str = typer.Option(None, "--kafka-version", help=f"one of {VERSIONS_HELP}"),
+    mode: str = typer.Option(None, "--mode", help="zk | kraft"),
+    set_: list[str] = typer.Option(None, "--set", help="override a field by dotted name: topic.partitions=6"),
+    out: Path = typer.Option(None, "--out", help="run directory (default: runs/NAME-VERSION-MODE-sSEED-TIME)"),
+    no_check: bool = typer.Option(False, "--no-check", help="record only; do not reconcile"),
+) -> None:
+    """Run a scenario against a real cluster, record its history, then check it.
+
+    Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed."""
+    from harness import reaper, runner
+    from harness import scenario as scenario_mod
+    from harness.cluster import ClusterError
+
+    overrides = list(set_ or [])
+    try:
+        s = scenario_mod.load(scenario, overrides, seed=seed, kafka_version=kafka_version, mode=mode)
+        client = engine.client(timeout=10)
+        missing = [r.tag for r in images.missing(client, [s.kafka_version]) if r.kind != "base"]
+    except scenario_mod.ScenarioError as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    except engine.EngineError as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    if missing:
+        err.print(f"[red]bad input:[/red] {scenario}: kafka_version {s.kafka_version}: image not built "
+                  f"({', '.join(missing)}); run `kchaos images --version {s.kafka_version}`")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    reaper.install_signal_handlers()
+    out_dir = out or runner.default_out(s)
+    try:
+        res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
+    except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+        err.print(f"[red]the run could not be carried out:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "
+         f"{res.final} in the final read, {res.replicas} replica records, {res.faults} faults")
+    if no_check:
+        raise typer.Exit(EXIT_OK)
+    from harness.checker import check_runs, summarize
+
+    verdicts = check_runs([res.path])
+    print_verdicts(verdicts, summarize(verdicts))
+    raise typer.Exit(EXIT_BROKEN if verdicts[0]["verdict"] == "fail" else EXIT_OK)
 
 
 @app.command()

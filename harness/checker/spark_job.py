@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -35,6 +36,8 @@ BUCKET_MS = 1000  # unavailability is exact for thresholds of at least one bucke
 def spark_session(master: str | None = None) -> SparkSession:
     """Embedded local[*] by default; a real cluster when a master URL is given."""
     cores = os.cpu_count() or 2
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only; also silences a start-up warning
+    quiet = Path(__file__).with_name("log4j2-spark.properties")
     b = (
         SparkSession.builder.appName("kchaos-check")
         .master(master or "local[*]")
@@ -45,6 +48,7 @@ def spark_session(master: str | None = None) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={quiet}")
     )
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -131,7 +131,7 @@ def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshol
         hit = next((w for w in overall if w["start_ms"] <= end and w["end_ms"] >= start), None)
         recovery.append({
             "fault": f.get("name") or f.get("kind"), "kind": f.get("kind"), "start_ms": start, "end_ms": end,
-            "targets": f.get("targets"),
+            "brokers": f.get("brokers", f.get("targets")),
             "recovery_ms": max(0, hit["end_ms"] - start) if hit else 0,
             "outage_ms": hit["duration_ms"] if hit else 0,
         })

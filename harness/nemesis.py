@@ -1,0 +1,209 @@
+"""Faults on a live cluster, on a planned schedule, each logged with its start and end.
+
+The nemesis resolves a planned target ("leader of partition 0", "rack:a") against the cluster
+as it is when the fault fires, applies the fault, and heals it after its duration. Every fault
+becomes one ``{"type": "fault", ...}`` line in events.jsonl with start_ms, end_ms and the brokers
+and links it touched; a state sampler adds leader/ISR/controller lines at least every 500 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.cluster import KafkaCluster
+from harness.schedule import PlannedFault
+from harness.workload import now_ms
+
+LOG = logging.getLogger("kchaos.nemesis")
+
+
+class EventLog:
+    """Append-only JSON lines, safe to share between threads."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._f = open(self.path, "a")  # noqa: SIM115 - closed in close()
+        self._lock = threading.Lock()
+
+    def write(self, event: dict) -> None:
+        line = json.dumps(event, default=str)
+        with self._lock:
+            self._f.write(line + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+
+
+@dataclass
+class Applied:
+    fault: PlannedFault
+    brokers: list[int]
+    links: list[str] = field(default_factory=list)
+    start_ms: int = 0
+    detail: dict = field(default_factory=dict)
+
+
+class Nemesis:
+    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog):
+        self.c = cluster
+        self.topic = topic
+        self.events = events
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._active: list[Applied] = []
+        self.error: BaseException | None = None
+
+    # ------------------------------------------------------------ targets
+    def resolve(self, f: PlannedFault) -> list[int]:
+        t = f.target
+        ids = self.c.settings.broker_ids
+        if t.startswith("broker:"):
+            return [int(t[7:])]
+        if t.startswith("rack:"):
+            rack = t[5:]
+            return [b for b in ids if self.c.settings.rack_of(b) == rack]
+        st = self.c.describe(self.topic, timeout_s=5)
+        if t == "controller":
+            if st.controller in ids:
+                return [st.controller]
+            raise ValueError("KRaft: the controller is not a broker; aim network faults at brokers instead")
+        p = st.partition(self.topic, f.partition)
+        if t == "leader":
+            if p.leader < 0:
+                raise ValueError(f"partition {f.partition} has no leader")
+            return [p.leader]
+        if t == "follower":
+            followers = [r for r in p.replicas if r != p.leader and r in p.isr] or \
+                        [r for r in p.replicas if r != p.leader]
+            return followers[:1]
+        raise ValueError(f"unknown target {t}")
+
+    # ------------------------------------------------------------ apply / heal
+    def _links(self, kind: str, b: int) -> list[str]:
+        topo = self.c.topo
+        return {
+            "isolate": topo.isolation_links(b),
+            "cut_replication": topo.replication_links(b),
+            "cut_coordination": [topo.coordination(b)],
+            "cut_client": [topo.client(b)],
+            "latency": topo.isolation_links(b),
+            "bandwidth": topo.isolation_links(b),
+        }.get(kind, [])
+
+    def apply(self, f: PlannedFault) -> Applied:
+        brokers = self.resolve(f)
+        st = self.c.describe(self.topic, timeout_s=5)
+        a = Applied(f, brokers, start_ms=now_ms(), detail={
+            "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller})
+        for b in brokers:
+            if f.kind == "kill":
+                self.c.kill(b)
+            elif f.kind == "pause":
+                self.c.pause(b)
+            elif f.kind == "restart":
+                self.c.stop_broker(b)
+            elif f.kind == "one_way":
+                for o in self.c.settings.broker_ids:
+                    if o != b:
+                        self.c.cut_one_way(b, o)
+                        a.links += [link for link, _ in self.c.topo.one_way(b, o)]
+            else:
+                links = self._links(f.kind, b)
+                if f.kind == "latency":
+                    self.c.latency(links, f.latency_ms, f.jitter_ms)
+                elif f.kind == "bandwidth":
+                    self.c.bandwidth(links, f.rate_kbps)
+                else:
+                    self.c.cut(links)
+                a.links += links
+        self.events.write({"type": "fault_start", "kind": f.kind, "target": f.target, "brokers": brokers,
+                           "ts_ms": a.start_ms, **a.detail})
+        return a
+
+    def heal(self, a: Applied) -> None:
+        f = a.fault
+        for b in a.brokers:
+            if f.kind in ("kill", "restart"):
+                self.c.start_broker(b)
+            elif f.kind == "pause":
+                self.c.resume(b)
+        if a.links:
+            self.c.restore(sorted(set(a.links)))
+        end = now_ms()
+        self.events.write({
+            "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (
+                "leader", "follower") else ""),
+            "kind": f.kind, "target": f.target, "partition": f.partition, "brokers": a.brokers,
+            "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
+            "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
+        })
+
+    # ------------------------------------------------------------ schedule
+    def start(self, plan: list[PlannedFault], t0: float) -> None:
+        self._thread = threading.Thread(target=self._run, args=(plan, t0), name="nemesis", daemon=True)
+        self._thread.start()
+
+    def _run(self, plan: list[PlannedFault], t0: float) -> None:
+        # (time, order, action, item): heals before starts at the same instant
+        agenda: list[tuple[float, int, str, object]] = [(f.at_s, 1, "start", f) for f in plan]
+        try:
+            while agenda and not self._stop.is_set():
+                agenda.sort(key=lambda x: (x[0], x[1]))
+                at, _, action, item = agenda.pop(0)
+                wait = t0 + at - time.monotonic()
+                if wait > 0 and self._stop.wait(wait):
+                    break
+                if action == "start":
+                    f = item  # type: ignore[assignment]
+                    try:
+                        a = self.apply(f)  # type: ignore[arg-type]
+                    except Exception as e:  # a target that cannot be resolved now: log, go on
+                        self.events.write({"type": "fault_skipped", "kind": f.kind, "target": f.target,  # type: ignore[attr-defined]
+                                           "reason": str(e), "ts_ms": now_ms()})
+                        continue
+                    self._active.append(a)
+                    agenda.append((at + f.duration_s, 0, "heal", a))  # type: ignore[attr-defined]
+                else:
+                    self._active.remove(item)  # type: ignore[arg-type]
+                    self.heal(item)  # type: ignore[arg-type]
+        except BaseException as e:
+            self.error = e
+
+    def stop(self) -> None:
+        """Stop the schedule and heal whatever is still applied."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        for a in list(self._active):
+            self._active.remove(a)
+            self.heal(a)
+
+
+class StateSampler(threading.Thread):
+    """Leader, ISR and controller of every partition, at least every ``interval_s``."""
+
+    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog, interval_s: float = 0.4):
+        super().__init__(name="state-sampler", daemon=True)
+        self.c, self.topic, self.events, self.interval = cluster, topic, events, interval_s
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            t = time.monotonic()
+            try:
+                st = self.c.describe(self.topic, timeout_s=self.interval)
+                self.events.write({
+                    "type": "state", "ts_ms": now_ms(), "controller": st.controller, "brokers": st.brokers,
+                    "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
+                                    "isr": p.isr} for p in st.partitions],
+                })
+            except Exception as e:
+                self.events.write({"type": "state", "ts_ms": now_ms(), "error": str(e)})
+            self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - t)))

@@ -1,0 +1,98 @@
+"""Every replica's log, read from each broker's own segment files after healing.
+
+Kafka's DumpLogSegments runs inside each broker container on that broker's log directory, so
+replicas that disagree show up even where consumers only ever talk to leaders. The checkpoint
+files (HW, recovery point, log start, and each partition's leader-epoch-checkpoint) are read
+from the same directory.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from harness.cluster import KafkaCluster
+
+DATA_DIR = "/var/lib/kafka/data"
+_DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
+_BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
+_RECORD = re.compile(r"^\|\s+offset: (\d+) .*?payload: ?(.*)$")
+
+
+def parse_dump(text: str, broker: int, topic: str) -> list[dict]:
+    """Rows of replicas.parquet (plus the batch's leader epoch) from DumpLogSegments output."""
+    rows: list[dict] = []
+    partition: int | None = None
+    epoch: int | None = None
+    for line in text.splitlines():
+        m = _DUMPING.match(line.strip())
+        if m:
+            partition = int(m.group(3)) if m.group(2) == topic else None
+            continue
+        if partition is None:
+            continue
+        if line.startswith("baseOffset:"):
+            e = _BATCH_EPOCH.search(line)
+            epoch = int(e.group(1)) if e else None
+            continue
+        r = _RECORD.match(line)
+        if r:
+            rows.append({"broker": broker, "topic": topic, "partition": partition, "offset": int(r.group(1)),
+                         "value": r.group(2), "leader_epoch": epoch})
+    return rows
+
+
+def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
+    rows: list[dict] = []
+    for b in cluster.settings.broker_ids:
+        code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
+        files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
+        if not files:
+            continue
+        code, out = cluster.exec(f"kafka-{b}", [
+            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
+            "--files", ",".join(sorted(files)), "--print-data-log", "--deep-iteration",
+        ])
+        if code != 0:
+            raise RuntimeError(f"DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}")
+        rows += parse_dump(out, b, topic)
+    return rows
+
+
+def _parse_checkpoint(text: str) -> dict[str, int]:
+    """'topic partition value' lines after the version and count lines."""
+    out = {}
+    for line in text.splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 3:
+            out[f"{parts[0]}-{parts[1]}"] = int(parts[2])
+    return out
+
+
+def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
+    """Per broker: high watermark, recovery point and log start per partition; leader epochs per partition."""
+    out: dict[int, dict] = {}
+    for b in cluster.settings.broker_ids:
+        info: dict = {}
+        for name, key in (("replication-offset-checkpoint", "high_watermark"),
+                          ("recovery-point-offset-checkpoint", "recovery_point"),
+                          ("log-start-offset-checkpoint", "log_start")):
+            code, text = cluster.exec(f"kafka-{b}", ["cat", f"{DATA_DIR}/{name}"])
+            info[key] = {k: v for k, v in _parse_checkpoint(text).items() if k.startswith(f"{topic}-")} \
+                if code == 0 else {}
+        code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
+                                                 f"for d in {DATA_DIR}/{shlex.quote(topic)}-*; do "
+                                                 "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
+        epochs: dict[str, list[list[int]]] = {}
+        current = None
+        for line in text.splitlines() if code == 0 else []:
+            if line.startswith("== "):
+                current = line[3:].strip()
+                epochs[current] = []
+            elif current is not None:
+                parts = line.split()
+                if len(parts) == 2:
+                    epochs[current].append([int(parts[0]), int(parts[1])])
+        info["leader_epochs"] = epochs
+        out[b] = info
+    return out

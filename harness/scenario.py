@@ -1,0 +1,252 @@
+"""Scenarios are data: TOML files validated into typed config objects before anything starts.
+
+Every problem is reported as ``FILE: KEY: what is wrong (allowed: ...)``. ``--set a.b=c``
+overrides any field by its dotted name; list items are addressed by index (``producers.0.acks``).
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.cluster.settings import ClusterSettings
+from harness.versions import KAFKA_VERSIONS
+
+FAULT_KINDS = (
+    "kill",  # kill -9, restart after duration_s
+    "pause",  # freeze the JVM, resume after duration_s
+    "restart",  # clean shutdown, start again after duration_s
+    "isolate",  # every link of the broker black-holed
+    "cut_replication",  # inter-broker links of the broker
+    "cut_coordination",  # broker to ZooKeeper / to the KRaft controller
+    "cut_client",  # host clients to the broker
+    "one_way",  # bytes from the broker to every other broker dropped; the other way flows
+    "latency",  # latency_ms +- jitter_ms on every link of the broker
+    "bandwidth",  # rate_kbps on every link of the broker
+)
+PROCESS_FAULTS = ("kill", "pause", "restart")
+TARGET_HELP = "leader | follower | controller | random | broker:N | rack:NAME"
+
+
+class ScenarioError(ValueError):
+    """Bad input: names the file, the key and what is allowed."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TopicSpec(_Model):
+    name: str = "chaos"
+    partitions: int = Field(3, ge=1, le=64)
+    replication_factor: int = Field(3, ge=1)
+    min_insync_replicas: int = Field(2, ge=1)
+    unclean_leader_election: bool = False
+    config: dict[str, str] = Field(default_factory=dict, description="any other topic config")
+
+    def topic_config(self) -> dict[str, str]:
+        return {
+            "min.insync.replicas": str(self.min_insync_replicas),
+            "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
+            **self.config,
+        }
+
+
+class ProducerSpec(_Model):
+    name: str = "p"
+    count: int = Field(1, ge=1, le=16)
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = False
+    retries: int = Field(2147483647, ge=0)
+    max_in_flight: int = Field(5, ge=1, le=5)
+    linger_ms: int = Field(5, ge=0)
+    rate: float = Field(200.0, gt=0, description="records per second per producer instance")
+    delivery_timeout_ms: int = Field(20000, ge=1000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _acks_as_string(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("acks"), int):
+            data = {**data, "acks": str(data["acks"])}
+        return data
+
+    @model_validator(mode="after")
+    def _idempotence_needs_acks_all(self) -> ProducerSpec:
+        if self.idempotence and self.acks != "all":
+            raise ValueError("idempotence requires acks = \"all\"")
+        return self
+
+
+class ConsumerSpec(_Model):
+    count: int = Field(1, ge=0, le=8)
+    isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+
+
+class FaultSpec(_Model):
+    at_s: float = Field(ge=0)
+    duration_s: float = Field(5.0, ge=0)
+    kind: str
+    target: str = "leader"
+    partition: int = Field(0, ge=0, description="whose leader/follower 'leader' and 'follower' mean")
+    latency_ms: int = Field(200, ge=0)
+    jitter_ms: int = Field(0, ge=0)
+    rate_kbps: int = Field(64, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> FaultSpec:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"kind {self.kind!r} is not a fault (allowed: {', '.join(FAULT_KINDS)})")
+        t = self.target
+        ok = t in ("leader", "follower", "controller", "random") or (
+            t.startswith("broker:") and t[7:].isdigit()) or (t.startswith("rack:") and len(t) > 5)
+        if not ok:
+            raise ValueError(f"target {t!r} is not a target (allowed: {TARGET_HELP})")
+        return self
+
+
+class GeneratorSpec(_Model):
+    """A seeded random schedule: faults of these kinds, at random gaps, on random targets."""
+
+    kinds: list[str] = Field(default_factory=lambda: ["kill", "pause", "isolate"])
+    targets: list[str] = Field(default_factory=lambda: ["leader", "follower", "random"])
+    gap_s: tuple[float, float] = (3.0, 6.0)
+    duration_s: tuple[float, float] = (2.0, 5.0)
+    start_s: float = 3.0
+    latency_ms: int = 200
+    jitter_ms: int = 50
+    rate_kbps: int = 64
+
+    @model_validator(mode="after")
+    def _check(self) -> GeneratorSpec:
+        bad = [k for k in self.kinds if k not in FAULT_KINDS]
+        if bad:
+            raise ValueError(f"kinds {bad} are not faults (allowed: {', '.join(FAULT_KINDS)})")
+        for t in self.targets:
+            FaultSpec(at_s=0, kind="kill", target=t)
+        return self
+
+
+class Scenario(_Model):
+    name: str
+    description: str = ""
+    kafka_version: str = "3.9.1"
+    mode: Literal["zk", "kraft"] = "zk"
+    brokers: int = Field(3, ge=1, le=9)
+    racks: list[str] | None = None
+    duration_s: float = Field(20.0, gt=0, le=3600)
+    seed: int = 1
+    cluster: dict = Field(default_factory=dict, description="ClusterSettings fields: timeouts, heap")
+    broker_config: dict[str, str] = Field(default_factory=dict)
+    topic: TopicSpec = Field(default_factory=TopicSpec)
+    producers: list[ProducerSpec] = Field(default_factory=lambda: [ProducerSpec()])
+    consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
+    faults: list[FaultSpec] = Field(default_factory=list)
+    generator: GeneratorSpec | None = None
+    eligible_leader_replicas: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        if self.kafka_version not in KAFKA_VERSIONS:
+            raise ValueError(f"kafka_version: {self.kafka_version!r} has no image (allowed: "
+                             f"{', '.join(KAFKA_VERSIONS)})")
+        if self.mode not in KAFKA_VERSIONS[self.kafka_version]:
+            raise ValueError(f"mode: {self.mode!r} is not available on Kafka {self.kafka_version} (allowed: "
+                             f"{', '.join(KAFKA_VERSIONS[self.kafka_version])})")
+        if self.topic.replication_factor > self.brokers:
+            raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is greater than brokers "
+                             f"= {self.brokers} (allowed: 1..{self.brokers})")
+        if self.topic.min_insync_replicas > self.topic.replication_factor:
+            raise ValueError(f"topic.min_insync_replicas: {self.topic.min_insync_replicas} is greater than "
+                             f"topic.replication_factor = {self.topic.replication_factor}")
+        racks = set(self.racks or [])
+        for i, f in enumerate(self.faults):
+            where = f"faults.{i}.target"
+            if f.target.startswith("broker:") and not 1 <= int(f.target[7:]) <= self.brokers:
+                raise ValueError(f"{where}: broker {f.target[7:]} does not exist (allowed: broker:1..broker:"
+                                 f"{self.brokers})")
+            if f.target.startswith("rack:") and f.target[5:] not in racks:
+                raise ValueError(f"{where}: rack {f.target[5:]!r} is not in racks (allowed: "
+                                 f"{', '.join(sorted(racks)) or 'none: set racks first'})")
+            if f.partition >= self.topic.partitions:
+                raise ValueError(f"faults.{i}.partition: {f.partition} does not exist (allowed: 0.."
+                                 f"{self.topic.partitions - 1})")
+            if f.at_s + f.duration_s > self.duration_s:
+                raise ValueError(f"faults.{i}: ends at {f.at_s + f.duration_s:g} s, after duration_s = "
+                                 f"{self.duration_s:g}")
+        names = [p.name for p in self.producers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"producers: names must differ (got {names})")
+        self.cluster_settings()  # validates the cluster table too
+        return self
+
+    def cluster_settings(self) -> ClusterSettings:
+        return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
+                               racks=self.racks, broker_config=self.broker_config, **self.cluster)
+
+
+def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:
+    """Apply one --set KEY=VALUE; VALUE is parsed as a TOML value, else taken as a string."""
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    parts = dotted.split(".")
+    node = data
+    for i, key in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ScenarioError(f"{source}: --set {dotted}: {'.'.join(parts[:i + 1])} is not an index of the "
+                                    f"list (allowed: 0..{len(node) - 1})")
+            node = node[int(key)]
+        else:
+            node = node.setdefault(key, [] if nxt.isdigit() else {})
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ScenarioError(f"{source}: --set {dotted}: not an index of the list (allowed: 0..{len(node) - 1})")
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def _explain(e: ValidationError, source: str) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"{err.get('input')!r} is not allowed ({err['msg'].removeprefix('Input should be ')})"
+        lines.append(f"{source}: {loc + ': ' if loc else ''}{msg}")
+    return "\n".join(lines)
+
+
+def load(path: str | Path, overrides: list[str] | None = None, **fields) -> Scenario:
+    """Read, override and validate a scenario; raise ScenarioError naming the file and key."""
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such scenario file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML ({e})") from e
+    data = copy.deepcopy(data)
+    data.setdefault("name", path.stem)
+    for k, v in fields.items():
+        if v is not None:
+            data[k] = v
+    for item in overrides or []:
+        if "=" not in item:
+            raise ScenarioError(f"{path}: --set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        _set_dotted(data, k.strip(), v.strip(), str(path))
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(_explain(e, str(path))) from e

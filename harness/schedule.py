@@ -1,0 +1,66 @@
+"""Seeded fault plans: the same scenario and seed always give the same schedule.
+
+Explicit faults from the scenario are kept as written; a generator adds faults at random gaps
+with random kinds and targets drawn from ``random.Random(seed)``. "random" targets are resolved
+to a broker here, at plan time, so the plan itself is fully reproducible; "leader", "follower"
+and "controller" are resolved against the live cluster when the fault fires (and logged).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+from harness.scenario import FaultSpec, Scenario
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    at_s: float
+    duration_s: float
+    kind: str
+    target: str
+    partition: int = 0
+    latency_ms: int = 0
+    jitter_ms: int = 0
+    rate_kbps: int = 0
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _resolve_random(target: str, rng: random.Random, brokers: int) -> str:
+    return f"broker:{rng.randint(1, brokers)}" if target == "random" else target
+
+
+def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
+    """The fault schedule of a scenario, sorted by start time, non-overlapping."""
+    rng = random.Random(s.seed if seed is None else seed)
+    out: list[PlannedFault] = []
+    for f in s.faults:
+        out.append(_planned(f, _resolve_random(f.target, rng, s.brokers)))
+    g = s.generator
+    if g is not None:
+        t = g.start_s
+        last_end = max((f.end_s for f in out), default=0.0)
+        t = max(t, last_end)
+        while True:
+            duration = round(rng.uniform(*g.duration_s), 2)
+            if t + duration > s.duration_s - 1:
+                break
+            kind = rng.choice(g.kinds)
+            target = _resolve_random(rng.choice(g.targets), rng, s.brokers)
+            partition = rng.randrange(s.topic.partitions)
+            out.append(PlannedFault(round(t, 2), duration, kind, target, partition, g.latency_ms, g.jitter_ms,
+                                    g.rate_kbps))
+            t += duration + rng.uniform(*g.gap_s)
+    out.sort(key=lambda f: f.at_s)
+    return out
+
+
+def _planned(f: FaultSpec, target: str) -> PlannedFault:
+    return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps)

@@ -1,0 +1,193 @@
+"""Producers and consumers that record everything the reconciler needs.
+
+Producers send unique payload ids (``<producer>-<seq>``) round-robin over partitions at a target
+rate, recording every send and its delivery report. Consumers are assigned every partition from
+offset 0 and record each record with the high watermark the client knew when it returned it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from harness.cluster import KafkaCluster
+from harness.scenario import ConsumerSpec, ProducerSpec
+
+LOG = logging.getLogger("kchaos.workload")
+
+# Errors after which the record was definitely not written. Everything else (timeouts, transport
+# errors, NOT_LEADER_OR_FOLLOWER, which can follow a committed write: KAFKA-13574) is "info".
+DEFINITELY_NOT_WRITTEN = {
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError.RECORD_LIST_TOO_LARGE,
+    KafkaError.INVALID_RECORD,
+    KafkaError.INVALID_REQUIRED_ACKS,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError._UNKNOWN_TOPIC,
+    KafkaError._UNKNOWN_PARTITION,
+}
+# Refused before the append, so definite, but only when no earlier attempt could have landed.
+REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def classify(err: KafkaError | None, retries: int) -> str:
+    if err is None:
+        return "ok"
+    code = err.code()
+    if code in DEFINITELY_NOT_WRITTEN or (code in REFUSED_BEFORE_APPEND and retries == 0):
+        return "fail"
+    return "info"
+
+
+class RecordingProducer(threading.Thread):
+    """One producer instance; ``rows`` follows produced.parquet's columns."""
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event):
+        super().__init__(name=f"producer-{name}", daemon=True)
+        self.pname = name
+        self.spec = spec
+        self.topic = topic
+        self.partitions = partitions
+        self.stop_event = stop
+        self.rows: list[dict] = []
+        self.conf = cluster.client_config(**{
+            "acks": spec.acks,
+            "enable.idempotence": spec.idempotence,
+            "retries": spec.retries,
+            "max.in.flight.requests.per.connection": spec.max_in_flight,
+            "linger.ms": spec.linger_ms,
+            "delivery.timeout.ms": spec.delivery_timeout_ms,
+            "request.timeout.ms": min(5000, spec.delivery_timeout_ms),
+            "metadata.max.age.ms": 5000,
+            "topic.metadata.refresh.interval.ms": 2000,
+        })
+        self.error: BaseException | None = None
+
+    def _on_delivery(self, row: dict, err: KafkaError | None, msg) -> None:
+        row["ack_ts_ms"] = now_ms()
+        row["status"] = classify(err, self.spec.retries)
+        if err is None:
+            off = msg.offset()
+            row["offset"] = off if (self.spec.acks != "0" and off is not None and off >= 0) else None
+            row["error"] = None
+        else:
+            row["error"] = err.name()
+            row["offset"] = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # surfaced by the runner
+            self.error = e
+
+    def _run(self) -> None:
+        p = Producer(self.conf, logger=LOG)
+        interval = 1.0 / self.spec.rate
+        next_t = time.monotonic()
+        seq = 0
+        while not self.stop_event.is_set():
+            row = {"value": f"{self.pname}-{seq}", "producer": self.pname, "seq": seq, "topic": self.topic,
+                   "partition": seq % self.partitions, "acks": self.spec.acks, "status": "info", "offset": None,
+                   "send_ts_ms": now_ms(), "ack_ts_ms": None, "error": "run ended before a delivery report"}
+            while True:
+                try:
+                    p.produce(self.topic, value=row["value"].encode(), partition=row["partition"],
+                              on_delivery=lambda err, msg, row=row: self._on_delivery(row, err, msg))
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            self.rows.append(row)
+            seq += 1
+            p.poll(0)
+            next_t += interval
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                self.stop_event.wait(delay)
+            elif delay < -1:
+                next_t = time.monotonic()  # fell behind (e.g. paused by a fault): do not burst
+        p.flush(self.spec.delivery_timeout_ms / 1000 + 5)
+
+
+class RecordingConsumer(threading.Thread):
+    """Tails every partition from offset 0; ``rows`` follows consumed.parquet's columns."""
+
+    def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, phase: str = "live"):
+        super().__init__(name=f"consumer-{name}", daemon=True)
+        self.cname = name
+        self.topic = topic
+        self.partitions = partitions
+        self.stop_event = stop
+        self.phase = phase
+        self.rows: list[dict] = []
+        self.conf = cluster.client_config(**{
+            "group.id": f"kchaos-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": spec.isolation_level,
+            "fetch.wait.max.ms": 100,
+            "enable.partition.eof": False,
+            "topic.metadata.refresh.interval.ms": 2000,
+        })
+        self.error: BaseException | None = None
+        self._seq = 0
+
+    def run(self) -> None:
+        try:
+            c = Consumer(self.conf, logger=LOG)
+            c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+            try:
+                while not self.stop_event.is_set():
+                    self.poll_once(c)
+            finally:
+                c.close()
+        except BaseException as e:
+            self.error = e
+
+    def poll_once(self, c: Consumer, timeout: float = 0.2) -> int:
+        n = 0
+        for m in c.consume(1000, timeout=timeout):
+            if m.error() is not None:
+                continue
+            _, hw = c.get_watermark_offsets(TopicPartition(self.topic, m.partition()), cached=True)
+            self.rows.append({
+                "consumer": self.cname, "seq": self._seq, "topic": self.topic, "partition": m.partition(),
+                "offset": m.offset(), "value": m.value().decode(errors="replace") if m.value() is not None else "",
+                "poll_ts_ms": now_ms(), "hw": hw if hw is not None and hw >= 0 else None, "phase": self.phase,
+            })
+            self._seq += 1
+            n += 1
+        return n
+
+
+def final_read(cluster: KafkaCluster, topic: str, partitions: int, timeout_s: float = 120) -> list[dict]:
+    """After healing: read every partition from offset 0 to its end (phase "final")."""
+    reader = RecordingConsumer("final", ConsumerSpec(), cluster, topic, partitions, threading.Event(), phase="final")
+    c = Consumer(reader.conf, logger=LOG)
+    try:
+        ends = {}
+        for p in range(partitions):
+            _, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+            ends[p] = hi
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            reader.poll_once(c, timeout=0.5)
+            positions = {tp.partition: tp.offset for tp in c.position(
+                [TopicPartition(topic, p) for p in range(partitions)])}
+            if all(ends[p] <= 0 or positions[p] >= ends[p] for p in range(partitions)):
+                break
+        else:
+            raise TimeoutError(f"final read did not reach the end offsets {ends} within {timeout_s:.0f} s")
+    finally:
+        c.close()
+    return reader.rows
