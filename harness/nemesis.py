@@ -189,7 +189,7 @@ class Nemesis:
 class StateSampler(threading.Thread):
     """Leader, ISR and controller of every partition, at least every ``interval_s``."""
 
-    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog, interval_s: float = 0.4):
+    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog, interval_s: float = 0.25):
         super().__init__(name="state-sampler", daemon=True)
         self.c, self.topic, self.events, self.interval = cluster, topic, events, interval_s
         self.stop_event = threading.Event()
@@ -198,7 +198,7 @@ class StateSampler(threading.Thread):
         while not self.stop_event.is_set():
             t = time.monotonic()
             try:
-                st = self.c.describe(self.topic, timeout_s=self.interval)
+                st = self.c.describe(self.topic, timeout_s=0.2)
                 self.events.write({
                     "type": "state", "ts_ms": now_ms(), "controller": st.controller, "brokers": st.brokers,
                     "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,

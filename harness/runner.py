@@ -136,8 +136,8 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
             sampler.stop_event.set()
             sampler.join(timeout=5)
             for t in [*producers, *consumers]:
-                if t.error is not None:
-                    raise RunError(f"{t.name} failed: {t.error!r}")
+                if t.failure is not None:
+                    raise RunError(f"{t.name} failed: {t.failure!r}")
             if nemesis.error is not None:
                 raise RunError(f"nemesis failed: {nemesis.error!r}")
             log("final read of every partition from offset 0")
@@ -149,9 +149,12 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
     finally:
         events.close()
 
-    produced_rows = [r for p in producers for r in p.rows]
+    produced_cols: dict[str, list] = {f.name: [] for f in PRODUCED_SCHEMA}
+    for p in producers:
+        for k, v in p.columns().items():
+            produced_cols[k] += v
     live_rows = [r for t in consumers for r in t.rows]
-    write_table(d / PRODUCED, produced_rows, PRODUCED_SCHEMA)
+    write_table(d / PRODUCED, produced_cols, PRODUCED_SCHEMA)
     write_table(d / CONSUMED, live_rows + final, CONSUMED_SCHEMA)
     write_table(d / REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
     write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
@@ -181,5 +184,5 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
         "scenario_config": s.model_dump(),
     }
     write_json_atomic(d / RUN_JSON, run)
-    return RunResult(d, len(produced_rows), sum(1 for r in produced_rows if r["status"] == "ok"),
+    return RunResult(d, len(produced_cols["value"]), produced_cols["status"].count("ok"),
                      len(live_rows), len(final), len(replica_rows), n_faults)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from harness.cluster.settings import ClusterSettings
 from harness.versions import KAFKA_VERSIONS
@@ -30,6 +30,17 @@ FAULT_KINDS = (
 )
 PROCESS_FAULTS = ("kill", "pause", "restart")
 TARGET_HELP = "leader | follower | controller | random | broker:N | rack:NAME"
+FREEFORM_MAPS = ("broker_config", "config", "controller_config")
+
+
+def _props(v: object) -> object:
+    """Kafka properties are strings; TOML gives ints and bools (true -> "true")."""
+    if isinstance(v, dict):
+        return {str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()}
+    return v
+
+
+PropMap = Annotated[dict[str, str], BeforeValidator(_props)]
 
 
 class ScenarioError(ValueError):
@@ -46,7 +57,7 @@ class TopicSpec(_Model):
     replication_factor: int = Field(3, ge=1)
     min_insync_replicas: int = Field(2, ge=1)
     unclean_leader_election: bool = False
-    config: dict[str, str] = Field(default_factory=dict, description="any other topic config")
+    config: PropMap = Field(default_factory=dict, description="any other topic config")
 
     def topic_config(self) -> dict[str, str]:
         return {
@@ -140,7 +151,7 @@ class Scenario(_Model):
     duration_s: float = Field(20.0, gt=0, le=3600)
     seed: int = 1
     cluster: dict = Field(default_factory=dict, description="ClusterSettings fields: timeouts, heap")
-    broker_config: dict[str, str] = Field(default_factory=dict)
+    broker_config: PropMap = Field(default_factory=dict)
     topic: TopicSpec = Field(default_factory=TopicSpec)
     producers: list[ProducerSpec] = Field(default_factory=lambda: [ProducerSpec()])
     consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
@@ -180,7 +191,13 @@ class Scenario(_Model):
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
             raise ValueError(f"producers: names must differ (got {names})")
-        self.cluster_settings()  # validates the cluster table too
+        try:
+            self.cluster_settings()  # validates the cluster table too
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = ".".join(str(x) for x in err["loc"])
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
 
     def cluster_settings(self) -> ClusterSettings:
@@ -195,6 +212,11 @@ def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:
     except tomllib.TOMLDecodeError:
         value = raw
     parts = dotted.split(".")
+    # Kafka property names contain dots: below a free-form map the rest of the path is one key.
+    for i, key in enumerate(parts[:-1]):
+        if key in FREEFORM_MAPS:
+            parts = [*parts[: i + 1], ".".join(parts[i + 1:])]
+            break
     node = data
     for i, key in enumerate(parts[:-1]):
         nxt = parts[i + 1]

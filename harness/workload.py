@@ -48,7 +48,11 @@ def classify(err: KafkaError | None, retries: int) -> str:
 
 
 class RecordingProducer(threading.Thread):
-    """One producer instance; ``rows`` follows produced.parquet's columns."""
+    """One producer instance; ``rows`` follows produced.parquet's columns.
+
+    Recording is columnar and the delivery callback is one bound method for the producer (the
+    payload id carries the sequence number), so recording costs little next to produce() itself.
+    """
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event):
@@ -58,7 +62,13 @@ class RecordingProducer(threading.Thread):
         self.topic = topic
         self.partitions = partitions
         self.stop_event = stop
-        self.rows: list[dict] = []
+        self._prefix_len = len(name) + 1
+        # columns, indexed by seq
+        self.send_ts: list[int] = []
+        self.status: list[str] = []
+        self.offset: list[int | None] = []
+        self.ack_ts: list[int | None] = []
+        self.error: list[str | None] = []
         self.conf = cluster.client_config(**{
             "acks": spec.acks,
             "enable.idempotence": spec.idempotence,
@@ -69,49 +79,75 @@ class RecordingProducer(threading.Thread):
             "request.timeout.ms": min(5000, spec.delivery_timeout_ms),
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 2000,
+            "on_delivery": self._on_delivery,
         })
-        self.error: BaseException | None = None
+        self.failure: BaseException | None = None
 
-    def _on_delivery(self, row: dict, err: KafkaError | None, msg) -> None:
-        row["ack_ts_ms"] = now_ms()
-        row["status"] = classify(err, self.spec.retries)
+    def columns(self) -> dict[str, list]:
+        """The recorded sends as produced.parquet columns."""
+        n = len(self.send_ts)
+        return {
+            "value": [f"{self.pname}-{i}" for i in range(n)], "producer": [self.pname] * n, "seq": list(range(n)),
+            "topic": [self.topic] * n, "partition": [i % self.partitions for i in range(n)],
+            "acks": [self.spec.acks] * n, "status": self.status[:n], "offset": self.offset[:n],
+            "send_ts_ms": self.send_ts[:n], "ack_ts_ms": self.ack_ts[:n], "error": self.error[:n],
+        }
+
+    @property
+    def rows(self) -> list[dict]:
+        cols = self.columns()
+        return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+
+    def _on_delivery(self, err: KafkaError | None, msg) -> None:
+        i = int(msg.value()[self._prefix_len:])
+        self.ack_ts[i] = time.time_ns() // 1_000_000
         if err is None:
+            self.status[i] = "ok"
             off = msg.offset()
-            row["offset"] = off if (self.spec.acks != "0" and off is not None and off >= 0) else None
-            row["error"] = None
+            self.offset[i] = off if (self.spec.acks != "0" and off is not None and off >= 0) else None
+            self.error[i] = None
         else:
-            row["error"] = err.name()
-            row["offset"] = None
+            self.status[i] = classify(err, self.spec.retries)
+            self.error[i] = err.name()
 
     def run(self) -> None:
         try:
             self._run()
         except BaseException as e:  # surfaced by the runner
-            self.error = e
+            self.failure = e
 
     def _run(self) -> None:
         p = Producer(self.conf, logger=LOG)
+        produce, topic, parts, prefix = p.produce, self.topic, self.partitions, f"{self.pname}-"
+        send_ts, status, offset, ack_ts, error = self.send_ts, self.status, self.offset, self.ack_ts, self.error
+        unlimited = self.spec.rate >= 1e6
         interval = 1.0 / self.spec.rate
         next_t = time.monotonic()
         seq = 0
-        while not self.stop_event.is_set():
-            row = {"value": f"{self.pname}-{seq}", "producer": self.pname, "seq": seq, "topic": self.topic,
-                   "partition": seq % self.partitions, "acks": self.spec.acks, "status": "info", "offset": None,
-                   "send_ts_ms": now_ms(), "ack_ts_ms": None, "error": "run ended before a delivery report"}
+        stop = self.stop_event
+        while not stop.is_set():
+            send_ts.append(time.time_ns() // 1_000_000)
+            status.append("info")
+            offset.append(None)
+            ack_ts.append(None)
+            error.append("run ended before a delivery report")
+            value = f"{prefix}{seq}".encode()
             while True:
                 try:
-                    p.produce(self.topic, value=row["value"].encode(), partition=row["partition"],
-                              on_delivery=lambda err, msg, row=row: self._on_delivery(row, err, msg))
+                    produce(topic, value=value, partition=seq % parts)
                     break
                 except BufferError:
                     p.poll(0.05)
-            self.rows.append(row)
             seq += 1
+            if unlimited:
+                if seq % 1000 == 0:
+                    p.poll(0)
+                continue
             p.poll(0)
             next_t += interval
             delay = next_t - time.monotonic()
             if delay > 0:
-                self.stop_event.wait(delay)
+                stop.wait(delay)
             elif delay < -1:
                 next_t = time.monotonic()  # fell behind (e.g. paused by a fault): do not burst
         p.flush(self.spec.delivery_timeout_ms / 1000 + 5)
@@ -138,7 +174,7 @@ class RecordingConsumer(threading.Thread):
             "enable.partition.eof": False,
             "topic.metadata.refresh.interval.ms": 2000,
         })
-        self.error: BaseException | None = None
+        self.failure: BaseException | None = None
         self._seq = 0
 
     def run(self) -> None:
@@ -151,7 +187,7 @@ class RecordingConsumer(threading.Thread):
             finally:
                 c.close()
         except BaseException as e:
-            self.error = e
+            self.failure = e
 
     def poll_once(self, c: Consumer, timeout: float = 0.2) -> int:
         n = 0

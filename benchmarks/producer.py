@@ -1,0 +1,80 @@
+"""Producer benchmark: kchaos's recording producer against Kafka's own kafka-producer-perf-test
+(org.apache.kafka.tools.ProducerPerformance), on the same cluster, topic and settings, in one run.
+
+Settings for both: acks=all, idempotence on, linger.ms=5, batch.size=65536, no compression,
+10-byte values, no faults; both reach the brokers through the same Toxiproxy client proxies.
+The Java tool runs in the Kafka image on the host's network namespace so it can use 127.0.0.1.
+
+Usage: python benchmarks/producer.py [--seconds 15] [--kafka-version 3.9.1] [--mode zk]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import threading
+import time
+
+from harness import engine, images, reaper
+from harness.cluster import ClusterSettings, KafkaCluster
+from harness.scenario import ProducerSpec
+from harness.workload import RecordingProducer
+
+SETTINGS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
+            "compression.type": "none"}
+
+
+def recording_producer(c: KafkaCluster, topic: str, seconds: float) -> tuple[int, float]:
+    spec = ProducerSpec(name="bench", acks="all", idempotence=True, linger_ms=5, rate=1e9)
+    stop = threading.Event()
+    p = RecordingProducer("bench", spec, c, topic, 3, stop)
+    p.conf.update({"batch.size": 65536, "compression.type": "none", "queue.buffering.max.messages": 500000})
+    t0 = time.monotonic()
+    p.start()
+    time.sleep(seconds)
+    stop.set()
+    p.join()
+    elapsed = time.monotonic() - t0
+    acked = sum(1 for r in p.rows if r["status"] == "ok")
+    if acked != len(p.rows):
+        raise SystemExit(f"recording producer: {len(p.rows) - acked} of {len(p.rows)} not acknowledged")
+    return acked, elapsed
+
+
+def perf_test(c: KafkaCluster, topic: str, records: int) -> float:
+    props = [f"bootstrap.servers={c.bootstrap_servers}", *(f"{k}={v}" for k, v in SETTINGS.items())]
+    client = engine.client()
+    out = client.containers.run(
+        images.kafka_ref(c.settings.kafka_version).tag,
+        ["tool", "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
+         "--record-size", "10", "--throughput", "-1", "--producer-props", *props],
+        network_mode="host", remove=True, labels=reaper.labels(**{"kchaos.role": "perf-test"}),
+        environment={"KCHAOS_TOOL_HEAP": "-Xmx512m"},
+    ).decode()
+    m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
+    if not m:
+        raise SystemExit(f"could not read kafka-producer-perf-test output:\n{out[-2000:]}")
+    return float(m[-1][1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=15)
+    ap.add_argument("--kafka-version", default="3.9.1")
+    ap.add_argument("--mode", default="zk")
+    a = ap.parse_args()
+    with KafkaCluster(ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)) as c:
+        for t in ("rec", "perf"):
+            c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
+            c.wait_full_isr(t)
+        n, secs = recording_producer(c, "rec", a.seconds)
+        ours = n / secs
+        theirs = perf_test(c, "perf", max(50_000, n))
+    print(f"kchaos recording producer: {ours:,.0f} records/s ({n:,} records in {secs:.1f} s, every send recorded)")
+    print(f"kafka-producer-perf-test:  {theirs:,.0f} records/s")
+    print(f"ratio {ours / theirs:.2f} (target >= 0.8); Kafka {a.kafka_version} {a.mode}, acks=all, idempotent, "
+          "linger.ms=5, batch.size=65536, 10-byte values")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Chaos runs against real Kafka: what a run records is complete and its fault log is truthful."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import textwrap
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import runner
+from harness.checker import check_runs
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+
+def scenario(tmp_path, body: str, **over):
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(body))
+    return load(p, [f"{k}={v}" for k, v in over.items()])
+
+
+BASE = """
+name = "t"
+kafka_version = "3.9.1"
+mode = "zk"
+duration_s = 8
+[topic]
+partitions = 2
+replication_factor = 3
+min_insync_replicas = 2
+[consumers]
+count = 1
+"""
+
+
+def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
+    require_docker(["3.9.1"])
+    s = scenario(tmp_path, BASE + '[[producers]]\nname = "a"\nacks = "all"\nidempotence = true\nrate = 150\n'
+                 '[[producers]]\nname = "b"\nacks = "1"\nrate = 150\n')
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    d = res.path
+    produced = pq.read_table(d / "produced.parquet").to_pylist()
+    consumed = pq.read_table(d / "consumed.parquet").to_pylist()
+    replicas = pq.read_table(d / "replicas.parquet").to_pylist()
+    acked = {r["value"] for r in produced if r["status"] == "ok"}
+    assert len(acked) > 1500 and len(acked) == len(produced), "fault-free: every send acknowledged"
+    final = {r["value"] for r in consumed if r["phase"] == "final"}
+    live = {r["value"] for r in consumed if r["phase"] == "live"}
+    assert acked <= final and acked <= live
+    for b in (1, 2, 3):
+        assert acked <= {r["value"] for r in replicas if r["broker"] == b}, f"broker {b}'s log lacks records"
+    assert all(r["hw"] is not None and r["offset"] < r["hw"] for r in consumed if r["phase"] == "live")
+    run = json.loads((d / "run.json").read_text())
+    assert run["reproduce"].startswith("kchaos run") and run["topics"][0]["config"]["min.insync.replicas"] == "2"
+    (v,) = check_runs([d])
+    assert v["anomalies"] == dict.fromkeys(v["anomalies"], 0) and v["verdict"] == "pass"
+
+
+def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change(tmp_path):
+    require_docker(["3.9.1"])
+    s = scenario(tmp_path, BASE + '[[producers]]\nacks = "1"\nrate = 200\n'
+                 '[[faults]]\nat_s = 2\nduration_s = 5\nkind = "kill"\ntarget = "leader"\npartition = 0\n',
+                 duration_s=9)
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    old = fault["leader_before"]
+    assert fault["kind"] == "kill" and fault["brokers"] == [old]
+    states = [e for e in events if e["type"] == "state" and "partitions" in e]
+
+    def leader(e):
+        return next(p["leader"] for p in e["partitions"] if p["partition"] == 0)
+
+    before = [e for e in states if e["ts_ms"] < fault["start_ms"]]
+    assert before and all(leader(e) == old for e in before)
+    changed = [e for e in states if e["ts_ms"] >= fault["start_ms"] and leader(e) not in (old, -1)]
+    assert changed, "no sample shows a new leader"
+    first_new = changed[0]["ts_ms"]
+    assert fault["start_ms"] <= first_new <= fault["end_ms"], "the leader changed outside the fault's window"
+    gaps = [b["ts_ms"] - a["ts_ms"] for a, b in itertools.pairwise(states)]
+    assert max(gaps) <= 500, f"state sampled every {max(gaps)} ms at worst (promised: at least every 500 ms)"

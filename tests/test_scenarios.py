@@ -1,0 +1,124 @@
+"""Scenario validation and seeded schedules: pure logic, no Docker."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import schedule
+from harness.scenario import ScenarioError, load
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = """
+name = "t"
+brokers = 3
+duration_s = 30
+[topic]
+partitions = 3
+replication_factor = 3
+min_insync_replicas = 2
+[[producers]]
+acks = "all"
+"""
+
+
+def write(tmp_path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('bogus = 1\n', r"s\.toml: bogus: unknown key"),
+        ('[cluster]\nreplica_lag = 5\n', r"s\.toml: cluster\.replica_lag: unknown key"),
+    ],
+)
+def test_unknown_keys_are_refused_naming_file_and_key(tmp_path, extra, message):
+    if message is None:
+        return
+    text = extra + GOOD if not extra.startswith("[") else GOOD + extra
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("topic.replication_factor=4", r"topic\.replication_factor: 4 is greater than brokers = 3 \(allowed: 1\.\.3\)"),
+        ("producers.0.acks=2", r"producers\.0\.acks: '2' is not allowed \('0', '1' or 'all'\)"),
+        ("kafka_version=1.0.0", r"kafka_version: '1\.0\.0' has no image \(allowed: 2\.8\.2, 3\.9\.1, 4\.1\.2\)"),
+        ("mode=kraft", None),
+        ("producers.0.idempotence=true", None),
+    ],
+)
+def test_bad_values_are_refused_with_what_is_allowed(tmp_path, override, message):
+    p = write(tmp_path, GOOD)
+    if message is None:
+        load(p, [override])  # valid
+        return
+    with pytest.raises(ScenarioError, match=message):
+        load(p, [override])
+
+
+def test_mode_not_available_on_version(tmp_path):
+    with pytest.raises(ScenarioError, match=r"mode: 'zk' is not available on Kafka 4\.1\.2 \(allowed: kraft\)"):
+        load(write(tmp_path, GOOD), ["kafka_version=4.1.2", "mode=zk"])
+
+
+def test_fault_aimed_at_a_broker_that_does_not_exist(tmp_path):
+    text = GOOD + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "broker:7"\n'
+    msg = r"faults\.0\.target: broker 7 does not exist \(allowed: broker:1\.\.broker:3\)"
+    with pytest.raises(ScenarioError, match=msg):
+        load(write(tmp_path, text))
+    text = GOOD + '[[faults]]\nat_s = 1\nkind = "explode"\n'
+    with pytest.raises(ScenarioError, match=r"faults\.0: kind 'explode' is not a fault \(allowed: kill, pause"):
+        load(write(tmp_path, text))
+    text = GOOD + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "rack:z"\n'
+    with pytest.raises(ScenarioError, match=r"rack 'z' is not in racks"):
+        load(write(tmp_path, text))
+
+
+def test_set_overrides_any_field_by_dotted_name(tmp_path):
+    s = load(write(tmp_path, GOOD), ["topic.partitions=6", "producers.0.rate=50", "cluster.heap=-Xmx300m",
+                                     "broker_config.log.flush.interval.messages=1"])
+    assert s.topic.partitions == 6 and s.producers[0].rate == 50
+    assert s.cluster_settings().heap == "-Xmx300m"
+    with pytest.raises(ScenarioError, match=r"--set producers\.3\.acks: producers\.3 is not an index"):
+        load(write(tmp_path, GOOD), ["producers.3.acks=1"])
+
+
+def test_every_shipped_scenario_is_valid():
+    files = sorted((ROOT / "scenarios").glob("*.toml"))
+    assert files
+    for f in files:
+        load(f)
+
+
+def test_cli_refuses_bad_input_before_any_container_starts(tmp_path):
+    p = write(tmp_path, GOOD)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "harness", "run", str(p), "--set", "topic.replication_factor=5",
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "s.toml: topic.replication_factor: 5 is greater than brokers = 3" in r.stderr
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+    assert time.monotonic() - t0 < 30
+
+
+def test_same_seed_same_schedule_and_seed_matters(tmp_path):
+    text = GOOD + '[generator]\nkinds = ["kill", "pause", "isolate", "latency"]\ntargets = ["leader", "random"]\n'
+    s = load(write(tmp_path, text))
+    a, b = schedule.plan(s, seed=7), schedule.plan(s, seed=7)
+    assert a == b and len(a) >= 3
+    assert schedule.plan(s, seed=8) != a
+    assert all(f.target in ("leader",) or f.target.startswith("broker:") for f in a), "random resolved at plan time"
+    assert all(x.end_s <= y.at_s for x, y in itertools.pairwise(a)), "generated faults do not overlap"
+    assert all(f.end_s <= s.duration_s for f in a)
