@@ -68,15 +68,26 @@ def consume_all(cluster: KafkaCluster, topic: str, partitions: int, expect: int,
     """Read every partition from offset 0 until `expect` records arrived or the time is up."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer(cluster.client_config(**{"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}))
+    # Metadata refreshed every second: right after topic creation a broker may still lack it.
+    c = Consumer(cluster.client_config(**{"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                                          "topic.metadata.refresh.interval.ms": 1000}))
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: list[str] = []
+    per_partition = dict.fromkeys(range(partitions), 0)
+    errors: list[str] = []
     deadline = time.monotonic() + timeout_s
     try:
         while len(out) < expect and time.monotonic() < deadline:
             for m in c.consume(500, timeout=0.5):
                 if m.error() is None:
                     out.append(m.value().decode())
+                    per_partition[m.partition()] += 1
+                else:
+                    errors.append(str(m.error()))
+        if len(out) < expect:
+            marks = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=5) for p in range(partitions)}
+            print(f"consume_all: {len(out)}/{expect} read; per partition {per_partition}; watermarks {marks}; "
+                  f"errors {errors[:5]}; state {cluster.describe(topic)}")
     finally:
         c.close()
     return out

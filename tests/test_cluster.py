@@ -40,15 +40,20 @@ def _others(cluster: KafkaCluster, *exclude: int) -> list[int]:
     return [b for b in cluster.settings.broker_ids if b not in exclude]
 
 
+def _topic_led_by_controller(c: KafkaCluster, prefix: str) -> tuple[str, int, int, int]:
+    """A one-partition RF=3 topic, min.insync=2, whose leader is the controller, so cutting a
+    follower never cuts the link the leader reports ISR changes over. Returns (topic, leader, f1, f2)."""
+    leader = c.describe().controller
+    f1, f2 = _others(c, leader)
+    topic = unique_topic(prefix)
+    c.create_topic(topic, replica_assignment=[[leader, f1, f2]], config={"min.insync.replicas": "2"})
+    c.wait_full_isr(topic)
+    return topic, leader, f1, f2
+
+
 def test_follower_cut_leaves_isr_and_returns(healed):
     c = healed
-    controller = c.describe().controller
-    # Leader = controller, so the cut follower is never the one the leader reports ISR changes to.
-    leader = controller
-    follower, other = _others(c, leader)
-    topic = unique_topic("isr")
-    c.create_topic(topic, replica_assignment=[[leader, follower, other]], config={"min.insync.replicas": "2"})
-    c.wait_full_isr(topic)
+    topic, leader, follower, other = _topic_led_by_controller(c, "isr")
 
     t0 = time.monotonic()
     c.cut(c.topo.replication_links(follower))
@@ -90,12 +95,7 @@ def test_leader_kill_elects_first_live_isr_member_in_ar_order(healed):
 
 def test_isr_of_one_refuses_acks_all_but_not_acks_1(healed):
     c = healed
-    controller = c.describe().controller
-    leader = controller
-    f1, f2 = _others(c, leader)
-    topic = unique_topic("minisr")
-    c.create_topic(topic, replica_assignment=[[leader, f1, f2]], config={"min.insync.replicas": "2"})
-    c.wait_full_isr(topic)
+    topic, leader, f1, f2 = _topic_led_by_controller(c, "minisr")
 
     c.cut(c.topo.between(leader, f1) + c.topo.between(leader, f2))
     c.wait_for(lambda st: st.partition(topic, 0).isr == [leader], LAG_S * 3 + 15, "ISR did not shrink to the leader")
