@@ -104,8 +104,9 @@ def test_isr_of_one_refuses_acks_all_but_not_acks_1(healed):
     codes = {e.code() if e else None for _, e in refused}
     assert codes == {KafkaError.NOT_ENOUGH_REPLICAS}, f"acks=all with ISR of 1 gave {codes}"
 
-    accepted = produce(c, topic, 5, "1", prefix="one", timeout_s=10, retries=0)
-    assert all(e is None for _, e in accepted), f"acks=1 failed: {accepted}"
+    # acks=1 needs only the leader: it must succeed (with the client's ordinary retries).
+    accepted = produce(c, topic, 5, "1", prefix="one", timeout_s=30)
+    assert all(e is None for _, e in accepted), f"acks=1 failed: {accepted}; state {c.describe(topic)}"
 
 
 def test_replication_factor_above_broker_count_is_a_clear_error(cluster):

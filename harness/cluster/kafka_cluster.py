@@ -6,6 +6,8 @@ Containers: one Toxiproxy, ZooKeeper or one KRaft controller, N brokers. See
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import time
@@ -14,11 +16,12 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 # Ryuk cannot be pulled on these machines; harness.reaper does its job by label.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-import contextlib
 
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
@@ -28,6 +31,7 @@ from harness import engine, images, reaper
 from harness.cluster.settings import (
     CONTROLLER_ID,
     PROXY_CLIENT_BASE,
+    ZK_PORT,
     ClusterSettings,
     broker_properties,
     controller_properties,
@@ -59,6 +63,7 @@ class PartitionState:
     leader: int  # -1 when offline
     replicas: list[int]  # AR order
     isr: list[int]
+    leader_epoch: int = -1  # known in ZooKeeper mode (read from the partition's state znode)
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ class KafkaCluster:
         self.client_ports: dict[int, int] = {}
         self.toxi: Toxiproxy | None = None
         self._admin: AdminClient | None = None
+        self._zk: KazooClient | None = None
         self._paused: set[int] = set()
         self._stopped: set[int] = set()
         self.started_at: float | None = None
@@ -170,7 +176,12 @@ class KafkaCluster:
         if s.mode == "zk":
             zk = self._container("zookeeper", self.kafka_image, core, ["zk-server"], command="zookeeper")
             zk.with_env("KCHAOS_CONFIG", zookeeper_config()).with_env("KCHAOS_HEAP", "-Xms64m -Xmx256m")
+            # The harness's own view of the truth, on loopback and never through a proxy (see describe).
+            zk.ports[f"{ZK_PORT}/tcp"] = ("127.0.0.1", None)
             zk.start()
+            zk_port = int(zk.get_exposed_port(ZK_PORT))
+            self._zk = KazooClient(hosts=f"127.0.0.1:{zk_port}", timeout=5, logger=LOG)
+            self._zk.start(timeout=30)
         else:
             ctl = self._container("controller", self.kafka_image, core, ["controller-server", "controller"],
                                   command="controller")
@@ -195,6 +206,11 @@ class KafkaCluster:
         """Remove every container and network of this cluster (also after a failed start)."""
         if self._admin is not None:
             self._admin = None
+        if self._zk is not None:
+            with contextlib.suppress(Exception):
+                self._zk.stop()
+                self._zk.close()
+            self._zk = None
         for key, c in list(self._containers.items()):
             with contextlib.suppress(Exception):
                 c.get_wrapped_container().remove(force=True, v=True)
@@ -225,7 +241,14 @@ class KafkaCluster:
 
     # ---------------------------------------------------------------- state
     def describe(self, topic: str | None = None, timeout_s: float = 5.0) -> ClusterState:
-        """Leader, replicas (AR order) and ISR of every partition, plus the controller."""
+        """Leader, replicas (AR order) and ISR of every partition, plus the controller.
+
+        ZooKeeper mode reads ZooKeeper itself, the controller's source of truth: any broker's
+        metadata cache can be stale while a fault keeps the controller's updates from it.
+        KRaft mode asks the brokers' metadata (the controller is not reachable by clients).
+        """
+        if self._zk is not None:
+            return self._describe_zk(topic)
         md = self.admin.list_topics(topic=topic, timeout=timeout_s)
         parts = []
         for t in md.topics.values():
@@ -239,17 +262,43 @@ class KafkaCluster:
         controller = CONTROLLER_ID if self.settings.mode == "kraft" else md.controller_id
         return ClusterState(controller, sorted(md.brokers), parts)
 
+    def _describe_zk(self, topic: str | None) -> ClusterState:
+        zk = self._zk
+        assert zk is not None
+        try:
+            controller = json.loads(zk.get("/controller")[0])["brokerid"]
+        except NoNodeError:
+            controller = -1
+        brokers = sorted(int(b) for b in zk.get_children("/brokers/ids"))
+        topics = [topic] if topic is not None else zk.get_children("/brokers/topics")
+        parts = []
+        for t in topics:
+            try:
+                assignment = json.loads(zk.get(f"/brokers/topics/{t}")[0])["partitions"]
+            except NoNodeError as e:
+                raise TopicError(f"topic {t}: unknown topic") from e
+            for p_str, replicas in assignment.items():
+                try:
+                    st = json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p_str}/state")[0])
+                except NoNodeError:
+                    st = {"leader": -1, "isr": [], "leader_epoch": -1}
+                parts.append(PartitionState(t, int(p_str), st["leader"], list(replicas), list(st["isr"]),
+                                            st.get("leader_epoch", -1)))
+        parts.sort(key=lambda x: (x.topic, x.partition))
+        return ClusterState(controller, brokers, parts)
+
     def wait_ready(self, timeout_s: float = 120.0) -> None:
-        """Until every broker is registered (and, in ZooKeeper mode, a controller is elected)."""
+        """Until a controller is elected and clients see every broker in the metadata."""
         want = set(self.settings.broker_ids)
 
         def ready() -> bool:
             self._raise_if_exited()
             try:
                 st = self.describe(timeout_s=2)
-            except KafkaException:
+                seen = set(self.admin.list_topics(timeout=2).brokers)
+            except (KafkaException, NoNodeError):
                 return False
-            return set(st.brokers) >= want and st.controller >= 0
+            return set(st.brokers) >= want and seen >= want and st.controller >= 0
 
         self._wait(ready, timeout_s, "brokers did not all register")
 
