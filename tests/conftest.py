@@ -32,11 +32,24 @@ def cluster():
 
 
 @pytest.fixture
-def healed(cluster):
+def healed(cluster, request):
     """Yield the shared cluster and put it back to full health afterwards."""
     yield cluster
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:  # the brokers' own account of what happened
+        for b in cluster.settings.broker_ids:
+            lines = [x for x in cluster.logs(f"kafka-{b}", tail=400).splitlines()
+                     if any(k in x for k in ("ISR", "Isr", "WARN", "ERROR", "LeaderAndIsr", "Fetcher"))]
+            print(f"--- broker {b}\n" + "\n".join(x[:300] for x in lines[-25:]))
     cluster.heal()
     cluster.wait_ready(90)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep
 
 
 def unique_topic(prefix: str = "t") -> str:

@@ -57,6 +57,8 @@ def test_follower_cut_leaves_isr_and_returns(healed):
 
     t0 = time.monotonic()
     c.cut(c.topo.replication_links(follower))
+    # A follower lags only if the leader's log end moves: an idle partition never shrinks its ISR.
+    produce(c, topic, 1, "1", prefix="after-cut")
     left = c.wait_for(lambda st: follower not in st.partition(topic, 0).isr, LAG_S * 3 + 10,
                       f"broker {follower} did not leave the ISR")
     # The leader checks lag every replica.lag.time.max.ms / 2, then the change must reach metadata.
@@ -98,6 +100,7 @@ def test_isr_of_one_refuses_acks_all_but_not_acks_1(healed):
     topic, leader, f1, f2 = _topic_led_by_controller(c, "minisr")
 
     c.cut(c.topo.between(leader, f1) + c.topo.between(leader, f2))
+    produce(c, topic, 1, "1", prefix="after-cut")  # the leader's end must move for followers to lag
     c.wait_for(lambda st: st.partition(topic, 0).isr == [leader], LAG_S * 3 + 15, "ISR did not shrink to the leader")
 
     refused = produce(c, topic, 5, "all", prefix="all", timeout_s=10, retries=0)

@@ -324,14 +324,21 @@ class KafkaCluster:
     def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
         """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""
         t0 = time.monotonic()
+        last: list[object] = [None]
 
         def check() -> bool:
             try:
-                return bool(cond(self.describe(timeout_s=2)))
-            except (KafkaException, TopicError, KeyError):
+                st = self.describe(timeout_s=2)
+                last[0] = st
+                return bool(cond(st))
+            except (KafkaException, TopicError, KeyError) as e:
+                last[0] = e
                 return False
 
-        self._wait(check, timeout_s, what, interval)
+        try:
+            self._wait(check, timeout_s, what, interval)
+        except ClusterError as e:
+            raise ClusterError(f"{e}; last seen: {last[0]}") from None
         return time.monotonic() - t0
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> float:
@@ -339,9 +346,33 @@ class KafkaCluster:
 
         def full(st: ClusterState) -> bool:
             ps = [p for p in st.partitions if p.topic == topic]
-            return bool(ps) and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in ps)
+            return bool(ps) and all(p.leader >= 0 and set(p.isr) == set(p.replicas) for p in ps) \
+                and self.brokers_agree(topic, {p.partition: p.leader for p in ps})
 
         return self.wait_for(full, timeout_s, f"topic {topic} did not reach a full ISR")
+
+    def brokers_agree(self, topic: str, leaders: dict[int, int]) -> bool:
+        """Whether every running broker's own metadata cache names these leaders.
+
+        Each broker is asked through its own client proxy by a client that knows only that
+        broker. Until they all agree, a client may be sent to a broker that does not serve the
+        partition yet, and acks=0 writes sent there vanish without an error.
+        """
+        for b, port in self.client_ports.items():
+            if b in self._stopped or b in self._paused:
+                continue
+            probe = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "broker.address.family": "v4"},
+                                logger=LOG)
+            try:
+                md = probe.list_topics(topic=topic, timeout=2)
+            except KafkaException:
+                return False
+            t = md.topics.get(topic)
+            if t is None or t.error is not None:
+                return False
+            if {p.id: p.leader for p in t.partitions.values()} != leaders:
+                return False
+        return True
 
     # ---------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
