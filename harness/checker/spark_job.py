@@ -150,13 +150,6 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     replicas = _read(spark, runs, REPLICAS)
     validate_values(produced, consumed, runs)
     key = ["run", "topic", "partition"]
-    # Every partition-level question joins or groups on keys that start with (run, topic, partition):
-    # hash all three inputs on it once, and let joins reuse that layout instead of shuffling on
-    # their full keys (only duplicate and phantom, keyed by value alone, shuffle again).
-    spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
-    produced = produced.repartition(n_parts, *key)
-    consumed = consumed.repartition(n_parts, *key)
-    replicas = replicas.repartition(n_parts, *key)
 
     final = (consumed.filter(F.col("phase") == "final")
              .select(*key, "offset", "value").distinct().persist())
