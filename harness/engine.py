@@ -65,13 +65,6 @@ def missing_packages() -> list[str]:
     return missing
 
 
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise EngineError(f"{what} failed (exit {proc.returncode}): {' | '.join(tail)}")
-
-
 def install_packages(packages: list[str], log=print) -> None:
     """apt-get install what is missing; needs root, which this machine kind gives."""
     if not packages:

@@ -164,36 +164,3 @@ def write_table(path: Path, rows: list[dict] | dict[str, list], schema: pa.Schem
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
-
-
-class TableWriter:
-    """Append rows in batches to one Parquet file; the file appears complete under its name only on close."""
-
-    def __init__(self, path: Path, schema: pa.Schema, batch_rows: int = 50_000):
-        self.path = Path(path)
-        self.schema = schema
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp")
-        self._writer = pq.ParquetWriter(self._tmp, schema)
-        self._buf: list[dict] = []
-        self._batch = batch_rows
-        self.rows = 0
-
-    def append(self, row: dict) -> None:
-        self._buf.append(row)
-        if len(self._buf) >= self._batch:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._buf:
-            self._writer.write_table(pa.Table.from_pylist(self._buf, schema=self.schema))
-            self.rows += len(self._buf)
-            self._buf = []
-
-    def close(self) -> None:
-        self.flush()
-        self._writer.close()
-        os.replace(self._tmp, self.path)
-
-    def abort(self) -> None:
-        self._writer.close()
-        self._tmp.unlink(missing_ok=True)

@@ -437,11 +437,6 @@ class KafkaCluster:
         self._broker(b).unpause()
         self._paused.discard(b)
 
-    def is_running(self, b: int) -> bool:
-        w = self._broker(b)
-        w.reload()
-        return w.status == "running"
-
     # ---------------------------------------------------------------- network faults
     def _proxy_names(self) -> set[str]:
         return {p.name for p in self.topo.proxies({b: "0" for b in self.settings.broker_ids})}
