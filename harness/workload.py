@@ -34,6 +34,9 @@ DEFINITELY_NOT_WRITTEN = {
 REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
 
 
+ACKS0_LINGER_S = 1.0  # how long an acks=0 producer stays connected after flush()
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -151,6 +154,10 @@ class RecordingProducer(threading.Thread):
             elif delay < -1:
                 next_t = time.monotonic()  # fell behind (e.g. paused by a fault): do not burst
         p.flush(self.spec.delivery_timeout_ms / 1000 + 5)
+        if self.spec.acks == "0":
+            # "Delivered" meant handed to the socket; closing at once can cut the last batch off, a
+            # loss the harness would cause itself. Stay connected while the bytes leave.
+            time.sleep(ACKS0_LINGER_S)
 
 
 class RecordingConsumer(threading.Thread):

@@ -10,6 +10,7 @@ import pytest
 
 from harness import engine, images
 from harness.cluster import ClusterSettings, KafkaCluster
+from harness.workload import ACKS0_LINGER_S
 
 DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3)
 
@@ -74,6 +75,9 @@ def produce(cluster: KafkaCluster, topic: str, n: int, acks: str, prefix: str, t
         p.poll(0)
     remaining = p.flush(timeout_s + 10)
     assert remaining == 0, f"{remaining} messages still queued after flush"
+    if acks == "0":
+        # acks=0 "delivered" means handed to the socket: stay connected while the last bytes leave.
+        time.sleep(ACKS0_LINGER_S)
     return reports
 
 
