@@ -79,15 +79,23 @@ class Nemesis:
             if p.leader < 0:
                 raise ValueError(f"partition {f.partition} has no leader")
             return [p.leader]
-        if t == "follower":
-            followers = [r for r in p.replicas if r != p.leader and r in p.isr] or \
-                        [r for r in p.replicas if r != p.leader]
-            return followers[:1]
+        # Followers in AR order, ISR members first: "follower:2" is the second of them.
+        followers = [r for r in p.replicas if r != p.leader and r in p.isr] + \
+                    [r for r in p.replicas if r != p.leader and r not in p.isr]
+        if t == "followers":
+            return followers
+        k = 1 if t == "follower" else int(t.split(":", 1)[1]) if t.startswith("follower:") else 0
+        if k:
+            if k > len(followers):
+                raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {k}")
+            return [followers[k - 1]]
         raise ValueError(f"unknown target {t}")
 
     # ------------------------------------------------------------ apply / heal
-    def _links(self, kind: str, b: int) -> list[str]:
+    def _links(self, kind: str, b: int, leader: int) -> list[str]:
         topo = self.c.topo
+        if kind == "cut_fetch":
+            return [topo.repl(b, leader)] if leader > 0 and leader != b else []
         return {
             "isolate": topo.isolation_links(b),
             "cut_replication": topo.replication_links(b),
@@ -105,6 +113,11 @@ class Nemesis:
         for b in brokers:
             if f.kind == "kill":
                 self.c.kill(b)
+            elif f.kind == "power_loss":
+                cuts = self.c.power_loss(b)
+                a.detail.setdefault("power_loss", {})[str(b)] = [
+                    {"file": c.path.rsplit("/", 2)[-2] + "/" + c.path.rsplit("/", 1)[-1], "kept_until": c.kept_until,
+                     "removed": c.size < 0} for c in cuts]
             elif f.kind == "pause":
                 self.c.pause(b)
             elif f.kind == "restart":
@@ -115,7 +128,7 @@ class Nemesis:
                         self.c.cut_one_way(b, o)
                         a.links += [link for link, _ in self.c.topo.one_way(b, o)]
             else:
-                links = self._links(f.kind, b)
+                links = self._links(f.kind, b, a.detail["leader_before"])
                 if f.kind == "latency":
                     self.c.latency(links, f.latency_ms, f.jitter_ms)
                 elif f.kind == "bandwidth":
@@ -130,7 +143,7 @@ class Nemesis:
     def heal(self, a: Applied) -> None:
         f = a.fault
         for b in a.brokers:
-            if f.kind in ("kill", "restart"):
+            if f.kind in ("kill", "power_loss", "restart"):
                 self.c.start_broker(b)
             elif f.kind == "pause":
                 self.c.resume(b)
@@ -139,7 +152,7 @@ class Nemesis:
         end = now_ms()
         self.events.write({
             "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (
-                "leader", "follower") else ""),
+                "leader", "follower", "followers") or f.target.startswith("follower:") else ""),
             "kind": f.kind, "target": f.target, "partition": f.partition, "brokers": a.brokers,
             "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
             "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,

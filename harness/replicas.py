@@ -16,7 +16,8 @@ from harness.cluster import KafkaCluster
 DATA_DIR = "/var/lib/kafka/data"
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
-_RECORD = re.compile(r"^\|\s+offset: (\d+) .*?payload: ?(.*)$")
+# v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
+_RECORD = re.compile(r"^(?:\|\s+)?offset: (\d+) .*?payload: ?(.*)$")
 
 
 def parse_dump(text: str, broker: int, topic: str) -> list[dict]:

@@ -146,6 +146,10 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
             replica_rows = read_replica_logs(c, topic.name)
             checkpoints = read_checkpoints(c, topic.name)
             cluster_info = c.describe_settings()
+            # Every container's own log, for whoever has to explain an anomaly.
+            (d / "logs").mkdir()
+            for key in c.container_keys():
+                (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
     finally:
         events.close()
 
@@ -177,7 +181,7 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
                                                                 if k not in ("name", "count")}}
                       for p in producers],
         "consumers": s.consumers.model_dump(),
-        "eligible_leader_replicas": s.eligible_leader_replicas,
+        "eligible_leader_replicas": s.cluster_settings().elr_enabled,
         "faults": [f.to_dict() for f in plan],
         "workload": {"start_ms": start_ms, "end_ms": end_ms, "duration_s": s.duration_s},
         "cluster": cluster_info,

@@ -18,18 +18,20 @@ from harness.versions import KAFKA_VERSIONS
 
 FAULT_KINDS = (
     "kill",  # kill -9, restart after duration_s
+    "power_loss",  # kill -9 and lose everything past each partition's recovery point, restart after duration_s
     "pause",  # freeze the JVM, resume after duration_s
     "restart",  # clean shutdown, start again after duration_s
     "isolate",  # every link of the broker black-holed
     "cut_replication",  # inter-broker links of the broker
+    "cut_fetch",  # the broker's connection to the partition's leader (its fetches), both directions
     "cut_coordination",  # broker to ZooKeeper / to the KRaft controller
     "cut_client",  # host clients to the broker
     "one_way",  # bytes from the broker to every other broker dropped; the other way flows
     "latency",  # latency_ms +- jitter_ms on every link of the broker
     "bandwidth",  # rate_kbps on every link of the broker
 )
-PROCESS_FAULTS = ("kill", "pause", "restart")
-TARGET_HELP = "leader | follower | controller | random | broker:N | rack:NAME"
+PROCESS_FAULTS = ("kill", "power_loss", "pause", "restart")
+TARGET_HELP = "leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME"
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
 
 
@@ -102,7 +104,7 @@ class FaultSpec(_Model):
     duration_s: float = Field(5.0, ge=0)
     kind: str
     target: str = "leader"
-    partition: int = Field(0, ge=0, description="whose leader/follower 'leader' and 'follower' mean")
+    partition: int = Field(0, ge=0, description="whose leader/followers 'leader' and 'follower...' mean")
     latency_ms: int = Field(200, ge=0)
     jitter_ms: int = Field(0, ge=0)
     rate_kbps: int = Field(64, ge=1)
@@ -112,8 +114,9 @@ class FaultSpec(_Model):
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"kind {self.kind!r} is not a fault (allowed: {', '.join(FAULT_KINDS)})")
         t = self.target
-        ok = t in ("leader", "follower", "controller", "random") or (
-            t.startswith("broker:") and t[7:].isdigit()) or (t.startswith("rack:") and len(t) > 5)
+        ok = t in ("leader", "follower", "followers", "controller", "random") or (
+            t.startswith("broker:") and t[7:].isdigit()) or (t.startswith("rack:") and len(t) > 5) or (
+            t.startswith("follower:") and t[9:].isdigit() and int(t[9:]) >= 1)
         if not ok:
             raise ValueError(f"target {t!r} is not a target (allowed: {TARGET_HELP})")
         return self
@@ -157,7 +160,7 @@ class Scenario(_Model):
     consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
-    eligible_leader_replicas: bool = False
+    eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -202,7 +205,8 @@ class Scenario(_Model):
 
     def cluster_settings(self) -> ClusterSettings:
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
-                               racks=self.racks, broker_config=self.broker_config, **self.cluster)
+                               racks=self.racks, broker_config=self.broker_config,
+                               eligible_leader_replicas=self.eligible_leader_replicas, **self.cluster)
 
 
 def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:

@@ -22,8 +22,12 @@ case "$role" in
     ;;
   broker|controller)
     printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/server.properties
+    # A simulated power loss (harness/cluster/powerloss.py) left the cuts to apply before start.
+    if [ -f /var/lib/kafka/power-loss.sh ]; then
+      sh /var/lib/kafka/power-loss.sh && rm -f /var/lib/kafka/power-loss.sh
+    fi
     if grep -q '^process.roles=' /etc/kchaos/server.properties && [ ! -f /var/lib/kafka/data/meta.properties ]; then
-      java $JVM $LOGOPT -cp "$CP" kafka.tools.StorageTool format -t "$KCHAOS_CLUSTER_ID" -c /etc/kchaos/server.properties
+      java $JVM $LOGOPT -cp "$CP" kafka.tools.StorageTool format -t "$KCHAOS_CLUSTER_ID" -c /etc/kchaos/server.properties ${KCHAOS_FORMAT_ARGS:-}
     fi
     exec java $HEAP $JVM $LOGOPT -cp "$CP" kafka.Kafka /etc/kchaos/server.properties
     ;;

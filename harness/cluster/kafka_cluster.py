@@ -28,6 +28,8 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness import engine, images, reaper
+from harness.cluster import powerloss
+from harness.cluster.powerloss import Cut
 from harness.cluster.settings import (
     CONTROLLER_ID,
     PROXY_CLIENT_BASE,
@@ -46,6 +48,7 @@ testcontainers_config.ryuk_disabled = True
 LOG = logging.getLogger("kchaos.cluster")
 CUT_TOXIC = "kchaos-cut"
 STREAMS = ("upstream", "downstream")
+DATA_DIR = "/var/lib/kafka/data"
 
 
 class ClusterError(RuntimeError):
@@ -185,7 +188,7 @@ class KafkaCluster:
         else:
             ctl = self._container("controller", self.kafka_image, core, ["controller-server", "controller"],
                                   command="controller")
-            ctl.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s))
+            ctl.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s), KCHAOS_FORMAT_ARGS=s.format_args())
             ctl.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
             ctl.start()
         for b in s.broker_ids:
@@ -414,6 +417,17 @@ class KafkaCluster:
         self._broker(b).kill(signal="SIGKILL")
         self._stopped.add(b)
 
+    def power_loss(self, b: int) -> list[Cut]:
+        """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
+
+        The cut is applied by the entrypoint when the broker is next started."""
+        self.kill(b)
+        w = self._broker(b)
+        stream, _ = w.get_archive(DATA_DIR)
+        cuts = powerloss.plan_from_tar(b"".join(stream))
+        w.put_archive(powerloss.SCRIPT_PATH.rsplit("/", 1)[0], powerloss.script_tar(cuts))
+        return cuts
+
     def stop_broker(self, b: int, timeout_s: int = 30) -> None:
         """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
         self._broker(b).stop(timeout=timeout_s)
@@ -514,7 +528,10 @@ class KafkaCluster:
         res = w.exec_run(cmd, demux=False)
         return res.exit_code, (res.output or b"").decode(errors="replace")
 
-    def logs(self, key: str, tail: int = 200) -> str:
+    def container_keys(self) -> list[str]:
+        return sorted(k for k in self._containers if k != "toxiproxy")
+
+    def logs(self, key: str, tail: int | str = 200) -> str:
         return self._containers[key].get_wrapped_container().logs(tail=tail).decode(errors="replace")
 
     def describe_settings(self) -> dict:

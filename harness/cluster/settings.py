@@ -40,6 +40,8 @@ class ClusterSettings(BaseModel):
     broker_heartbeat_interval_ms: int = Field(500, ge=100)
     auto_leader_rebalance: bool = False
     heap: str = "-Xms256m -Xmx512m"
+    eligible_leader_replicas: bool | None = Field(
+        None, description="KIP-966 ELR (KRaft, Kafka >= 4.0); None keeps the version's default (on from 4.1)")
     broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties")
     controller_config: dict[str, str] = Field(default_factory=dict, description="extra KRaft controller props")
 
@@ -55,9 +57,27 @@ class ClusterSettings(BaseModel):
                              f"{', '.join(modes)}")
         if self.racks is not None and len(self.racks) != self.brokers:
             raise ValueError(f"racks lists {len(self.racks)} entries but brokers = {self.brokers}")
+        if self.eligible_leader_replicas and (self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0)):
+            raise ValueError("eligible_leader_replicas needs KRaft on Kafka 4.0 or later (allowed: false, or "
+                             "mode = \"kraft\" with kafka_version >= 4.0)")
         if self.replica_socket_timeout_ms < 500:
             raise ValueError("replica_socket_timeout_ms must be >= replica.fetch.wait.max.ms (500)")
         return self
+
+    @property
+    def elr_enabled(self) -> bool:
+        """Whether eligible leader replicas are on in this cluster (ELR is on by default from 4.1)."""
+        if self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0):
+            return False
+        if self.eligible_leader_replicas is None:
+            return _major_minor(self.kafka_version) >= (4, 1)
+        return self.eligible_leader_replicas
+
+    def format_args(self) -> str:
+        """Extra ``kafka-storage format`` arguments for the KRaft controller."""
+        if self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0):
+            return ""
+        return f"--feature eligible.leader.replicas.version={int(self.elr_enabled)}"
 
     @property
     def broker_ids(self) -> list[int]:
@@ -65,6 +85,11 @@ class ClusterSettings(BaseModel):
 
     def rack_of(self, broker: int) -> str | None:
         return self.racks[broker - 1] if self.racks else None
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 def new_cluster_id() -> str:
