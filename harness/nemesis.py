@@ -144,7 +144,9 @@ class Nemesis:
         f = a.fault
         for b in a.brokers:
             if f.kind in ("kill", "power_loss", "restart"):
-                self.c.start_broker(b)
+                waited = self.c.start_broker(b)
+                if waited >= 0.5:
+                    a.detail.setdefault("restart_waited_s", {})[str(b)] = round(waited, 2)
             elif f.kind == "pause":
                 self.c.resume(b)
         if a.links:

@@ -82,6 +82,18 @@ class ClusterState:
         raise KeyError(f"{topic}-{p} not in metadata")
 
 
+def why_exited(log: str, context: int = 3) -> str:
+    """The first ERROR or FATAL line of a JVM's log with the lines after it, else the log's tail.
+
+    A broker that dies logs its cause once and then pages of orderly shutdown; the tail alone
+    hides the cause."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if (" ERROR " in line or " FATAL " in line) and "Exiting Kafka" not in line:
+            return "\n".join(lines[i:i + context + 1]) + "\n[...]\n" + "\n".join(lines[-3:])
+    return "\n".join(lines[-30:])
+
+
 class KafkaCluster:
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent."""
 
@@ -100,6 +112,7 @@ class KafkaCluster:
         self._zk: KazooClient | None = None
         self._paused: set[int] = set()
         self._stopped: set[int] = set()
+        self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
         self.started_at: float | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -313,8 +326,8 @@ class KafkaCluster:
             w = c.get_wrapped_container()
             w.reload()
             if w.status == "exited":
-                logs = w.logs(tail=30).decode(errors="replace")
-                raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n{logs}")
+                raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n"
+                                   + why_exited(w.logs().decode(errors="replace")))
 
     def _wait(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> None:
         deadline = time.monotonic() + timeout_s
@@ -416,6 +429,7 @@ class KafkaCluster:
         """kill -9 the broker's JVM; the container (and its log dir) stays for a restart."""
         self._broker(b).kill(signal="SIGKILL")
         self._stopped.add(b)
+        self._killed.add(b)
 
     def power_loss(self, b: int) -> list[Cut]:
         """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
@@ -433,9 +447,24 @@ class KafkaCluster:
         self._broker(b).stop(timeout=timeout_s)
         self._stopped.add(b)
 
-    def start_broker(self, b: int) -> None:
+    def start_broker(self, b: int) -> float:
+        """Start a stopped broker; returns how long the start had to wait (see below), in seconds.
+
+        In ZooKeeper mode a killed broker's registration lives until its session expires, and a
+        broker started before that exits with NodeExists (seen on 2.8.2: "node already exists and
+        owner does not match current session"). So, like a supervisor that restarts until it
+        sticks, the start waits for the old registration to go."""
+        waited = 0.0
+        if b in self._killed and self.settings.mode == "zk" and self._zk is not None:
+            t = time.monotonic()
+            limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
+            while self._zk.exists(f"/brokers/ids/{b}") and time.monotonic() - t < limit:
+                time.sleep(0.1)
+            waited = time.monotonic() - t
         self._broker(b).start()
         self._stopped.discard(b)
+        self._killed.discard(b)
+        return waited
 
     def restart(self, b: int, clean: bool = True) -> None:
         """Clean restart (controlled shutdown) or a hard one (kill -9 then start)."""
