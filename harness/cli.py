@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from harness import doctor as doctor_mod
 from harness import engine, images
+from harness.matrix import QUICK
 from harness.versions import KAFKA_VERSIONS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testing for real Apache Kafka.")
@@ -20,6 +22,7 @@ err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people
 
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
+
 
 
 def _log(msg: str) -> None:
@@ -210,10 +213,99 @@ def report(ctx: typer.Context) -> None:
     _not_yet("report", 5)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def matrix(ctx: typer.Context) -> None:
-    """Run and check the cross product of versions, scenarios and settings."""
-    _not_yet("matrix", 6)
+def _csv(values: list[str] | None) -> list[str] | None:
+    out = [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+    return out or None
+
+
+@app.command()
+def matrix(
+    scenarios: list[str] = typer.Option(None, "--scenarios", help="names in scenarios/ (or NAME@VERSION[:MODE]); "
+                                        "comma-separated or repeated; default: every scenario"),
+    versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP}); default: each "
+                                       "scenario's own"),
+    modes: list[str] = typer.Option(None, "--modes", help="zk, kraft; default: the scenario's, or every mode of "
+                                    "the version when --versions is given"),
+    acks: list[str] = typer.Option(None, "--acks", help="override every producer's acks: 0, 1, all"),
+    seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
+    quick: bool = typer.Option(False, "--quick", help="the quick suite: " + ", ".join(QUICK)),
+    out: Path = typer.Option(Path("reports"), "--out", help="runs go to OUT/runs, the report to OUT/index.html"),
+    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL (default: embedded local[*])"),
+) -> None:
+    """Run the cross product of scenarios, versions, modes, acks and seeds; check every run; write the report.
+
+    Finished runs are kept, so a second call after an interruption resumes where it stopped."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harness import matrix as matrix_mod
+    from harness import reaper, runner
+    from harness import scenario as scenario_mod
+    from harness.cluster import ClusterError
+
+    names = _csv(scenarios) or (matrix_mod.QUICK if quick else sorted(
+        p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
+    try:
+        p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)))
+        client = engine.client(timeout=10)
+        need = sorted({s.kafka_version for _, s, _, _ in p.cells})
+        missing = [r.tag for r in images.missing(client, need) if r.kind != "base"]
+    except scenario_mod.ScenarioError as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    except engine.EngineError as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    if missing:
+        err.print(f"[red]cannot run:[/red] images not built ({', '.join(missing)}); run `kchaos images`")
+        raise typer.Exit(EXIT_NOT_RUN)
+    for cell, why in p.skipped:
+        _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    status = matrix_mod.Status(out)
+    reaper.install_signal_handlers()
+    todo = [c for c in p.cells if not (runs_dir / c[0].run_id).exists()]
+    _log(f"{len(p.cells)} runs in the matrix, {len(p.cells) - len(todo)} already done, {len(todo)} to run")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar:
+        task = bar.add_task("matrix", total=len(p.cells), completed=len(p.cells) - len(todo))
+        for cell, s, ov, path in todo:
+            bar.update(task, description=f"running {cell.run_id}")
+            t0 = time.monotonic()
+            try:
+                res = runner.execute(s, runs_dir / cell.run_id, scenario_file=str(path), overrides=ov,
+                                     log=lambda m: None)
+                status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
+                           final=res.final)
+                bar.console.print(f"  [green]done[/green]  {cell.run_id}: {res.acked} acknowledged, "
+                                  f"{res.final} in the final read ({time.monotonic() - t0:.0f} s)")
+            except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+                status.set(cell, "error", reason=str(e)[:2000])
+                bar.console.print(f"  [red]error[/red] {cell.run_id}: {str(e).splitlines()[0][:200]}")
+            bar.advance(task)
+    finished = [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]
+    if not finished:
+        err.print("no run finished; nothing to check")
+        raise typer.Exit(EXIT_NOT_RUN)
+    from harness.checker import check_runs, summarize
+
+    _log(f"checking {len(finished)} runs in one Spark session")
+    verdicts = check_runs(finished, master=spark_master)
+    print_verdicts(verdicts, summarize(verdicts))
+    runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
+    known = matrix_mod.known_results(verdicts, runs)
+    (out / "known-results.md").write_text(matrix_mod.known_results_markdown(known) + "\n")
+    console.print(matrix_mod.known_results_markdown(known))
+    from harness import report as report_mod
+
+    html = report_mod.write_report(finished, out / "index.html", verdicts=verdicts,
+                                   title="kchaos durability matrix", matrix_status=status.cells)
+    errors = [c for c in status.cells.values() if c["status"] == "error"]
+    _log(f"report: {html.resolve()}")
+    if errors:
+        err.print(f"{len(errors)} run(s) could not be carried out; see {status.path}")
+    broken = any(v["verdict"] == "fail" for v in verdicts)
+    raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if errors else EXIT_OK))
 
 
 def main() -> None:

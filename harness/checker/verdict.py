@@ -138,6 +138,44 @@ def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshol
     return {"threshold_ms": threshold_ms, "windows": overall, "partitions": partitions, "faults": recovery}
 
 
+def elections(events: list[dict]) -> dict:
+    """Every leader change seen in the state samples, checked against Kafka's election rule.
+
+    Rule: the new leader is the first replica in assignment (AR) order that was in the ISR sampled
+    last under the old leader and is alive when the new leader is first seen. A new leader outside
+    that ISR is an unclean election (allowed only with unclean election on). Preferred-leader
+    elections (back to the first AR replica while the old leader lives) are reported as such.
+    """
+    last: dict[int, dict] = {}  # partition -> last sample with a live leader
+    out: list[dict] = []
+    for e in events:
+        if e.get("type") != "state" or "partitions" not in e:
+            continue
+        alive = set(e.get("brokers") or [])
+        for p in e["partitions"]:
+            part, leader = p["partition"], p["leader"]
+            if leader < 0:
+                continue
+            before = last.get(part)
+            last[part] = {"leader": leader, "isr": p["isr"], "replicas": p["replicas"], "ts_ms": e["ts_ms"]}
+            if before is None or before["leader"] == leader:
+                continue
+            ar, isr = before["replicas"], before["isr"]
+            live_isr = [r for r in ar if r in isr and r in alive and r != before["leader"]]
+            if before["leader"] in alive and leader == ar[0]:
+                kind, expected = "preferred", ar[0]
+            elif leader not in isr:
+                kind, expected = "unclean", (live_isr[0] if live_isr else None)
+            else:
+                kind, expected = "clean", (live_isr[0] if live_isr else leader)
+            out.append({"partition": part, "ts_ms": e["ts_ms"], "old_leader": before["leader"],
+                        "new_leader": leader, "replicas": ar, "isr_before": isr, "alive": sorted(alive),
+                        "kind": kind, "expected": expected,
+                        "ok": kind == "preferred" or (kind == "clean" and leader == expected)})
+    return {"count": len(out), "violations": sum(not x["ok"] and x["kind"] == "clean" for x in out),
+            "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
+
+
 def _ex(res, run: int) -> list[dict]:
     return res.examples.get(run, [])
 
@@ -216,5 +254,6 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> di
         "final_log_records": job.final_rows.get(idx, 0),
         "rows": rd.rows,
         "unavailability": unavailability(job.buckets.get(idx, []), lo, hi, threshold_ms, fault_events),
+        "elections": elections(events),
         "assumptions": cfgs.notes,
     }

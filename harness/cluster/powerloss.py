@@ -72,18 +72,16 @@ def cut_segment(path: str, base_offset: int, data: bytes, recovery_point: int) -
 
 def plan_from_tar(tar_bytes: bytes, data_dir_name: str = "data") -> list[Cut]:
     """Cuts for a ``docker cp``-style tar of a broker's log directory."""
-    tf = tarfile.open(fileobj=io.BytesIO(tar_bytes))
-    files = {m.name: m for m in tf.getmembers() if m.isfile()}
-
-    def read(name: str) -> bytes:
-        f = tf.extractfile(files[name])
-        assert f is not None
-        return f.read()
-
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tf:
+        blobs = {}
+        for m in tf.getmembers():
+            f = tf.extractfile(m) if m.isfile() else None
+            if f is not None and (m.name.endswith(".log") or m.name.endswith("-checkpoint")):
+                blobs[m.name] = f.read()
     rp_name = f"{data_dir_name}/recovery-point-offset-checkpoint"
-    points = parse_checkpoint(read(rp_name).decode()) if rp_name in files else {}
+    points = parse_checkpoint(blobs[rp_name].decode()) if rp_name in blobs else {}
     cuts: list[Cut] = []
-    for name in sorted(files):
+    for name in sorted(blobs):
         parts = name.split("/")
         if len(parts) != 3 or not parts[2].endswith(".log"):
             continue
@@ -91,7 +89,7 @@ def plan_from_tar(tar_bytes: bytes, data_dir_name: str = "data") -> list[Cut]:
         if not part.isdigit():
             continue
         point = points.get((topic, int(part)), 0)  # never checkpointed: nothing is known flushed
-        cut = cut_segment(f"/var/lib/kafka/{name}", int(parts[2][:-4]), read(name), point)
+        cut = cut_segment(f"/var/lib/kafka/{name}", int(parts[2][:-4]), blobs[name], point)
         if cut is not None:
             cuts.append(cut)
     return cuts
