@@ -1,0 +1,324 @@
+"""The HTML durability report: one self-contained file a Kafka operator reads in a minute.
+
+Matrix first (one row per run and configuration, a cell per anomaly class), then each run: a
+timeline of charts on one shared time axis with every fault shaded, the anomalies with the
+records and replicas involved, and the environment that reproduces it. Plotly's library is
+inlined once; nothing is fetched when the page opens. Series are aggregated per second with
+pyarrow, so the page stays small whatever the history's size.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import jinja2
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.checker.promises import ANOMALIES, DOC_CASES, promises
+from harness.history import CONSUMED, EVENTS, PRODUCED, REPLICAS, RUN_JSON, VERDICT_JSON
+
+TEMPLATE = Path(__file__).with_name("report.html.j2")
+MAX_PLOT_POINTS_PER_SERIES = 2000
+FAULT_COLOURS = {"kill": "#d62728", "power_loss": "#7f0000", "pause": "#9467bd", "restart": "#8c564b",
+                 "isolate": "#e377c2", "cut_replication": "#ff7f0e", "cut_fetch": "#ff7f0e",
+                 "cut_coordination": "#bcbd22", "cut_client": "#17becf", "one_way": "#ffbb78",
+                 "latency": "#aec7e8", "bandwidth": "#98df8a"}
+
+
+def _read_json(p: Path) -> dict:
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
+def _events(d: Path) -> list[dict]:
+    out = []
+    f = d / EVENTS
+    if f.exists():
+        for line in f.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def _t0(run: dict, produced: pa.Table, events: list[dict]) -> int:
+    wl = run.get("workload") or {}
+    if wl.get("start_ms"):
+        return int(wl["start_ms"])
+    starts = [e["ts_ms"] for e in events if e.get("type") == "workload_start"]
+    if starts:
+        return int(starts[0])
+    return int(pc.min(produced["send_ts_ms"]).as_py() or 0) if produced.num_rows else 0
+
+
+def _per_second(ts: pa.Array, t0: int) -> pa.Array:
+    return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
+
+
+def timeline(d: Path, run: dict, verdict: dict, events: list[dict]) -> dict:
+    """Plotly figure (as a dict) of one run: five panels on one time axis, faults shaded."""
+    produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
+    t0 = _t0(run, produced, events)
+    traces: list[dict] = []
+
+    ok = produced.filter(pc.equal(produced["status"], "ok"))
+    ok = ok.filter(pc.is_valid(ok["ack_ts_ms"]))
+    if ok.num_rows:
+        sec = _per_second(ok["ack_ts_ms"], t0)
+        lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
+        g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
+            [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
+        secs = g["sec"].to_pylist()
+        traces.append({"type": "scatter", "mode": "lines", "name": "acknowledged / s", "x": secs,
+                       "y": g["lat_count"].to_pylist(), "yaxis": "y", "line": {"shape": "hv", "color": "#1f77b4"}})
+        q = g["lat_tdigest"].to_pylist()
+        traces.append({"type": "scatter", "mode": "lines", "name": "latency p50 ms", "x": secs,
+                       "y": [v[0] if v else None for v in q], "yaxis": "y2", "line": {"color": "#2ca02c"}})
+        traces.append({"type": "scatter", "mode": "lines", "name": "latency p99 ms", "x": secs,
+                       "y": [v[1] if v else None for v in q], "yaxis": "y2", "line": {"color": "#d62728"}})
+    bad = produced.filter(pc.not_equal(produced["status"], "ok"))
+    if bad.num_rows:
+        ts = pc.coalesce(bad["ack_ts_ms"], bad["send_ts_ms"])
+        g = pa.table({"sec": _per_second(ts, t0), "error": pc.coalesce(bad["error"], pa.scalar("(none)")),
+                      "status": bad["status"]}).group_by(["error", "status", "sec"]).aggregate(
+            [("sec", "count")]).sort_by("sec")
+        kinds = sorted({(e, s) for e, s in zip(g["error"].to_pylist(), g["status"].to_pylist(), strict=True)})
+        for e, s in kinds:
+            sub = g.filter(pc.and_(pc.equal(g["error"], e), pc.equal(g["status"], s)))
+            traces.append({"type": "bar", "name": f"{e} ({s})", "x": sub["sec"].to_pylist(),
+                           "y": sub["sec_count"].to_pylist(), "yaxis": "y3"})
+
+    # ISR size and leader per partition, from the state samples.
+    series: dict[int, dict[str, list]] = {}
+    for e in events:
+        if e.get("type") != "state" or "partitions" not in e:
+            continue
+        x = round((e["ts_ms"] - t0) / 1000, 2)
+        for p in e["partitions"]:
+            s = series.setdefault(p["partition"], {"x": [], "isr": [], "leader": []})
+            s["x"].append(x)
+            s["isr"].append(len(p["isr"]))
+            s["leader"].append(p["leader"] if p["leader"] >= 0 else None)
+    for part, s in sorted(series.items()):
+        traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],
+                       "yaxis": "y4", "line": {"shape": "hv"}, "legendgroup": f"p{part}"})
+        traces.append({"type": "scatter", "mode": "markers", "name": f"p{part} leader", "x": s["x"],
+                       "y": s["leader"], "yaxis": "y5", "marker": {"size": 4}, "legendgroup": f"p{part}"})
+
+    # High watermark against each consumer's position, per partition (live phase).
+    consumed = pq.read_table(d / CONSUMED, columns=["consumer", "partition", "offset", "hw", "poll_ts_ms", "phase"])
+    live = consumed.filter(pc.equal(consumed["phase"], "live"))
+    if live.num_rows:
+        g = pa.table({"sec": _per_second(live["poll_ts_ms"], t0), "consumer": live["consumer"],
+                      "partition": live["partition"], "offset": live["offset"],
+                      "hw": pc.coalesce(live["hw"], pa.scalar(-1, pa.int64()))}).group_by(
+            ["consumer", "partition", "sec"]).aggregate([("offset", "max"), ("hw", "max")]).sort_by("sec")
+        for c in sorted(set(g["consumer"].to_pylist())):
+            for part in sorted(set(g["partition"].to_pylist())):
+                sub = g.filter(pc.and_(pc.equal(g["consumer"], c), pc.equal(g["partition"], part)))
+                if not sub.num_rows:
+                    continue
+                x = sub["sec"].to_pylist()
+                traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} HW ({c})", "x": x,
+                               "y": [v if v >= 0 else None for v in sub["hw_max"].to_pylist()], "yaxis": "y6",
+                               "line": {"dash": "dot"}, "legendgroup": f"p{part}"})
+                traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} {c} position", "x": x,
+                               "y": [v + 1 for v in sub["offset_max"].to_pylist()], "yaxis": "y6",
+                               "legendgroup": f"p{part}"})
+
+    panels = [("y", "acked/s"), ("y2", "latency ms"), ("y3", "errors/s"), ("y4", "ISR size"), ("y5", "leader"),
+              ("y6", "offset")]
+    n = len(panels)
+    gap = 0.02
+    h = (1 - gap * (n - 1)) / n
+    layout: dict = {"height": 150 * n + 80, "margin": {"l": 60, "r": 10, "t": 60, "b": 40},
+                    "legend": {"orientation": "h", "y": -0.06, "font": {"size": 10}}, "barmode": "stack",
+                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": "y6"},
+                    "hovermode": "x unified", "shapes": [], "annotations": [], "font": {"size": 11}}
+    for i, (ax, title) in enumerate(panels):
+        top = 1 - i * (h + gap)
+        key = "yaxis" if ax == "y" else f"yaxis{ax[1:]}"
+        layout[key] = {"domain": [top - h, top], "title": {"text": title, "font": {"size": 10}}, "zeroline": False}
+    layout["yaxis5"]["dtick"] = 1
+    for i, f in enumerate(e for e in events if e.get("type") == "fault"):
+        x0, x1 = (f["start_ms"] - t0) / 1000, ((f.get("end_ms") or f["start_ms"]) - t0) / 1000
+        colour = FAULT_COLOURS.get(f.get("kind", ""), "#7f7f7f")
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                                 "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
+        layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
+                                      "xanchor": "left",
+                                      "yanchor": "bottom", "showarrow": False, "font": {"size": 9, "color": colour},
+                                      "text": f"{f.get('name', f.get('kind'))} {f.get('brokers', '')}"})
+    for w in (verdict.get("unavailability") or {}).get("windows", []):
+        x0, x1 = (w["start_ms"] - t0) / 1000, (w["end_ms"] - t0) / 1000
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 1 - h,
+                                 "y1": 1, "fillcolor": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#d62728",
+                                                                                   "dash": "dash"}})
+        layout["annotations"].append({"x": (x0 + x1) / 2, "y": 1 - h, "xref": "x", "yref": "paper",
+                                      "showarrow": False, "yanchor": "bottom", "font": {"size": 9, "color": "#d62728"},
+                                      "text": f"unavailable {w['duration_ms'] / 1000:.1f} s"})
+    return {"data": traces, "layout": layout}
+
+
+def divergence_tables(d: Path, verdict: dict, limit: int = 10) -> list[dict]:
+    """For each divergent offset in the examples: what every replica and every reader saw there."""
+    ex = (verdict.get("examples") or {}).get("divergence") or []
+    keys = {(e["topic"], e["partition"], e["offset"]) for e in ex[:limit]}
+    if not keys:
+        return []
+    offsets = pa.array(sorted({k[2] for k in keys}), pa.int64())
+    reps = pq.read_table(d / REPLICAS, filters=pc.field("offset").isin(offsets)) if (d / REPLICAS).exists() else None
+    cons = pq.read_table(d / CONSUMED, columns=["consumer", "phase", "topic", "partition", "offset", "value"],
+                         filters=pc.field("offset").isin(offsets))
+    out = []
+    for t, p, o in sorted(keys):
+        cells: dict[str, str] = {}
+        if reps is not None:
+            for r in reps.to_pylist():
+                if (r["topic"], r["partition"], r["offset"]) == (t, p, o):
+                    epoch = r.get("leader_epoch")
+                    cells[f"broker {r['broker']}"] = r["value"] + (f" (epoch {epoch})" if epoch is not None else "")
+        for r in cons.to_pylist():
+            if (r["topic"], r["partition"], r["offset"]) == (t, p, o):
+                cells.setdefault(f"{r['phase']} read ({r['consumer']})", r["value"])
+        out.append({"topic": t, "partition": p, "offset": o, "cells": cells})
+    return out
+
+
+def _example_time(e: dict) -> int | None:
+    for k in ("ack_ts_ms", "poll_ts_ms", "send_ts_ms"):
+        if e.get(k):
+            return int(e[k])
+    return None
+
+
+def faults_near(events: list[dict], examples: list[dict], window_ms: int = 15000) -> list[dict]:
+    times = [t for t in (_example_time(e) for e in examples) if t]
+    faults = [e for e in events if e.get("type") == "fault"]
+    if not times:
+        return faults
+    lo, hi = min(times) - window_ms, max(times) + window_ms
+    return [f for f in faults if f["start_ms"] <= hi and (f.get("end_ms") or f["start_ms"]) >= lo]
+
+
+def run_section(d: Path, verdict: dict) -> dict:
+    run = _read_json(d / RUN_JSON)
+    events = _events(d)
+    cp = _read_json(d / "checkpoints.json")
+    fig = timeline(d, run, verdict, events)
+    anomalies = []
+    for a in ANOMALIES:
+        n = verdict["anomalies"].get(a, 0)
+        if not n:
+            continue
+        ex = (verdict.get("examples") or {}).get(a) or []
+        anomalies.append({"name": a, "count": n, "examples": ex,
+                          "columns": sorted({k for e in ex for k in e}, key=lambda k: (k not in (
+                              "value", "topic", "partition", "offset", "ack_offset"), k)),
+                          "faults": faults_near(events, ex)})
+    t0 = (run.get("workload") or {}).get("start_ms") or 0
+    env = {k: run.get(k) for k in ("scenario", "description", "kafka_version", "mode", "brokers", "racks", "seed",
+                                    "eligible_leader_replicas") if k in run}
+    return {
+        "id": verdict["run_id"], "dir": str(d), "verdict": verdict, "run": run, "env": env,
+        "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""),
+        "settings": {k: run.get(k) for k in ("topics", "producers", "consumers", "broker_config", "faults")
+                     if k in run},
+        "cluster_settings": (run.get("cluster") or {}).get("settings"),
+        "figure": json.dumps(fig, default=str), "anomalies": anomalies,
+        "divergence": divergence_tables(d, verdict), "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
+        "checkpoints": cp, "t0": t0,
+        "faults": [e for e in events if e.get("type") == "fault"],
+        "skipped": [e for e in events if e.get("type") == "fault_skipped"],
+        "elections": verdict.get("elections") or {},
+    }
+
+
+def matrix_rows(sections: list[dict]) -> list[dict]:
+    rows = []
+    for s in sections:
+        v = s["verdict"]
+        unav = (v.get("unavailability") or {}).get("windows") or []
+        longest = max((w["duration_ms"] for w in unav), default=0)
+        for c in v["by_config"]:
+            st = c["settings"]
+            cells = []
+            for a in ANOMALIES:
+                n = c["counts"][a]
+                state = "clean" if n == 0 else ("broke" if c["promises"][a]["promised"] else "expected")
+                cells.append({"anomaly": a, "count": n, "state": state, "why": c["promises"][a]["why"]})
+            rows.append({"run": s["id"], "scenario": s["run"].get("scenario", ""),
+                         "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
+                         "acks": st["acks"], "min_insync": st["min_insync"],
+                         "unclean": "on" if st["unclean_election"] else "off",
+                         "idempotent": "yes" if st["idempotence"] else "no",
+                         "epochs": "on" if st["leader_epochs"] else "off",
+                         "elr": "on" if st["eligible_leader_replicas"] else "off",
+                         "faults": ", ".join(st["faults"]) or "none", "verdict": c["verdict"], "cells": cells,
+                         "unavailable_ms": longest, "unavailable_windows": len(unav)})
+    return rows
+
+
+def promise_rows() -> list[dict]:
+    out = []
+    for name, cfg in DOC_CASES:
+        p = promises(cfg)
+        out.append({"name": name, "cells": [{"promised": p[a].promised, "why": p[a].why} for a in ANOMALIES]})
+    return out
+
+
+def plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def render(sections: list[dict], title: str, known: list[dict] | None = None,
+           matrix_status: dict | None = None) -> str:
+    env = jinja2.Environment(autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined)
+    # Inside <script> only "</script" and "<!--" end or confuse the element; "<\/" means the same in JS.
+    env.filters["js"] = lambda s: jinja2.utils.markupsafe.Markup(
+        s.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT").replace("<!--", "<\\u0021--"))
+    env.filters["pretty"] = lambda o: json.dumps(o, indent=1, default=str)
+    tpl = env.from_string(TEMPLATE.read_text())
+    errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
+    return tpl.render(title=title, sections=sections, rows=matrix_rows(sections), anomalies=ANOMALIES,
+                      promise_rows=promise_rows(), known=known or [], errors=errors, plotly=plotly_js(),
+                      esc=html.escape)
+
+
+def write_report(run_dirs: list[Path], out: Path, verdicts: list[dict] | None = None,
+                 title: str = "kchaos durability report", matrix_status: dict | None = None) -> Path:
+    """Render the report of these runs (checking any that have no verdict.json yet) to ``out``."""
+    from harness.history import find_run_dirs
+
+    dirs = find_run_dirs([Path(p) for p in run_dirs])
+    def key(p: str | Path) -> str:
+        return str(Path(p).resolve())
+
+    by_id = {key(v["run_dir"]): v for v in verdicts or []}
+    need = [d for d in dirs if key(d) not in by_id and not (d / VERDICT_JSON).exists()]
+    if need:
+        from harness.checker import check_runs
+
+        for v in check_runs(need):
+            by_id[key(v["run_dir"])] = v
+    sections = []
+    for d in dirs:
+        v = by_id.get(key(d)) or _read_json(d / VERDICT_JSON)
+        sections.append(run_section(d, v))
+    from harness.matrix import known_results
+
+    known = known_results([s["verdict"] for s in sections], {s["id"]: s["run"] for s in sections})
+    known = [k for k in known if k["runs"] > 1]
+    page = render(sections, title, known, matrix_status)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(page)
+    tmp.replace(out)
+    return out
