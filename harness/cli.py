@@ -103,11 +103,6 @@ def up(
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
-def _not_yet(verb: str, issue: int) -> None:
-    err.print(f"`kchaos {verb}` is not there yet (tracked in issue #{issue}).")
-    raise typer.Exit(EXIT_NOT_RUN)
-
-
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="scenario TOML file (see scenarios/)"),
@@ -207,10 +202,22 @@ def print_verdicts(verdicts: list[dict], summary: list[dict]) -> None:
     console.print(s)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def report(ctx: typer.Context) -> None:
-    """Write the self-contained HTML durability report."""
-    _not_yet("report", 5)
+@app.command()
+def report(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories, or parents holding them"),
+    output: Path = typer.Option(Path("reports/index.html"), "-o", "--output", help="HTML file to write"),
+    title: str = typer.Option("kchaos durability report", "--title"),
+) -> None:
+    """Write the self-contained HTML durability report (runs without verdict.json are checked first)."""
+    from harness import report as report_mod
+    from harness.history import HistoryError
+
+    try:
+        out = report_mod.write_report(run_dirs, output, title=title)
+    except (HistoryError, ValueError) as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    _log(f"report: {out.resolve()}")
 
 
 def _csv(values: list[str] | None) -> list[str] | None:

@@ -251,7 +251,7 @@ def matrix_rows(sections: list[dict]) -> list[dict]:
                 n = c["counts"][a]
                 state = "clean" if n == 0 else ("broke" if c["promises"][a]["promised"] else "expected")
                 cells.append({"anomaly": a, "count": n, "state": state, "why": c["promises"][a]["why"]})
-            rows.append({"run": s["id"], "scenario": s["run"].get("scenario", ""),
+            rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
                          "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
                          "acks": st["acks"], "min_insync": st["min_insync"],
                          "unclean": "on" if st["unclean_election"] else "off",
@@ -308,9 +308,9 @@ def write_report(run_dirs: list[Path], out: Path, verdicts: list[dict] | None = 
         for v in check_runs(need):
             by_id[key(v["run_dir"])] = v
     sections = []
-    for d in dirs:
+    for i, d in enumerate(dirs):
         v = by_id.get(key(d)) or _read_json(d / VERDICT_JSON)
-        sections.append(run_section(d, v))
+        sections.append({**run_section(d, v), "anchor": f"run{i}"})  # run ids of foreign histories may repeat
     from harness.matrix import known_results
 
     known = known_results([s["verdict"] for s in sections], {s["id"]: s["run"] for s in sections})

@@ -1,0 +1,59 @@
+"""Open a report in headless Chromium (Debian's package) and collect what a reader's browser would see."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+
+@dataclass
+class PageCheck:
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for
+    text: str = ""
+    distinct_colours: int = 0
+    plots: int = 0
+    totals: dict[str, dict[str, int]] = field(default_factory=dict)  # run id -> anomaly -> count shown
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        msg = "Debian's chromium is not installed (scripts/setup.sh installs it: apt-get install chromium)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+def open_report(html: Path, open_runs: bool = True) -> PageCheck:
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    out = PageCheck()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.on("console", lambda m: out.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: out.console_errors.append(str(e)))
+        page.on("request", lambda r: out.requests.append(r.url))
+        page.goto(html.resolve().as_uri())
+        page.wait_for_load_state("load")
+        if open_runs:
+            page.evaluate("document.querySelectorAll('details.run').forEach(d => d.open = true)")
+        page.wait_for_timeout(1500)
+        out.plots = page.evaluate("document.querySelectorAll('.plot .main-svg').length")
+        out.text = page.inner_text("body")
+        out.totals = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('details.run')].map(
+            d => [d.dataset.runId, Object.fromEntries([...d.querySelectorAll('[data-total]')].map(
+                c => [c.dataset.total, parseInt(c.textContent)]))]))""")
+        shot = page.screenshot(full_page=False)
+        browser.close()
+    img = Image.open(io.BytesIO(shot)).convert("RGB")
+    out.distinct_colours = len(img.getcolors(maxcolors=1 << 20) or [])
+    return out

@@ -1,0 +1,72 @@
+"""The HTML report opens offline in headless Chromium, shows every count of verdict.json, fetches nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.checker import check_runs
+from harness.report import write_report
+from tests.browser import open_report
+from tests.histories import History
+
+FAULT = {"type": "fault", "name": "kill leader (p0)", "kind": "kill", "brokers": [1], "links": [],
+         "start_ms": 1_700_000_000_050, "end_ms": 1_700_000_000_400, "leader_before": 1, "controller_before": 2}
+
+
+def _history_with_anomalies() -> History:
+    h = History()
+    h.clean(20)
+    h.send("lost-1", 20)  # acknowledged, never seen again
+    h.read("x", 5, phase="live", consumer="c1", hw=30)  # a different value at offset 5: divergence
+    h.events += [{"type": "workload_start", "ts_ms": 1_700_000_000_000}, FAULT]
+    for i, leader in enumerate([1, 1, 2, 2]):
+        h.events.append({"type": "state", "ts_ms": 1_700_000_000_000 + 100 * i, "controller": 2,
+                         "brokers": [1, 2, 3] if leader == 1 else [2, 3],
+                         "partitions": [{"partition": 0, "leader": leader, "replicas": [1, 2, 3],
+                                         "isr": [1, 2, 3] if leader == 1 else [2, 3]}]})
+    return h
+
+
+def _assert_page(html, verdicts):
+    page = open_report(html)
+    assert page.console_errors == []
+    assert all(u.startswith("file://") for u in page.requests), page.requests
+    assert page.requests == [html.resolve().as_uri()], "the page loads nothing besides itself"
+    assert page.distinct_colours > 20, "the screenshot is blank"
+    assert page.plots >= len(verdicts), "every run's timeline rendered"
+    for v in verdicts:
+        assert page.totals[v["run_id"]] == v["anomalies"], "the page shows verdict.json's counts"
+    return page
+
+
+def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
+    planted = _history_with_anomalies()
+    planted.run["run_id"] = "planted"
+    a = planted.write(tmp_path / "runs" / "planted")
+    b = History(run={**planted.run, "run_id": "clean"}).clean(10).write(tmp_path / "runs" / "clean")
+    verdicts = check_runs([a, b])
+    html = write_report([tmp_path / "runs"], tmp_path / "report.html")
+    page = _assert_page(html, verdicts)
+    planted = json.loads((a / "verdict.json").read_text())
+    assert planted["anomalies"]["lost"] == 1 and planted["anomalies"]["divergence"] == 1
+    assert "broke 1" in page.text, "the matrix marks the broken promise with its count"
+    assert "lost-1" in page.text, "the lost record is listed"
+    assert "kill leader (p0)" in page.text, "the fault around the anomaly is named"
+    assert html.stat().st_size < 8_000_000
+
+
+@pytest.mark.docker
+def test_report_of_a_real_run(tmp_path):
+    from harness import runner
+    from harness.scenario import load
+    from tests.conftest import require_docker
+
+    require_docker(["3.9.1"])
+    s = load("scenarios/smoke.toml", ["duration_s=10", "faults.0.at_s=3", "faults.0.duration_s=3"])
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    (v,) = check_runs([res.path])
+    html = write_report([res.path], tmp_path / "r.html")
+    page = _assert_page(html, [v])
+    assert s.kafka_version in page.text and "kchaos run" in page.text, "environment and reproduce command shown"
