@@ -176,6 +176,11 @@ class Scenario(_Model):
         if self.topic.min_insync_replicas > self.topic.replication_factor:
             raise ValueError(f"topic.min_insync_replicas: {self.topic.min_insync_replicas} is greater than "
                              f"topic.replication_factor = {self.topic.replication_factor}")
+        ibp = self.broker_config.get("inter.broker.protocol.version", "")
+        if ibp.startswith("0.") and not self.kafka_version.startswith("2."):
+            raise ValueError(f"broker_config.inter.broker.protocol.version: {ibp} (leader epochs off) is only run on "
+                             f"Kafka 2.x here (allowed with kafka_version: "
+                             f"{', '.join(v for v in KAFKA_VERSIONS if v.startswith('2.'))})")
         racks = set(self.racks or [])
         for i, f in enumerate(self.faults):
             where = f"faults.{i}.target"

@@ -14,6 +14,8 @@ from harness.workload import ACKS0_LINGER_S
 
 DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3)
 
+pytest_plugins = ["pytester"]  # tests of the kchaos pytest plugin run user suites in a subprocess
+
 
 def require_docker(versions: list[str] | None = None) -> None:
     st = engine.status()

@@ -1,0 +1,56 @@
+"""The pytest plugin as a user meets it: installed, then used from a test file outside this repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_docker
+
+SMOKE = Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml"
+
+USER_TESTS = f'''
+import time
+import pytest
+
+@pytest.mark.chaos_quick
+def test_safe_config_under_a_follower_cut(chaos_run):
+    r = chaos_run({str(SMOKE)!r}, seed=2, overrides=["duration_s=8", "faults.0.at_s=2", "faults.0.duration_s=3"])
+    r.assert_promises_held()
+    assert r.anomalies["lost"] == 0 and (r.path / "verdict.json").exists()
+
+@pytest.mark.chaos_quick
+def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
+    w = workload("t1", partitions=1).start(acks="all", idempotence=True, rate=100)
+    time.sleep(2)
+    hit = nemesis.fault("kill", "follower", topic="t1")
+    time.sleep(2)
+    nemesis.heal(hit)
+    time.sleep(2)
+    h = w.stop()
+    acked = {{r["value"] for r in h["produced"] if r["status"] == "ok"}}
+    assert len(acked) > 100 and acked <= {{r["value"] for r in h["consumed"]}}
+    assert '"kind": "kill"' in nemesis.events_path.read_text()
+
+@pytest.mark.chaos_long
+def test_deselected_by_marker(chaos_run):
+    raise AssertionError("-m chaos_quick must not run this")
+'''
+
+
+def test_plugin_is_registered_and_refuses_bad_options(pytester):
+    pytester.makepyfile(test_x="def test_x(kafka_target):\n    pass\n")
+    res = pytester.runpytest_subprocess("--kafka-version", "9.9")
+    assert "no image recipe" in res.stderr.str() + res.stdout.str()
+    res = pytester.runpytest_subprocess("--kafka-version", "3.9.1,4.1.2", "--mode", "kraft", "--collect-only", "-q")
+    out = res.stdout.str()
+    assert "test_x[3.9.1-kraft]" in out and "test_x[4.1.2-kraft]" in out
+
+
+@pytest.mark.docker
+def test_a_users_chaos_suite_runs_with_the_plugin(pytester):
+    require_docker(["3.9.1"])
+    pytester.makepyfile(test_user=USER_TESTS)
+    res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
+    res.assert_outcomes(passed=2, deselected=1)

@@ -1,0 +1,132 @@
+"""Pure logic behind the catalogue: power-loss cuts, election checks, matrix plans, new fault targets."""
+
+from __future__ import annotations
+
+import io
+import struct
+import tarfile
+
+import pytest
+
+from harness import matrix, scenario
+from harness.checker.verdict import elections
+from harness.cluster.powerloss import cut_segment, entries, plan_from_tar, script
+from harness.cluster.settings import ClusterSettings
+
+
+def segment(batches: list[tuple[int, int]]) -> bytes:
+    """A segment with v2-framed batches: (base offset, payload size)."""
+    out = b""
+    for base, size in batches:
+        body = bytes(4) + bytes([2]) + bytes(size - 5)  # leader epoch, magic 2, rest
+        out += struct.pack(">qi", base, len(body)) + body
+    return out
+
+
+def test_power_loss_cuts_at_the_first_batch_at_or_past_the_recovery_point():
+    seg = segment([(0, 40), (5, 40), (9, 40)])
+    positions = [p for p, *_ in entries(seg)]
+    assert positions == [0, 52, 104]
+    cut = cut_segment("/d/t-0/00000000000000000000.log", 0, seg, recovery_point=5)
+    assert (cut.size, cut.kept_until) == (52, 5)
+    assert cut_segment("/x.log", 0, seg, recovery_point=12) is None, "all flushed: nothing to cut"
+    assert cut_segment("/x.log", 20, seg, recovery_point=12).size == -1, "a segment past the point goes"
+    torn = seg + struct.pack(">qi", 12, 500) + b"xx"  # a torn tail is not a batch
+    assert len(entries(torn)) == 3
+
+
+def test_power_loss_plan_reads_the_checkpoint_of_a_log_directory_tar():
+    buf = io.BytesIO()
+    files = {"data/recovery-point-offset-checkpoint": b"0\n2\nt 0 5\nt 1 0\n",
+             "data/t-0/00000000000000000000.log": segment([(0, 40), (5, 40)]),
+             "data/t-1/00000000000000000000.log": segment([(0, 40)]),
+             "data/u-0/00000000000000000000.log": segment([(0, 40)])}
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, body in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tf.addfile(info, io.BytesIO(body))
+    cuts = {c.path: c for c in plan_from_tar(buf.getvalue())}
+    assert cuts["/var/lib/kafka/data/t-0/00000000000000000000.log"].size == 52
+    assert cuts["/var/lib/kafka/data/t-1/00000000000000000000.log"].size == -1, "never flushed: all gone"
+    assert "/var/lib/kafka/data/u-0/00000000000000000000.log" in cuts, "no checkpoint entry: nothing flushed"
+    text = script(list(cuts.values()))
+    assert "truncate -s 52 /var/lib/kafka/data/t-0/00000000000000000000.log" in text and "rm -f" in text
+
+
+def _state(ts, leader, isr, alive, replicas=(1, 2, 3)):
+    return {"type": "state", "ts_ms": ts, "brokers": alive,
+            "partitions": [{"partition": 0, "leader": leader, "replicas": list(replicas), "isr": isr}]}
+
+
+def test_elections_follow_ar_order_among_live_isr_members():
+    ev = [_state(0, 1, [1, 2, 3], [1, 2, 3]), _state(1, -1, [2, 3], [2, 3]), _state(2, 2, [2, 3], [2, 3])]
+    e = elections(ev)
+    assert e["count"] == 1 and e["violations"] == 0 and e["list"][0]["expected"] == 2
+    bad = [_state(0, 1, [1, 2, 3], [1, 2, 3]), _state(1, 3, [3, 2], [2, 3])]
+    assert elections(bad)["violations"] == 1, "3 led although 2 comes first in AR and was alive in the ISR"
+    unclean = [_state(0, 1, [1], [1, 2, 3]), _state(1, 2, [2], [2, 3])]
+    assert elections(unclean)["unclean"] == 1
+
+
+def test_matrix_plan_crosses_versions_modes_acks_and_seeds():
+    p = matrix.plan(["smoke"], ["3.9.1", "4.1.2"], None, ["1", "all"], [1, 2])
+    ids = [c.run_id for c, *_ in p.cells]
+    assert len(ids) == len(set(ids)) == 3 * 2 * 2, "3.9.1 zk+kraft, 4.1.2 kraft; 2 acks; 2 seeds"
+    assert not any("4.1.2-zk" in i for i in ids), "4.1.2 has no ZooKeeper mode"
+    both = matrix.plan(["smoke"], ["4.1.2"], ["zk", "kraft"], None, [1])
+    assert [c.run_id for c, *_ in both.cells] == ["smoke-4.1.2-kraft-s1"]
+    assert [c.run_id for c, _ in both.skipped] == ["smoke-4.1.2-zk-s1"], "asked for explicitly: skipped, said why"
+    _, s, ov, _ = next(x for x in p.cells if x[0].acks == "1")
+    assert s.producers[0].acks == "1" and not s.producers[0].idempotence and ov
+    pinned = matrix.plan(["power-loss@4.1.2:kraft"], None, None, None, [1])
+    (c, s, _, _) = pinned.cells[0]
+    assert (c.kafka_version, c.mode, s.cluster_settings().elr_enabled) == ("4.1.2", "kraft", True)
+    with pytest.raises(scenario.ScenarioError, match="allowed: 0, 1, all"):
+        matrix.plan(["smoke"], None, None, ["2"], [1])
+    with pytest.raises(scenario.ScenarioError, match="no such scenario file"):
+        matrix.plan(["nope"], None, None, None, [1])
+
+
+def test_known_results_count_runs_not_records():
+    v = [{"run_id": f"r{i}", "verdict": "pass", "anomalies": {"lost": n, "divergence": 0, "phantom": 0}}
+         for i, n in enumerate([3, 0, 5])]
+    runs = {f"r{i}": {"scenario": "s", "kafka_version": "2.8.2", "mode": "zk"} for i in range(3)}
+    (row,) = matrix.known_results(v, runs)
+    assert (row["runs"], row["with"]["lost"], row["loss_or_divergence"]) == (3, 2, 2)
+    assert "| s | 2.8.2 zk | 3 | 2/3 (67%) |" in matrix.known_results_markdown([row])
+
+
+def test_new_targets_and_kinds_are_validated(tmp_path):
+    base = 'name = "x"\nduration_s = 10\n[[faults]]\nat_s = 1\nkind = "power_loss"\n'
+    p = tmp_path / "s.toml"
+    for target in ("follower:2", "followers", "leader"):
+        p.write_text(base + f'target = "{target}"\n')
+        assert scenario.load(p).faults[0].target == target
+    p.write_text(base + 'target = "follower:0"\n')
+    with pytest.raises(scenario.ScenarioError, match="follower:K"):
+        scenario.load(p)
+    with pytest.raises(ValueError, match="eligible_leader_replicas needs KRaft"):
+        ClusterSettings(kafka_version="3.9.1", mode="zk", eligible_leader_replicas=True)
+    assert ClusterSettings(kafka_version="4.1.2", mode="kraft").format_args() == \
+        "--feature eligible.leader.replicas.version=1"
+    assert ClusterSettings(kafka_version="4.1.2", mode="kraft", eligible_leader_replicas=False).format_args() == \
+        "--feature eligible.leader.replicas.version=0"
+
+
+@pytest.mark.parametrize("path", sorted(matrix.SCENARIO_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_catalogue_scenario_loads_and_plans(path):
+    s = scenario.load(path)
+    from harness import schedule
+
+    assert schedule.plan(s) == schedule.plan(s), "same seed, same schedule"
+    assert s.description, "every scenario says what it shows"
+
+
+def test_old_protocol_versions_are_refused_where_kafka_no_longer_takes_them():
+    msg = r"inter.broker.protocol.version: 0.10.2 .*allowed with kafka_version: 2.8.2"
+    with pytest.raises(scenario.ScenarioError, match=msg):
+        scenario.load(matrix.SCENARIO_DIR / "hw-truncation-loss.toml", kafka_version="4.1.2", mode="kraft")
+    p = matrix.plan(["hw-truncation-loss"], ["2.8.2", "3.9.1"], None, None, [1])
+    assert [c.run_id for c, *_ in p.cells] == ["hw-truncation-loss-2.8.2-zk-s1"]
+    assert {c.kafka_version for c, _ in p.skipped} == {"3.9.1"}
