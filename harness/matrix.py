@@ -17,8 +17,8 @@ from harness.history import write_json_atomic
 from harness.versions import KAFKA_VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
-# The quick suite: the safe configuration, a known loss and one HW-truncation pair (~4 minutes).
-QUICK = ["smoke", "acks1-leader-kill", "hw-truncation-loss", "hw-truncation-loss-epochs"]
+# The quick suite: the safe configuration clean, a known loss, and power loss without and with ELR (~4 min).
+QUICK = ["smoke", "acks1-leader-kill", "power-loss", "power-loss@4.1.2:kraft"]
 
 
 @dataclass(frozen=True)

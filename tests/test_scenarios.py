@@ -79,7 +79,8 @@ def test_fault_aimed_at_a_broker_that_does_not_exist(tmp_path):
     with pytest.raises(ScenarioError, match=msg):
         load(write(tmp_path, text))
     text = GOOD + '[[faults]]\nat_s = 1\nkind = "explode"\n'
-    with pytest.raises(ScenarioError, match=r"faults\.0: kind 'explode' is not a fault \(allowed: kill, power_loss, pause"):
+    msg = r"faults\.0: kind 'explode' is not a fault \(allowed: kill, power_loss, pause"
+    with pytest.raises(ScenarioError, match=msg):
         load(write(tmp_path, text))
     text = GOOD + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "rack:z"\n'
     with pytest.raises(ScenarioError, match=r"rack 'z' is not in racks"):

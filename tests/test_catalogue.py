@@ -1,0 +1,94 @@
+"""The scenario catalogue against real Kafka: each scenario shows what it is named for.
+
+``chaos_quick`` ones run in the default suite (.ci/run); ``chaos_long`` ones with
+``pytest -m chaos_long`` (and across Kafka versions in the GitHub Actions matrix). Rates over many
+seeds are measured by ``kchaos matrix --seeds 10`` (README, "Known results"), not asserted here:
+a test asserts only what holds in every run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harness import matrix, runner
+from harness import scenario as scenario_mod
+from harness.checker import check_runs
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+
+def run(tmp_path, name: str, **fields) -> tuple[dict, object]:
+    s = scenario_mod.load(matrix.SCENARIO_DIR / f"{name}.toml", **fields)
+    require_docker([s.kafka_version])
+    res = runner.execute(s, tmp_path / name, log=lambda m: None)
+    (v,) = check_runs([res.path])
+    return v, res
+
+
+def no_anomaly(v: dict) -> bool:
+    return all(n == 0 for a, n in v["anomalies"].items() if a != "duplicate")
+
+
+@pytest.mark.chaos_quick
+def test_acks1_leader_kill_loses_acknowledged_writes_as_expected(tmp_path):
+    v, _ = run(tmp_path, "acks1-leader-kill")
+    assert v["anomalies"]["lost"] > 0 and v["verdict"] == "pass"
+    (cfg,) = v["by_config"]
+    assert "lost" in cfg["expected"] and cfg["promises"]["lost"]["why"].startswith("acks=1")
+
+
+@pytest.mark.chaos_quick
+def test_power_loss_of_the_last_isr_member_loses_committed_writes_before_elr(tmp_path):
+    v, _ = run(tmp_path, "power-loss")
+    assert v["anomalies"]["lost"] > 0 and v["verdict"] == "pass", "expected: power loss without ELR"
+    (cfg,) = v["by_config"]
+    assert "power loss" in cfg["promises"]["lost"]["why"]
+
+
+@pytest.mark.chaos_quick
+def test_power_loss_with_eligible_leader_replicas_loses_nothing(tmp_path):
+    v, _ = run(tmp_path, "power-loss", kafka_version="4.1.2", mode="kraft")
+    assert v["anomalies"]["lost"] == 0 and v["anomalies"]["divergence"] == 0 and v["verdict"] == "pass"
+    assert v["by_config"][0]["settings"]["eligible_leader_replicas"] is True
+
+
+@pytest.mark.chaos_long
+@pytest.mark.parametrize("name", ["hw-truncation-loss", "hw-truncation-divergence"])
+def test_epochs_off_the_follower_truncates_to_its_high_watermark_while_in_the_isr(tmp_path, name):
+    v, res = run(tmp_path, name)
+    assert v["verdict"] == "pass", "anomalies are expected with leader epochs off"
+    logs = "".join(p.read_text() for p in (res.path / "logs").glob("kafka-*.log"))
+    marks = [int(x) for x in re.findall(r"Truncating partition chaos-0 to local high watermark (\d+)", logs)]
+    assert any(m > 0 for m in marks), "a follower truncated to its HW after the epoch bump"
+
+
+@pytest.mark.chaos_long
+@pytest.mark.parametrize("name", ["hw-truncation-loss-epochs", "hw-truncation-divergence-epochs", "safe-faults",
+                                  "minisr1-isr-shrink", "follower-lag-isr", "rack-outage"])
+def test_scenarios_that_must_end_clean(tmp_path, name):
+    v, _ = run(tmp_path, name)
+    assert no_anomaly(v) and v["verdict"] == "pass", v["anomalies"]
+
+
+@pytest.mark.chaos_long
+def test_unclean_election_loses_acknowledged_writes(tmp_path):
+    v, _ = run(tmp_path, "unclean-election")
+    assert v["anomalies"]["lost"] > 0 and v["verdict"] == "pass"
+    assert v["elections"]["unclean"] >= 1
+
+
+@pytest.mark.chaos_long
+def test_elections_follow_ar_order(tmp_path):
+    v, _ = run(tmp_path, "election-order")
+    assert v["elections"]["count"] >= 2 and v["elections"]["violations"] == 0
+    assert no_anomaly(v)
+
+
+@pytest.mark.chaos_long
+def test_zk_isolation_keeps_acks_all_writes(tmp_path):
+    v, _ = run(tmp_path, "zk-isolation")
+    safe = next(c for c in v["by_config"] if c["settings"]["acks"] == "all")
+    assert safe["verdict"] == "pass" and safe["counts"]["lost"] == 0
