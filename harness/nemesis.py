@@ -20,6 +20,10 @@ from harness.schedule import PlannedFault
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
+# Which toxics a network fault adds (see KafkaCluster), so its heal removes only its own.
+TOXIC_PREFIX = {"latency": "kchaos-latency", "slow_fetch": "kchaos-latency", "bandwidth": "kchaos-bandwidth",
+                "isolate": "kchaos-cut", "cut_replication": "kchaos-cut", "cut_fetch": "kchaos-cut",
+                "cut_coordination": "kchaos-cut", "cut_client": "kchaos-cut", "one_way": "kchaos-cut"}
 
 
 class EventLog:
@@ -94,7 +98,7 @@ class Nemesis:
     # ------------------------------------------------------------ apply / heal
     def _links(self, kind: str, b: int, leader: int) -> list[str]:
         topo = self.c.topo
-        if kind == "cut_fetch":
+        if kind in ("cut_fetch", "slow_fetch"):
             return [topo.repl(b, leader)] if leader > 0 and leader != b else []
         return {
             "isolate": topo.isolation_links(b),
@@ -129,7 +133,7 @@ class Nemesis:
                         a.links += [link for link, _ in self.c.topo.one_way(b, o)]
             else:
                 links = self._links(f.kind, b, a.detail["leader_before"])
-                if f.kind == "latency":
+                if f.kind in ("latency", "slow_fetch"):
                     self.c.latency(links, f.latency_ms, f.jitter_ms)
                 elif f.kind == "bandwidth":
                     self.c.bandwidth(links, f.rate_kbps)
@@ -150,7 +154,7 @@ class Nemesis:
             elif f.kind == "pause":
                 self.c.resume(b)
         if a.links:
-            self.c.restore(sorted(set(a.links)))
+            self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind))
         end = now_ms()
         self.events.write({
             "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (

@@ -24,6 +24,7 @@ FAULT_KINDS = (
     "isolate",  # every link of the broker black-holed
     "cut_replication",  # inter-broker links of the broker
     "cut_fetch",  # the broker's connection to the partition's leader (its fetches), both directions
+    "slow_fetch",  # latency_ms (+- jitter_ms) on the broker's connection to the partition's leader
     "cut_coordination",  # broker to ZooKeeper / to the KRaft controller
     "cut_client",  # host clients to the broker
     "one_way",  # bytes from the broker to every other broker dropped; the other way flows

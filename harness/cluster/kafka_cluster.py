@@ -527,13 +527,16 @@ class KafkaCluster:
             for st in STREAMS:
                 self.toxi.add_toxic(link, f"kchaos-bandwidth-{st}", "bandwidth", st, {"rate": kbytes_per_s})
 
-    def restore(self, links: Iterable[str]) -> None:
-        """Undo every fault on the links."""
+    def restore(self, links: Iterable[str], only: str | None = None) -> None:
+        """Undo every fault on the links, or only the toxics whose name starts with ``only``
+        (so healing one fault leaves an overlapping one on the same link in place)."""
         assert self.toxi is not None
         for link in self._check_links(links):
-            self.toxi.set_enabled(link, True)
+            if only is None:
+                self.toxi.set_enabled(link, True)
             for t in self.toxi.toxics(link):
-                self.toxi.remove_toxic(link, t["name"])
+                if only is None or t["name"].startswith(only):
+                    self.toxi.remove_toxic(link, t["name"])
 
     def isolate(self, b: int) -> None:
         self.cut(self.topo.isolation_links(b))
