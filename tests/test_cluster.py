@@ -125,3 +125,32 @@ def test_round_trip_on_every_version(version, mode):
     require_docker([version])
     with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode)) as c:
         round_trip(c, n=100)
+
+
+def test_power_loss_drops_what_was_never_flushed(healed):
+    """A partition on broker 1 alone: after a power loss only data below its recovery point stays."""
+    topic = unique_topic("pl")
+    healed.create_topic(topic, 1, 1, {}, replica_assignment=[[1]])
+    healed.wait_full_isr(topic, timeout_s=60)
+    sent = produce(healed, topic, 50, "all", "before")
+    assert [e for _, e in sent] == [None] * 50
+    cuts = healed.power_loss(1)
+    assert any(c.path.endswith(f"/{topic}-0/00000000000000000000.log") for c in cuts), "the unflushed log is cut"
+    healed.start_broker(1)
+    healed.wait_ready(90)
+    healed.wait_full_isr(topic, timeout_s=60)
+    assert consume_all(healed, topic, 1, expect=0, timeout_s=8) == [], \
+        "nothing was flushed (Kafka does not fsync per write), so nothing survives"
+    after = [v for v, e in produce(healed, topic, 5, "all", "after") if e is None]
+    assert consume_all(healed, topic, 1, expect=5) == after, "the broker works again from offset 0"
+
+
+def test_healing_one_network_fault_leaves_an_overlapping_one(healed):
+    link = healed.topo.repl(2, 1)
+    healed.latency([link], 50)
+    healed.cut([link])
+    healed.restore([link], only="kchaos-latency")
+    names = {t["name"] for t in healed.toxi.toxics(link)}
+    assert names == {"kchaos-cut-upstream", "kchaos-cut-downstream"}
+    healed.restore([link])
+    assert healed.toxi.toxics(link) == []
