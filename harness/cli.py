@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -103,6 +104,30 @@ def up(
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
+@contextlib.contextmanager
+def _refusing_bad_input():
+    """Bad scenarios exit 2 and a missing engine exits 3, both before any container starts."""
+    from harness import scenario as scenario_mod
+
+    try:
+        yield
+    except scenario_mod.ScenarioError as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    except engine.EngineError as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+
+
+def _require_images(source: str, versions: list[str]) -> None:
+    """A Kafka version whose image is not built is bad input (exit 2), named with the fix."""
+    missing = [r.tag for r in images.missing(engine.client(timeout=10), versions) if r.kind != "base"]
+    if missing:
+        err.print(f"[red]bad input:[/red] {source}: kafka_version {', '.join(versions)}: image not built "
+                  f"({', '.join(missing)}); run `kchaos images`")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="scenario TOML file (see scenarios/)"),
@@ -121,20 +146,9 @@ def run(
     from harness.cluster import ClusterError
 
     overrides = list(set_ or [])
-    try:
+    with _refusing_bad_input():
         s = scenario_mod.load(scenario, overrides, seed=seed, kafka_version=kafka_version, mode=mode)
-        client = engine.client(timeout=10)
-        missing = [r.tag for r in images.missing(client, [s.kafka_version]) if r.kind != "base"]
-    except scenario_mod.ScenarioError as e:
-        err.print(f"[red]bad input:[/red] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from e
-    except engine.EngineError as e:
-        err.print(f"[red]cannot run:[/red] {e}")
-        raise typer.Exit(EXIT_NOT_RUN) from e
-    if missing:
-        err.print(f"[red]bad input:[/red] {scenario}: kafka_version {s.kafka_version}: image not built "
-                  f"({', '.join(missing)}); run `kchaos images --version {s.kafka_version}`")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        _require_images(str(scenario), [s.kafka_version])
     reaper.install_signal_handlers()
     out_dir = out or runner.default_out(s)
     try:
@@ -246,25 +260,13 @@ def matrix(
 
     from harness import matrix as matrix_mod
     from harness import reaper, runner
-    from harness import scenario as scenario_mod
     from harness.cluster import ClusterError
 
     names = _csv(scenarios) or (matrix_mod.QUICK if quick else sorted(
         p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
-    try:
+    with _refusing_bad_input():
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)))
-        client = engine.client(timeout=10)
-        need = sorted({s.kafka_version for _, s, _, _ in p.cells})
-        missing = [r.tag for r in images.missing(client, need) if r.kind != "base"]
-    except scenario_mod.ScenarioError as e:
-        err.print(f"[red]bad input:[/red] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from e
-    except engine.EngineError as e:
-        err.print(f"[red]cannot run:[/red] {e}")
-        raise typer.Exit(EXIT_NOT_RUN) from e
-    if missing:
-        err.print(f"[red]cannot run:[/red] images not built ({', '.join(missing)}); run `kchaos images`")
-        raise typer.Exit(EXIT_NOT_RUN)
+        _require_images("matrix", sorted({s.kafka_version for _, s, _, _ in p.cells}))
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
     runs_dir = out / "runs"
