@@ -286,7 +286,11 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
     env.filters["pretty"] = lambda o: json.dumps(o, indent=1, default=str)
     tpl = env.from_string(TEMPLATE.read_text())
     errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
-    return tpl.render(title=title, sections=sections, rows=matrix_rows(sections), anomalies=ANOMALIES,
+    short = {"lost": "lost", "divergence": "diverg&shy;ence", "uncommitted_read": "uncommit&shy;ted read",
+             "duplicate": "dupli&shy;cate", "nonmonotonic_send": "nonmono&shy;tonic send", "nonmonotonic_poll":
+             "nonmono&shy;tonic poll", "phantom": "phantom"}
+    short = {k: jinja2.utils.markupsafe.Markup(v) for k, v in short.items()}
+    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections), anomalies=ANOMALIES,
                       promise_rows=promise_rows(), known=known or [], errors=errors, plotly=plotly_js(),
                       esc=html.escape)
 
