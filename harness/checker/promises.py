@@ -44,7 +44,11 @@ class Config:
         return (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
                 f"unclean={'on' if self.unclean_election else 'off'} "
                 f"idempotent={'yes' if self.idempotence else 'no'}"
-                + ("" if self.leader_epochs else " epochs=off"))
+                + ("" if self.leader_epochs else " epochs=off")
+                # What changes the promises must change the label, or a summary mixes their rows.
+                + (" elr=on" if self.eligible_leader_replicas else "")
+                + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
+                   else ""))
 
 
 @dataclass(frozen=True)
