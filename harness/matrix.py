@@ -39,7 +39,7 @@ class Cell:
             return []
         out = []
         for i in range(len(s.producers)):
-            out.append(f"producers.{i}.acks={self.acks!r}".replace("'", '"'))
+            out.append(f'producers.{i}.acks="{self.acks}"')
             if self.acks != "all":
                 out.append(f"producers.{i}.idempotence=false")
         return out
@@ -89,9 +89,8 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
                 for a in acks or [None]:
                     for seed in seeds:
                         cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a)
+                        ov = cell.overrides(base)
                         try:
-                            s0 = scenario_mod.load(path, seed=seed, kafka_version=v, mode=m)
-                            ov = cell.overrides(s0)
                             s = scenario_mod.load(path, ov, seed=seed, kafka_version=v, mode=m)
                         except scenario_mod.ScenarioError as e:
                             if pin_v or not versions:

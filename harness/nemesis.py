@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
+from harness.cluster.kafka_cluster import BANDWIDTH_TOXIC, CUT_TOXIC, LATENCY_TOXIC
 from harness.schedule import PlannedFault
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
-# Which toxics a network fault adds (see KafkaCluster), so its heal removes only its own.
-TOXIC_PREFIX = {"latency": "kchaos-latency", "slow_fetch": "kchaos-latency", "bandwidth": "kchaos-bandwidth",
-                "isolate": "kchaos-cut", "cut_replication": "kchaos-cut", "cut_fetch": "kchaos-cut",
-                "cut_coordination": "kchaos-cut", "cut_client": "kchaos-cut", "one_way": "kchaos-cut"}
+# Which toxics a network fault adds, so its heal removes only its own.
+TOXIC_PREFIX = {"latency": LATENCY_TOXIC, "slow_fetch": LATENCY_TOXIC, "bandwidth": BANDWIDTH_TOXIC,
+                **dict.fromkeys(("isolate", "cut_replication", "cut_fetch", "cut_coordination", "cut_client",
+                                 "one_way"), CUT_TOXIC)}
 
 
 class EventLog:

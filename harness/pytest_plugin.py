@@ -171,8 +171,10 @@ class Workload:
         self._stop_c.set()
         for c in self.consumers:
             c.join(timeout=30)
-        produced = [dict(zip(p.columns(), row, strict=True)) for p in self.producers
-                    for row in zip(*p.columns().values(), strict=True)]
+        produced = []
+        for p in self.producers:
+            cols = p.columns()
+            produced += [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
         return {"produced": produced, "consumed": [r for c in self.consumers for r in c.rows]}
 
 

@@ -12,8 +12,9 @@ import re
 import shlex
 
 from harness.cluster import KafkaCluster
+from harness.cluster.kafka_cluster import DATA_DIR
+from harness.cluster.powerloss import parse_checkpoint
 
-DATA_DIR = "/var/lib/kafka/data"
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
 # v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
@@ -60,16 +61,6 @@ def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
     return rows
 
 
-def _parse_checkpoint(text: str) -> dict[str, int]:
-    """'topic partition value' lines after the version and count lines."""
-    out = {}
-    for line in text.splitlines()[2:]:
-        parts = line.split()
-        if len(parts) == 3:
-            out[f"{parts[0]}-{parts[1]}"] = int(parts[2])
-    return out
-
-
 def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
     """Per broker: high watermark, recovery point and log start per partition; leader epochs per partition."""
     out: dict[int, dict] = {}
@@ -79,7 +70,7 @@ def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
                           ("recovery-point-offset-checkpoint", "recovery_point"),
                           ("log-start-offset-checkpoint", "log_start")):
             code, text = cluster.exec(f"kafka-{b}", ["cat", f"{DATA_DIR}/{name}"])
-            info[key] = {k: v for k, v in _parse_checkpoint(text).items() if k.startswith(f"{topic}-")} \
+            info[key] = {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic} \
                 if code == 0 else {}
         code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
                                                  f"for d in {DATA_DIR}/{shlex.quote(topic)}-*; do "

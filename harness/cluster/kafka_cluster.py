@@ -47,6 +47,8 @@ testcontainers_config.ryuk_disabled = True
 
 LOG = logging.getLogger("kchaos.cluster")
 CUT_TOXIC = "kchaos-cut"
+LATENCY_TOXIC = "kchaos-latency"
+BANDWIDTH_TOXIC = "kchaos-bandwidth"
 STREAMS = ("upstream", "downstream")
 DATA_DIR = "/var/lib/kafka/data"
 
@@ -518,14 +520,14 @@ class KafkaCluster:
         assert self.toxi is not None
         for link in self._check_links(links):
             for st in STREAMS:
-                self.toxi.add_toxic(link, f"kchaos-latency-{st}", "latency", st,
+                self.toxi.add_toxic(link, f"{LATENCY_TOXIC}-{st}", "latency", st,
                                     {"latency": ms, "jitter": jitter_ms})
 
     def bandwidth(self, links: Iterable[str], kbytes_per_s: int) -> None:
         assert self.toxi is not None
         for link in self._check_links(links):
             for st in STREAMS:
-                self.toxi.add_toxic(link, f"kchaos-bandwidth-{st}", "bandwidth", st, {"rate": kbytes_per_s})
+                self.toxi.add_toxic(link, f"{BANDWIDTH_TOXIC}-{st}", "bandwidth", st, {"rate": kbytes_per_s})
 
     def restore(self, links: Iterable[str], only: str | None = None) -> None:
         """Undo every fault on the links, or only the toxics whose name starts with ``only``
