@@ -48,6 +48,14 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     replicas = pq.read_table(d / "replicas.parquet").to_pylist()
     acked = {r["value"] for r in produced if r["status"] == "ok"}
     assert len(acked) > 1500 and len(acked) == len(produced), "fault-free: every send acknowledged"
+    for name in ("a", "b"):
+        mine = sorted((r for r in produced if r["producer"] == name), key=lambda r: r["seq"])
+        assert [r["seq"] for r in mine] == list(range(len(mine)))
+        span_s = (mine[-1]["send_ts_ms"] - mine[0]["send_ts_ms"]) / 1000
+        assert len(mine) <= 150 * span_s * 1.05 + 5, f"producer {name} sent faster than its rate"
+        per_part = [sum(r["partition"] == p for r in mine) for p in (0, 1)]
+        assert abs(per_part[0] - per_part[1]) <= 1, f"producer {name} spread {per_part} over the partitions"
+        assert all(x["send_ts_ms"] <= y["send_ts_ms"] for x, y in itertools.pairwise(mine))
     final = {r["value"] for r in consumed if r["phase"] == "final"}
     live = {r["value"] for r in consumed if r["phase"] == "live"}
     assert acked <= final and acked <= live
