@@ -48,7 +48,8 @@ def spark_session(master: str | None = None) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={quiet}")
+        # The parallel collector: a batch job wants throughput, not G1's short pauses (about 10% here).
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC")
     )
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -103,35 +104,56 @@ def _finding(kind: str, df: DataFrame, attr: str, sort: str) -> DataFrame:
     )
 
 
-def _domain_errors(df: DataFrame, runs: list[RunDir], name: str, checks: dict[str, F.Column],
-                   allowed: dict[str, str]) -> None:
-    """One pass counting rows whose values break the contract; raise naming file, column and allowed values."""
-    aggs = [F.sum(cond.cast("int")).alias(col) for col, cond in checks.items()]
-    for r in df.groupBy("run").agg(*aggs).collect():
-        for col in checks:
-            if r[col]:
-                raise HistoryError(f"{runs[r['run']].path / name}: column '{col}' has {r[col]} rows outside "
-                                   f"the contract (allowed: {allowed[col]})")
+def _bad_enum(c: str, values: tuple[str, ...]) -> F.Column:
+    return F.col(c).isNull() | ~F.col(c).isin(*values)
 
 
-def validate_values(produced: DataFrame, consumed: DataFrame, runs: list[RunDir]) -> None:
-    """Values the schema cannot express: enums, required non-nulls, and a final read being present."""
-    def bad_enum(c: str, values: tuple[str, ...]) -> F.Column:
-        return F.col(c).isNull() | ~F.col(c).isin(*values)
+def contract_checks() -> dict[str, dict[str, tuple[F.Column, str]]]:
+    """Values the schema cannot express, per file: column -> (row breaks the contract, what is allowed).
 
-    _domain_errors(produced, runs, PRODUCED, {
-        "status": bad_enum("status", STATUSES), "acks": bad_enum("acks", ACKS),
-        "value": F.col("value").isNull(), "seq": F.col("seq").isNull(), "partition": F.col("partition").isNull(),
-    }, {"status": ", ".join(STATUSES), "acks": ", ".join(ACKS), "value": "non-null string",
-        "seq": "non-null integer", "partition": "non-null integer"})
-    _domain_errors(consumed, runs, CONSUMED, {
-        "phase": bad_enum("phase", PHASES), "offset": F.col("offset").isNull(), "value": F.col("value").isNull(),
-        "seq": F.col("seq").isNull(),
-    }, {"phase": ", ".join(PHASES), "offset": "non-null integer", "value": "non-null string",
-        "seq": "non-null integer"})
-    with_final = {r["run"] for r in consumed.filter(F.col("phase") == "final").select("run").distinct().collect()}
+    They are counted inside the main aggregations (a flag per row, summed), not in a pass of their own.
+    """
+    return {
+        PRODUCED: {
+            "status": (_bad_enum("status", STATUSES), ", ".join(STATUSES)),
+            "acks": (_bad_enum("acks", ACKS), ", ".join(ACKS)),
+            "value": (F.col("value").isNull(), "non-null string"),
+            "seq": (F.col("seq").isNull(), "non-null integer"),
+            "partition": (F.col("partition").isNull(), "non-null integer"),
+        },
+        CONSUMED: {
+            "phase": (_bad_enum("phase", PHASES), ", ".join(PHASES)),
+            "offset": (F.col("offset").isNull(), "non-null integer"),
+            "value": (F.col("value").isNull(), "non-null string"),
+            "seq": (F.col("seq").isNull(), "non-null integer"),
+        },
+    }
+
+
+def _bad(name: str, col: str) -> str:
+    return f"bad_{name.split('.')[0]}_{col}"
+
+
+def _bad_flags(name: str, rows_of_this_file: bool) -> list[F.Column]:
+    """One 0/1 column per contract check of file ``name`` (all 0 for rows from another file)."""
+    return [(cond.cast("int") if rows_of_this_file else F.lit(0)).alias(_bad(name, col))
+            for col, (cond, _) in contract_checks()[name].items()]
+
+
+def _bad_sums(name: str) -> list[F.Column]:
+    return [F.sum(_bad(name, col)).alias(_bad(name, col)) for col in contract_checks()[name]]
+
+
+def raise_if_invalid(runs: list[RunDir], sums: dict[int, dict[str, int]]) -> None:
+    """Name the file, column and allowed values of the first contract breach; a run needs a final read."""
     for i, r in enumerate(runs):
-        if i not in with_final:
+        got = sums.get(i, {})
+        for name, checks in contract_checks().items():
+            for col, (_, allowed) in checks.items():
+                if n := got.get(_bad(name, col)):
+                    raise HistoryError(f"{r.path / name}: column '{col}' has {n} rows outside the contract "
+                                       f"(allowed: {allowed})")
+        if not got.get("final_rows"):
             raise HistoryError(f"{r.path / CONSUMED}: no rows with phase 'final' (the full read after healing "
                                "that every count is measured against)")
 
@@ -142,64 +164,143 @@ def shuffle_partitions(runs: list[RunDir], parallelism: int) -> int:
     return max(1, min(parallelism * 4, size // (32 << 20) + 1))
 
 
+KEY = ["run", "topic", "partition"]
+REPLICA, LIVE, FINAL = 0, 1, 2  # where an observation of (topic, partition, offset, value) came from
+
+
+def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
+    """One row per (run, topic, partition, offset, value) held by a replica or returned to a reader.
+
+    The observations are clustered once by (run, topic, partition, offset); every grouping below
+    that includes those columns then runs without another shuffle, and the aggregation buffers are
+    numbers only, so Spark hash-aggregates (a string min or max would make it sort).
+    """
+    obs = (replicas.select(*KEY, "offset", "value", F.lit(REPLICA).alias("src"),
+                           F.lit(None).cast("long").alias("hw"), F.lit(None).cast("long").alias("poll_ts_ms"),
+                           *_bad_flags(CONSUMED, False))
+           .unionByName(consumed.select(*KEY, "offset", "value",
+                                        F.when(F.col("phase") == "final", FINAL).otherwise(LIVE).alias("src"),
+                                        "hw", "poll_ts_ms", *_bad_flags(CONSUMED, True))))
+    live = F.col("src") == LIVE
+    return (obs.repartition(*KEY, "offset")
+            .groupBy(*KEY, "offset", "value")
+            .agg(F.max((F.col("src") == FINAL).cast("int")).alias("in_final"),
+                 F.max(live.cast("int")).alias("in_live"),
+                 F.max((live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))).cast("int"))
+                 .alias("above_hw"),
+                 F.min(F.when(live, F.col("hw"))).alias("hw"),
+                 F.min(F.when(live, F.col("poll_ts_ms"))).alias("poll_ts_ms"),
+                 *_bad_sums(CONSUMED)))
+
+
+def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
+    """One row per (run, topic, partition, value) produced there or found in its final log, with
+    what the producer said of it and where the final log holds it (first and last offset).
+
+    Clustered by (run, value) alone, so the questions that cross partitions (is a value in two
+    partitions' logs? was it produced anywhere?) are answered without another shuffle."""
+    status, acks = F.col("status"), F.col("acks")
+    sends = produced.select(
+        *KEY, "value", F.lit(1).alias("sent"),
+        ((status == "ok") & (acks != "0")).cast("int").alias("ok_acked"),
+        (status == "info").cast("int").alias("info"), (status == "fail").cast("int").alias("fail"),
+        (acks == "0").cast("int").alias("acks0"), F.lit(None).cast("long").alias("offset"),
+        *_bad_flags(PRODUCED, True))
+    finals = (consumed.filter(F.col("phase") == "final")
+              .select(*KEY, "value", *(F.lit(0).alias(c) for c in ("sent", "ok_acked", "info", "fail", "acks0")),
+                      "offset", *_bad_flags(PRODUCED, False)))
+    return (sends.unionByName(finals).repartition("run", "value")
+            .groupBy(*KEY, "value")
+            .agg(*(F.max(c).alias(c) for c in ("sent", "ok_acked", "info", "fail", "acks0")),
+                 F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+                 *_bad_sums(PRODUCED)))
+
+
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
     n_parts = shuffle_partitions(runs, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(n_parts))
     produced = _read(spark, runs, PRODUCED)
     consumed = _read(spark, runs, CONSUMED)
     replicas = _read(spark, runs, REPLICAS)
-    validate_values(produced, consumed, runs)
-    key = ["run", "topic", "partition"]
+    key = KEY
+    offs = per_offset(replicas, consumed).persist()
+    vals = per_value(produced, consumed).persist()
+    # Contract breaches, counted by the aggregations above: raise before any verdict is built.
+    sums: dict[int, dict[str, int]] = {}
+    for df in (vals.groupBy("run").agg(*_bad_sums(PRODUCED)),
+               offs.groupBy("run").agg(*_bad_sums(CONSUMED), F.sum("in_final").alias("final_rows"))):
+        for r in df.collect():
+            sums.setdefault(r["run"], {}).update({k: v for k, v in r.asDict().items() if k != "run"})
+    raise_if_invalid(runs, sums)
+    in_final = F.col("first_offset").isNotNull()
 
-    final = (consumed.filter(F.col("phase") == "final")
-             .select(*key, "offset", "value").distinct().persist())
-    final_vals = final.select(*key, "value").distinct()
-    ok_acked = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0"))
-
-    # lost: distinct values ok with acks != 0 absent from the final log of their partition
-    lost = (ok_acked.join(final_vals, on=[*key, "value"], how="left_anti")
-            .groupBy("run", "value")
+    # lost: distinct values ok with acks != 0 absent from the final log of their partition. Also
+    # the writes that landed although the client called them indeterminate or failed. What the
+    # producer recorded is joined back for these few rows only.
+    by_value = (vals.select(*key, "value", "first_offset", F.explode(F.array(
+        F.when((F.col("ok_acked") == 1) & ~in_final, F.lit("lost")),
+        F.when((F.col("info") == 1) & in_final, F.lit("landed_info")),
+        F.when((F.col("fail") == 1) & in_final, F.lit("landed_fail")))).alias("kind"))
+        .filter(F.col("kind").isNotNull()))
+    status_of = {"lost": (F.col("status") == "ok") & (F.col("acks") != "0"),
+                 "landed_info": F.col("status") == "info", "landed_fail": F.col("status") == "fail"}
+    sent = produced.join(by_value, on=[*key, "value"], how="inner").filter(
+        F.coalesce(*(F.when(F.col("kind") == k, c) for k, c in status_of.items())))
+    lost = (sent.filter(F.col("kind") == "lost").groupBy("run", "value")
             .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
                  F.first("partition").alias("partition"), F.first("offset").alias("ack_offset"),
                  F.first("acks").alias("acks"), F.first("ack_ts_ms").alias("ack_ts_ms")))
     found = [_finding("lost", lost, "producer", "ack_ts_ms")]
 
     # divergence: (t, p, o) with two or more values over replicas and consumed (both phases)
-    observed = (replicas.select(*key, "offset", "value", F.concat(F.lit("broker "), F.col("broker")).alias("source"))
-                .unionByName(consumed.select(*key, "offset", "value",
-                                             F.concat(F.col("consumer"), F.lit(" ("), F.col("phase"), F.lit(")"))
-                                             .alias("source"))))
-    # Dedupe first: (t, p, o, value) keys hash-aggregate; min/max over strings would sort instead.
-    div = (observed.select(*key, "offset", "value").distinct()
+    div_at = (offs.groupBy(*key, "offset").agg(F.count(F.lit(1)).alias("values"))
+              .filter(F.col("values") >= 2))
+    div = (offs.join(div_at, on=[*key, "offset"], how="left_semi")
            .groupBy(*key, "offset")
-           .agg(F.count(F.lit(1)).alias("values"), F.min("value").alias("v_min"), F.max("value").alias("v_max"))
-           .filter(F.col("values") >= 2))
+           .agg(F.count(F.lit(1)).alias("values"), F.min("value").alias("v_min"), F.max("value").alias("v_max")))
     found.append(_finding("divergence", div, "topic", "offset"))
 
     # uncommitted_read: (t, p, o, v) read live not in the final log there, or at/above its hw
-    live = consumed.filter(F.col("phase") == "live")
-    above_hw = F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
-    unc = (live.join(final.withColumn("_in_final", F.lit(True)), on=[*key, "offset", "value"], how="left")
-           .filter(F.col("_in_final").isNull() | above_hw)
-           .groupBy(*key, "offset", "value")
-           .agg(F.first("consumer").alias("consumer"), F.min("hw").alias("hw"),
-                F.min("poll_ts_ms").alias("poll_ts_ms"),
-                F.max(F.col("_in_final").isNull().cast("int")).alias("not_in_final"),
-                F.max(above_hw.cast("int")).alias("at_or_above_hw")))
+    unc = offs.filter((F.col("in_live") == 1) & ((F.col("in_final") == 0) | (F.col("above_hw") == 1)))
+    readers = (consumed.filter(F.col("phase") == "live").select(*key, "offset", "value", "consumer")
+               .join(unc.select(*key, "offset", "value"), on=[*key, "offset", "value"], how="left_semi")
+               .groupBy(*key, "offset", "value").agg(F.min("consumer").alias("consumer")))
+    unc = (unc.join(readers, on=[*key, "offset", "value"], how="left")
+           .select(*key, "offset", "value", "consumer", "hw", "poll_ts_ms",
+                   (1 - F.col("in_final")).alias("not_in_final"), F.col("above_hw").alias("at_or_above_hw")))
     found.append(_finding("uncommitted_read", unc, "topic", "poll_ts_ms"))
 
-    # duplicate: values at two or more offsets of the final log
-    dup = (final.groupBy("run", "value")
+    # duplicate: values at two or more offsets of the final log, in one partition (first offset
+    # differs from the last) or in several. phantom: values in the final log never produced.
+    # Both are per value, answered where the values already are.
+    per_run_value = (vals.groupBy("run", "value")
+                     .agg(F.sum(in_final.cast("int")).alias("final_parts"),
+                          F.max((in_final & (F.col("first_offset") != F.col("last_offset"))).cast("int"))
+                          .alias("dup_local"),
+                          F.max("sent").alias("sent_any")))
+    is_dup = (F.col("final_parts") >= 2) | (F.col("dup_local") == 1)
+    is_phantom = (F.col("final_parts") >= 1) & (F.col("sent_any") == 0)
+    odd = (per_run_value.filter(is_dup | is_phantom)
+           .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
+    dup_values = odd.filter("is_dup").select("run", "value")
+    dup = (offs.filter(F.col("in_final") == 1).join(dup_values, on=["run", "value"], how="left_semi")
+           .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
-           .filter(F.col("copies") >= 2)
-           .join(produced.select("run", "value", "producer").dropDuplicates(["run", "value"]),
-                 on=["run", "value"], how="left")
+           .join(produced.select("run", "value", "producer").join(dup_values, on=["run", "value"], how="left_semi")
+                 .dropDuplicates(["run", "value"]), on=["run", "value"], how="left")
            .fillna({"producer": "(unknown)"}))
     found.append(_finding("duplicate", dup, "producer", "copies"))
+    never_sent = odd.filter("is_phantom").select("run", "value").hint("shuffle_hash")
+    ph = (vals.filter(in_final).join(never_sent, on=["run", "value"], how="left_semi")
+          .groupBy("run", "value")
+          .agg(F.first("topic").alias("topic"), F.first("partition").alias("partition"),
+               F.min("first_offset").alias("offset")))
+    found.append(_finding("phantom", ph, "topic", "offset"))
 
     # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset
     w_send = Window.partitionBy("run", "producer", "topic", "partition").orderBy("seq")
+    ok_acked = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0"))
     nms = (ok_acked.filter(F.col("offset").isNotNull())
            .select("run", "producer", "topic", "partition", "seq", "offset", "value")
            .withColumn("prev_offset", F.lag("offset").over(w_send))
@@ -209,33 +310,23 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # nonmonotonic_poll: adjacent live reads (seq order) whose later one has a lower or equal offset
     w_poll = Window.partitionBy("run", "consumer", "topic", "partition").orderBy("seq")
-    nmp = (live.select("run", "consumer", "topic", "partition", "seq", "offset", "value")
+    nmp = (consumed.filter(F.col("phase") == "live")
+           .select("run", "consumer", "topic", "partition", "seq", "offset", "value")
            .withColumn("prev_offset", F.lag("offset").over(w_poll))
            .withColumn("prev_seq", F.lag("seq").over(w_poll))
            .filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset"))))
     found.append(_finding("nonmonotonic_poll", nmp, "topic", "seq"))
 
-    # phantom: values in the final log never produced
-    ph = (final.join(produced.select("run", "value").distinct(), on=["run", "value"], how="left_anti")
-          .groupBy("run", "value")
-          .agg(F.first("topic").alias("topic"), F.first("partition").alias("partition"),
-               F.min("offset").alias("offset")))
-    found.append(_finding("phantom", ph, "topic", "offset"))
-
     # Not anomalies, but reported: indeterminate writes that landed; "fail" writes that landed
     # (a client that called a written record a definite failure); acks=0 writes not found.
-    for status in ("info", "fail"):
-        landed = (produced.filter(F.col("status") == status).drop("offset")
-                  .join(final, on=[*key, "value"], how="inner")
-                  .groupBy("run", "value")
+    for kind in ("landed_info", "landed_fail"):
+        landed = (sent.filter(F.col("kind") == kind).groupBy("run", "value")
                   .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
-                       F.first("partition").alias("partition"), F.min("offset").alias("offset"),
+                       F.first("partition").alias("partition"), F.min("first_offset").alias("offset"),
                        F.first("error").alias("error"), F.first("send_ts_ms").alias("send_ts_ms")))
-        found.append(_finding(f"landed_{status}", landed, "producer", "send_ts_ms"))
-    acks0 = (produced.filter(F.col("acks") == "0")
-             .join(final_vals, on=[*key, "value"], how="left_anti")
-             .select("run", "value").distinct().withColumn("none", F.lit(""))
-             .withColumn("zero", F.lit(0)))
+        found.append(_finding(kind, landed, "producer", "send_ts_ms"))
+    acks0 = (vals.filter((F.col("acks0") == 1) & ~in_final).select("run", "value").distinct()
+             .withColumn("none", F.lit("")).withColumn("zero", F.lit(0)))
     found.append(_finding("acks0_missing", acks0, "none", "zero"))
 
     # Two actions for every finding of every run: counts, then the first examples of each kind.
@@ -274,8 +365,9 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         producers.setdefault(r["run"], {})[r["producer"]] = {"topics": list(r["topics"]), "acks": list(r["acks"])}
         lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
         span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
-    final_rows = {r["run"]: r["count"] for r in final.groupBy("run").count().collect()}
-    final.unpersist()
+    final_rows = {i: sums.get(i, {}).get("final_rows") or 0 for i in range(len(runs))}
+    for df in (offs, vals, odd):
+        df.unpersist()
     return JobResult(
         {a: results.get(a, AnomalyResult()) for a in ANOMALIES},
         results.get("landed_info", AnomalyResult()), results.get("landed_fail", AnomalyResult()),
