@@ -262,3 +262,24 @@ def test_cli_exit_codes(tmp_path):
     assert not (good / "verdict.json").exists(), "nothing may be written when any input is bad"
     r = run(good)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_names_sharing_a_hash_are_numbered_by_a_join_instead(tmp_path, monkeypatch):
+    """Producer and consumer names travel as their 64-bit hash; were two to collide, attribution
+    must still be right. Force every name onto one hash and check the same history."""
+    import harness.checker.spark_job as job
+
+    h = History()
+    h.run["producers"] = [{"name": "p-one", "acks": "1", "topic": "t"},
+                          {"name": "p-all", "acks": "all", "topic": "t", "idempotence": True}]
+    h.send("x0", 0, acks="1", producer="p-one")
+    h.send("y0", 1, acks="all", producer="p-all")
+    h.final_from_replica(0, (1, 2, 3))
+    h.send("y-lost", 2, acks="all", producer="p-all")
+    h.read("v-uncommitted", 7, consumer="c1", hw=8)
+    h.read("y0", 1, consumer="c0", hw=2)
+    monkeypatch.setattr(job.F, "xxhash64", lambda *cols: job.F.lit(7))
+    v = check_one(tmp_path, h)
+    assert (v["examples"]["lost"][0]["producer"], v["examples"]["uncommitted_read"][0]["consumer"]) == ("p-all", "c1")
+    broken = {r["producers"][0]: r["broken"] for r in v["by_config"]}
+    assert broken == {"p-one": ["uncommitted_read"], "p-all": ["lost", "uncommitted_read"]}

@@ -130,30 +130,43 @@ def contract_checks() -> dict[str, dict[str, tuple[F.Column, str]]]:
     }
 
 
-def _bad(name: str, col: str) -> str:
-    return f"bad_{name.split('.')[0]}_{col}"
+# Row flags, OR-ed together by the aggregations (one int column instead of a column per flag).
+SENT, OK_ACKED, INFO, FAIL, ACKS0, ACKS1 = 1, 2, 4, 8, 16, 32  # per_value
+IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
+BAD_SHIFT = {PRODUCED: 6, CONSUMED: 3}  # contract breaches take the bits above those
 
 
-def _bad_flags(name: str, rows_of_this_file: bool) -> list[F.Column]:
-    """One 0/1 column per contract check of file ``name`` (all 0 for rows from another file)."""
-    return [(cond.cast("int") if rows_of_this_file else F.lit(0)).alias(_bad(name, col))
-            for col, (cond, _) in contract_checks()[name].items()]
+def has(bit: int, col: str = "flags") -> F.Column:
+    return F.col(col).bitwiseAND(F.lit(bit)) != 0
 
 
-def _bad_sums(name: str) -> list[F.Column]:
-    return [F.sum(_bad(name, col)).alias(_bad(name, col)) for col in contract_checks()[name]]
+def _mask(flags: list[tuple[F.Column, int]]) -> F.Column:
+    out = F.lit(0)
+    for cond, bit in flags:
+        out = out + F.when(cond, F.lit(bit)).otherwise(F.lit(0))
+    return out
 
 
-def raise_if_invalid(runs: list[RunDir], sums: dict[int, dict[str, int]]) -> None:
-    """Name the file, column and allowed values of the first contract breach; a run needs a final read."""
+def _bad_bits(name: str) -> list[tuple[F.Column, int]]:
+    """One flag bit per contract check of file ``name``."""
+    return [(cond, 1 << (BAD_SHIFT[name] + i)) for i, (cond, _) in enumerate(contract_checks()[name].values())]
+
+
+def raise_if_invalid(runs: list[RunDir], frames: dict[str, DataFrame], flags: dict[int, dict[str, int]],
+                     final_rows: dict[int, int]) -> None:
+    """Name the file, column and allowed values of the first contract breach; a run needs a final read.
+
+    ``flags`` holds each run's OR of row flags per file, so a clean history costs nothing here;
+    only a breach is counted, for the message, with a pass over that file.
+    """
     for i, r in enumerate(runs):
-        got = sums.get(i, {})
         for name, checks in contract_checks().items():
-            for col, (_, allowed) in checks.items():
-                if n := got.get(_bad(name, col)):
+            for j, (col, (cond, allowed)) in enumerate(checks.items()):
+                if flags.get(i, {}).get(name, 0) & (1 << (BAD_SHIFT[name] + j)):
+                    n = frames[name].filter((F.col("run") == i) & cond).count()
                     raise HistoryError(f"{r.path / name}: column '{col}' has {n} rows outside the contract "
                                        f"(allowed: {allowed})")
-        if not got.get("final_rows"):
+        if not final_rows.get(i):
             raise HistoryError(f"{r.path / CONSUMED}: no rows with phase 'final' (the full read after healing "
                                "that every count is measured against)")
 
@@ -165,55 +178,75 @@ def shuffle_partitions(runs: list[RunDir], parallelism: int) -> int:
 
 
 KEY = ["run", "topic", "partition"]
-REPLICA, LIVE, FINAL = 0, 1, 2  # where an observation of (topic, partition, offset, value) came from
 
 
 def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
     """One row per (run, topic, partition, offset, value) held by a replica or returned to a reader.
+    ``consumed`` carries ``cid``, its reader's number (see name_ids).
 
     The observations are clustered once by (run, topic, partition, offset); every grouping below
     that includes those columns then runs without another shuffle, and the aggregation buffers are
     numbers only, so Spark hash-aggregates (a string min or max would make it sort).
     """
-    obs = (replicas.select(*KEY, "offset", "value", F.lit(REPLICA).alias("src"),
+    live = F.col("phase") == "live"
+    above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
+    obs = (replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"),
                            F.lit(None).cast("long").alias("hw"), F.lit(None).cast("long").alias("poll_ts_ms"),
-                           *_bad_flags(CONSUMED, False))
-           .unionByName(consumed.select(*KEY, "offset", "value",
-                                        F.when(F.col("phase") == "final", FINAL).otherwise(LIVE).alias("src"),
-                                        "hw", "poll_ts_ms", *_bad_flags(CONSUMED, True))))
-    live = F.col("src") == LIVE
+                           F.lit(None).cast("long").alias("cid"))
+           .unionByName(consumed.select(
+               *KEY, "offset", "value",
+               _mask([(F.col("phase") == "final", IN_FINAL), (live, IN_LIVE), (above, ABOVE_HW),
+                      *_bad_bits(CONSUMED)]).alias("flags"),
+               *(F.when(live, F.col(c)).alias(c) for c in ("hw", "poll_ts_ms", "cid")))))
     return (obs.repartition(*KEY, "offset")
             .groupBy(*KEY, "offset", "value")
-            .agg(F.max((F.col("src") == FINAL).cast("int")).alias("in_final"),
-                 F.max(live.cast("int")).alias("in_live"),
-                 F.max((live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))).cast("int"))
-                 .alias("above_hw"),
-                 F.min(F.when(live, F.col("hw"))).alias("hw"),
-                 F.min(F.when(live, F.col("poll_ts_ms"))).alias("poll_ts_ms"),
-                 *_bad_sums(CONSUMED)))
+            .agg(F.bit_or("flags").alias("flags"), F.min("hw").alias("hw"), F.min("poll_ts_ms").alias("poll_ts_ms"),
+                 F.min("cid").alias("cid")))
 
 
 def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
     """One row per (run, topic, partition, value) produced there or found in its final log, with
     what the producer said of it and where the final log holds it (first and last offset).
+    ``produced`` carries ``pid``, its producer's number (see name_ids).
 
     Clustered by (run, value) alone, so the questions that cross partitions (is a value in two
     partitions' logs? was it produced anywhere?) are answered without another shuffle."""
     status, acks = F.col("status"), F.col("acks")
+    ok = (status == "ok") & (acks != "0")
     sends = produced.select(
-        *KEY, "value", F.lit(1).alias("sent"),
-        ((status == "ok") & (acks != "0")).cast("int").alias("ok_acked"),
-        (status == "info").cast("int").alias("info"), (status == "fail").cast("int").alias("fail"),
-        (acks == "0").cast("int").alias("acks0"), F.lit(None).cast("long").alias("offset"),
-        *_bad_flags(PRODUCED, True))
+        *KEY, "value", F.lit(None).cast("long").alias("offset"),
+        _mask([(F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
+               (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"),
+        # for a lost write's example: who acknowledged it, where and when
+        F.when(ok, F.col("pid")).alias("ok_pid"), F.when(ok, F.col("offset")).alias("ack_offset"),
+        F.when(ok, F.col("ack_ts_ms")).alias("ack_ts_ms"))
     finals = (consumed.filter(F.col("phase") == "final")
-              .select(*KEY, "value", *(F.lit(0).alias(c) for c in ("sent", "ok_acked", "info", "fail", "acks0")),
-                      "offset", *_bad_flags(PRODUCED, False)))
+              .select(*KEY, "value", "offset", F.lit(0).alias("flags"),
+                      *(F.lit(None).cast("long").alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms"))))
     return (sends.unionByName(finals).repartition("run", "value")
             .groupBy(*KEY, "value")
-            .agg(*(F.max(c).alias(c) for c in ("sent", "ok_acked", "info", "fail", "acks0")),
+            .agg(F.bit_or("flags").alias("flags"),
                  F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-                 *_bad_sums(PRODUCED)))
+                 *(F.min(c).alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms"))))
+
+
+def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str, id_col: str) -> tuple[DataFrame, F.Column]:
+    """Number the few producer or consumer names of each run, so the big aggregations carry a long
+    where they would otherwise need a string (which makes Spark sort).
+
+    The number is the name's 64-bit hash, an expression on each row rather than a join; if two
+    names of one run ever share a hash, they are numbered through a (broadcast) join instead.
+    Returns the (run, name, number) table and the expression that numbers a row.
+    """
+    rows = [(run, name) for run, ns in names.items() for name in sorted({n for n in ns if n is not None})]
+    schema = T.StructType([T.StructField("run", T.IntegerType()), T.StructField(col, T.StringType())])
+    table = spark.createDataFrame(rows, schema).withColumn(id_col, F.xxhash64(col))
+    ids = table.collect()
+    if len({(r["run"], r[id_col]) for r in ids}) == len(ids):
+        return F.broadcast(table), F.xxhash64(col)
+    table = spark.createDataFrame([(r["run"], r[col], i) for i, r in enumerate(ids)],
+                                  f"run int, {col} string, {id_col} long")
+    return F.broadcast(table), None
 
 
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
@@ -223,51 +256,64 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     consumed = _read(spark, runs, CONSUMED)
     replicas = _read(spark, runs, REPLICAS)
     key = KEY
+    # What each producer used, and the span of the sends (small); it also numbers the names.
+    span: dict[int, tuple[int | None, int | None]] = {}
+    producers: dict[int, dict[str, dict[str, list[str]]]] = {}
+    for r in (produced.groupBy("run", "producer")
+              .agg(F.collect_set("topic").alias("topics"), F.collect_set("acks").alias("acks"),
+                   F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
+        producers.setdefault(r["run"], {})[r["producer"]] = {"topics": list(r["topics"]), "acks": list(r["acks"])}
+        lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
+        span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
+    consumers: dict[int, list[str]] = {}
+    for r in consumed.select("run", "consumer").distinct().collect():
+        consumers.setdefault(r["run"], []).append(r["consumer"])
+    pids, pid = name_ids(spark, {run: list(ps) for run, ps in producers.items()}, "producer", "pid")
+    cids, cid = name_ids(spark, consumers, "consumer", "cid")
+    produced = (produced.withColumn("pid", pid) if pid is not None
+                else produced.join(pids, on=["run", "producer"], how="left"))
+    consumed = (consumed.withColumn("cid", cid) if cid is not None
+                else consumed.join(cids, on=["run", "consumer"], how="left"))
+
     offs = per_offset(replicas, consumed).persist()
     vals = per_value(produced, consumed).persist()
-    # Contract breaches, counted by the aggregations above: raise before any verdict is built.
-    sums: dict[int, dict[str, int]] = {}
-    for df in (vals.groupBy("run").agg(*_bad_sums(PRODUCED)),
-               offs.groupBy("run").agg(*_bad_sums(CONSUMED), F.sum("in_final").alias("final_rows"))):
-        for r in df.collect():
-            sums.setdefault(r["run"], {}).update({k: v for k, v in r.asDict().items() if k != "run"})
-    raise_if_invalid(runs, sums)
+    # Contract breaches, flagged by the aggregations above: raise before any verdict is built.
+    flags: dict[int, dict[str, int]] = {}
+    final_rows: dict[int, int] = {}
+    for r in vals.groupBy("run").agg(F.bit_or("flags").alias("f")).collect():
+        flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
+    for r in offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
+                                     F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect():
+        flags.setdefault(r["run"], {})[CONSUMED] = r["f"]
+        final_rows[r["run"]] = r["final_rows"]
+    raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
     in_final = F.col("first_offset").isNotNull()
 
-    # lost: distinct values ok with acks != 0 absent from the final log of their partition. Also
-    # the writes that landed although the client called them indeterminate or failed. What the
-    # producer recorded is joined back for these few rows only.
-    by_value = (vals.select(*key, "value", "first_offset", F.explode(F.array(
-        F.when((F.col("ok_acked") == 1) & ~in_final, F.lit("lost")),
-        F.when((F.col("info") == 1) & in_final, F.lit("landed_info")),
-        F.when((F.col("fail") == 1) & in_final, F.lit("landed_fail")))).alias("kind"))
-        .filter(F.col("kind").isNotNull()))
-    status_of = {"lost": (F.col("status") == "ok") & (F.col("acks") != "0"),
-                 "landed_info": F.col("status") == "info", "landed_fail": F.col("status") == "fail"}
-    sent = produced.join(by_value, on=[*key, "value"], how="inner").filter(
-        F.coalesce(*(F.when(F.col("kind") == k, c) for k, c in status_of.items())))
-    lost = (sent.filter(F.col("kind") == "lost").groupBy("run", "value")
-            .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
-                 F.first("partition").alias("partition"), F.first("offset").alias("ack_offset"),
-                 F.first("acks").alias("acks"), F.first("ack_ts_ms").alias("ack_ts_ms")))
+    # lost: distinct values ok with acks != 0 absent from the final log of their partition
+    lost = (vals.filter(has(OK_ACKED) & ~in_final)
+            .groupBy("run", "value")
+            .agg(F.min("ok_pid").alias("pid"), F.first("topic").alias("topic"), F.first("partition").alias("partition"),
+                 F.min("ack_offset").alias("ack_offset"), F.bit_or("flags").alias("flags"),
+                 F.min("ack_ts_ms").alias("ack_ts_ms"))
+            .join(pids, on=["run", "pid"], how="left")
+            .select("run", "value", "producer", "topic", "partition", "ack_offset",
+                    F.when(has(ACKS1), "1").otherwise("all").alias("acks"), "ack_ts_ms"))
     found = [_finding("lost", lost, "producer", "ack_ts_ms")]
 
     # divergence: (t, p, o) with two or more values over replicas and consumed (both phases)
     div_at = (offs.groupBy(*key, "offset").agg(F.count(F.lit(1)).alias("values"))
               .filter(F.col("values") >= 2))
-    div = (offs.join(div_at, on=[*key, "offset"], how="left_semi")
+    div = (offs.join(div_at.hint("shuffle_hash"), on=[*key, "offset"], how="left_semi")
            .groupBy(*key, "offset")
            .agg(F.count(F.lit(1)).alias("values"), F.min("value").alias("v_min"), F.max("value").alias("v_max")))
     found.append(_finding("divergence", div, "topic", "offset"))
 
     # uncommitted_read: (t, p, o, v) read live not in the final log there, or at/above its hw
-    unc = offs.filter((F.col("in_live") == 1) & ((F.col("in_final") == 0) | (F.col("above_hw") == 1)))
-    readers = (consumed.filter(F.col("phase") == "live").select(*key, "offset", "value", "consumer")
-               .join(unc.select(*key, "offset", "value"), on=[*key, "offset", "value"], how="left_semi")
-               .groupBy(*key, "offset", "value").agg(F.min("consumer").alias("consumer")))
-    unc = (unc.join(readers, on=[*key, "offset", "value"], how="left")
+    unc = (offs.filter(has(IN_LIVE) & (~has(IN_FINAL) | has(ABOVE_HW)))
+           .join(cids, on=["run", "cid"], how="left")
            .select(*key, "offset", "value", "consumer", "hw", "poll_ts_ms",
-                   (1 - F.col("in_final")).alias("not_in_final"), F.col("above_hw").alias("at_or_above_hw")))
+                   (~has(IN_FINAL)).cast("int").alias("not_in_final"),
+                   has(ABOVE_HW).cast("int").alias("at_or_above_hw")))
     found.append(_finding("uncommitted_read", unc, "topic", "poll_ts_ms"))
 
     # duplicate: values at two or more offsets of the final log, in one partition (first offset
@@ -277,13 +323,13 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                      .agg(F.sum(in_final.cast("int")).alias("final_parts"),
                           F.max((in_final & (F.col("first_offset") != F.col("last_offset"))).cast("int"))
                           .alias("dup_local"),
-                          F.max("sent").alias("sent_any")))
+                          F.bit_or("flags").alias("flags")))
     is_dup = (F.col("final_parts") >= 2) | (F.col("dup_local") == 1)
-    is_phantom = (F.col("final_parts") >= 1) & (F.col("sent_any") == 0)
+    is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
     odd = (per_run_value.filter(is_dup | is_phantom)
            .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
     dup_values = odd.filter("is_dup").select("run", "value")
-    dup = (offs.filter(F.col("in_final") == 1).join(dup_values, on=["run", "value"], how="left_semi")
+    dup = (offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi")
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
@@ -298,34 +344,40 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                F.min("first_offset").alias("offset")))
     found.append(_finding("phantom", ph, "topic", "offset"))
 
-    # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset
-    w_send = Window.partitionBy("run", "producer", "topic", "partition").orderBy("seq")
-    ok_acked = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0"))
-    nms = (ok_acked.filter(F.col("offset").isNotNull())
-           .select("run", "producer", "topic", "partition", "seq", "offset", "value")
-           .withColumn("prev_offset", F.lag("offset").over(w_send))
-           .withColumn("prev_seq", F.lag("seq").over(w_send))
-           .filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset"))))
-    found.append(_finding("nonmonotonic_send", nms, "producer", "seq"))
+    # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset.
+    # nonmonotonic_poll: adjacent live reads (seq order) whose later one has a lower or equal offset.
+    # Windows over the numbered names; the names come back for the rows found.
+    def adjacent_regressions(df: DataFrame, who: str, names: DataFrame, name: str) -> DataFrame:
+        w = Window.partitionBy("run", who, "topic", "partition").orderBy("seq")
+        return (df.select("run", who, "topic", "partition", "seq", "offset", "value")
+                .withColumn("prev_offset", F.lag("offset").over(w))
+                .withColumn("prev_seq", F.lag("seq").over(w))
+                .filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset")))
+                .join(names, on=["run", who], how="left")
+                .select("run", name, "topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"))
 
-    # nonmonotonic_poll: adjacent live reads (seq order) whose later one has a lower or equal offset
-    w_poll = Window.partitionBy("run", "consumer", "topic", "partition").orderBy("seq")
-    nmp = (consumed.filter(F.col("phase") == "live")
-           .select("run", "consumer", "topic", "partition", "seq", "offset", "value")
-           .withColumn("prev_offset", F.lag("offset").over(w_poll))
-           .withColumn("prev_seq", F.lag("seq").over(w_poll))
-           .filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset"))))
+    ok_sends = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0") & F.col("offset").isNotNull())
+    nms = adjacent_regressions(ok_sends, "pid", pids, "producer")
+    found.append(_finding("nonmonotonic_send", nms, "producer", "seq"))
+    nmp = adjacent_regressions(consumed.filter(F.col("phase") == "live"), "cid", cids, "consumer")
     found.append(_finding("nonmonotonic_poll", nmp, "topic", "seq"))
 
     # Not anomalies, but reported: indeterminate writes that landed; "fail" writes that landed
     # (a client that called a written record a definite failure); acks=0 writes not found.
+    # What the producer recorded is joined back for these rows only.
+    landed_at = (vals.select(*key, "value", "first_offset", F.explode(F.array(
+        F.when(has(INFO) & in_final, F.lit("landed_info")),
+        F.when(has(FAIL) & in_final, F.lit("landed_fail")))).alias("kind"))
+        .filter(F.col("kind").isNotNull()))
+    sent = (produced.join(landed_at, on=[*key, "value"], how="inner")
+            .filter(F.col("status") == F.substring("kind", len("landed_") + 1, 4)))
     for kind in ("landed_info", "landed_fail"):
         landed = (sent.filter(F.col("kind") == kind).groupBy("run", "value")
                   .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
                        F.first("partition").alias("partition"), F.min("first_offset").alias("offset"),
                        F.first("error").alias("error"), F.first("send_ts_ms").alias("send_ts_ms")))
         found.append(_finding(kind, landed, "producer", "send_ts_ms"))
-    acks0 = (vals.filter((F.col("acks0") == 1) & ~in_final).select("run", "value").distinct()
+    acks0 = (vals.filter(has(ACKS0) & ~in_final).select("run", "value").distinct()
              .withColumn("none", F.lit("")).withColumn("zero", F.lit(0)))
     found.append(_finding("acks0_missing", acks0, "none", "zero"))
 
@@ -357,15 +409,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     buckets: dict[int, list[dict]] = {}
     for row in _rows(bk):
         buckets.setdefault(row.pop("run"), []).append(row)
-    span: dict[int, tuple[int | None, int | None]] = {}
-    producers: dict[int, dict[str, dict[str, list[str]]]] = {}
-    for r in (produced.groupBy("run", "producer")
-              .agg(F.collect_set("topic").alias("topics"), F.collect_set("acks").alias("acks"),
-                   F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
-        producers.setdefault(r["run"], {})[r["producer"]] = {"topics": list(r["topics"]), "acks": list(r["acks"])}
-        lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
-        span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
-    final_rows = {i: sums.get(i, {}).get("final_rows") or 0 for i in range(len(runs))}
+    final_rows = {i: final_rows.get(i) or 0 for i in range(len(runs))}
     for df in (offs, vals, odd):
         df.unpersist()
     return JobResult(
