@@ -180,7 +180,11 @@ class RecordingProducer(threading.Thread):
                 p.poll(0.05)  # queue full (brokers unreachable or slow): wait, as produce() would
                 continue
             n = min(due, BATCH_MAX, room)
-            chunk = min(CHUNK_MAX, -(-n // parts))  # spread evenly over the partitions
+            # Equal runs for every partition (the rest waits for the next turn), or single records
+            # round-robin when there are fewer than partitions: the spread stays even either way.
+            chunk = min(CHUNK_MAX, n // parts) if n >= parts else 1
+            if n >= parts:
+                n = chunk * parts
             end = seq + n
             while seq < end:
                 k = min(chunk, end - seq)
