@@ -83,3 +83,18 @@ def test_image_tags_are_stable_and_follow_their_inputs(monkeypatch, tmp_path):
     assert images.kafka_ref("3.9.1").tag != t1
     monkeypatch.setenv("KCHAOS_BASE_IMAGE", "eclipse-temurin:17-jre")
     assert images.base_ref().tag == "eclipse-temurin:17-jre"
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch):
+    """CI once drew an id starting with "-"; the storage tool took it for an option and the
+    KRaft controller exited. Feed the generator such a UUID first."""
+    import uuid
+
+    from harness.cluster import settings
+
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x10" * 16)])
+    monkeypatch.setattr(settings.uuid, "uuid4", lambda: next(draws))
+    cid = settings.new_cluster_id()
+    assert not cid.startswith("-") and len(cid) == 22
+    monkeypatch.undo()
+    assert all(not settings.new_cluster_id().startswith("-") for _ in range(2000))

@@ -93,8 +93,16 @@ def _major_minor(version: str) -> tuple[int, int]:
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    Never one starting with "-" (1 in 64 would): the storage tool's argument parser takes it for an
+    option and the controller exits ("--cluster-id: expected one argument"). Kafka's own
+    Uuid.randomUuid() skips those too.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 def _props(d: dict[str, object]) -> str:
