@@ -113,13 +113,19 @@ def test_acks1_loss_is_expected_not_a_failure(tmp_path):
     assert row["expected"] == ["lost"] and "acks=1" in row["promises"]["lost"]["why"]
 
 
-def test_mixed_producers_are_judged_by_their_own_config(tmp_path):
+def two_producers() -> History:
+    """p-one (acks=1) and p-all (acks=all, idempotent) on one topic, one acknowledged write each."""
     h = History()
     h.run["producers"] = [{"name": "p-one", "acks": "1", "topic": "t"},
                           {"name": "p-all", "acks": "all", "topic": "t", "idempotence": True}]
     h.send("x0", 0, acks="1", producer="p-one")
     h.send("y0", 1, acks="all", producer="p-all")
     h.final_from_replica(0, (1, 2, 3))
+    return h
+
+
+def test_mixed_producers_are_judged_by_their_own_config(tmp_path):
+    h = two_producers()
     h.send("x-lost", 2, acks="1", producer="p-one")
     v = check_one(tmp_path, h)
     assert v["verdict"] == "pass"
@@ -269,12 +275,7 @@ def test_names_sharing_a_hash_are_numbered_by_a_join_instead(tmp_path, monkeypat
     must still be right. Force every name onto one hash and check the same history."""
     import harness.checker.spark_job as job
 
-    h = History()
-    h.run["producers"] = [{"name": "p-one", "acks": "1", "topic": "t"},
-                          {"name": "p-all", "acks": "all", "topic": "t", "idempotence": True}]
-    h.send("x0", 0, acks="1", producer="p-one")
-    h.send("y0", 1, acks="all", producer="p-all")
-    h.final_from_replica(0, (1, 2, 3))
+    h = two_producers()
     h.send("y-lost", 2, acks="all", producer="p-all")
     h.read("v-uncommitted", 7, consumer="c1", hw=8)
     h.read("y0", 1, consumer="c0", hw=2)

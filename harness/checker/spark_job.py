@@ -111,7 +111,8 @@ def _bad_enum(c: str, values: tuple[str, ...]) -> F.Column:
 def contract_checks() -> dict[str, dict[str, tuple[F.Column, str]]]:
     """Values the schema cannot express, per file: column -> (row breaks the contract, what is allowed).
 
-    They are counted inside the main aggregations (a flag per row, summed), not in a pass of their own.
+    Each is a flag bit OR-ed by the main aggregations, so a clean history pays no pass of its own;
+    only a breach is counted, for the message.
     """
     return {
         PRODUCED: {
@@ -230,13 +231,14 @@ def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
                  *(F.min(c).alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms"))))
 
 
-def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str, id_col: str) -> tuple[DataFrame, F.Column]:
+def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str,
+             id_col: str) -> tuple[DataFrame, F.Column | None]:
     """Number the few producer or consumer names of each run, so the big aggregations carry a long
     where they would otherwise need a string (which makes Spark sort).
 
     The number is the name's 64-bit hash, an expression on each row rather than a join; if two
     names of one run ever share a hash, they are numbered through a (broadcast) join instead.
-    Returns the (run, name, number) table and the expression that numbers a row.
+    Returns the (run, name, number) table and the expression that numbers a row (None: join).
     """
     rows = [(run, name) for run, ns in names.items() for name in sorted({n for n in ns if n is not None})]
     schema = T.StructType([T.StructField("run", T.IntegerType()), T.StructField(col, T.StringType())])
