@@ -177,14 +177,10 @@ class RecordingProducer(threading.Thread):
             n = min(due, BATCH_MAX, room)
             # Equal runs for every partition (the rest waits for the next turn), or single records
             # round-robin when there are fewer than partitions: the spread stays even either way.
-            chunk = min(CHUNK_MAX, n // parts) if n >= parts else 1
-            if n >= parts:
-                n = chunk * parts
-            end = seq + n
-            while seq < end:
-                k = min(chunk, end - seq)
-                self._send(p, seq, k, part)
-                seq += k
+            chunk, runs = (min(CHUNK_MAX, n // parts), parts) if n >= parts else (1, n)
+            for _ in range(runs):
+                self._send(p, seq, chunk, part)
+                seq += chunk
                 part = (part + 1) % parts
             p.poll(0)
         p.flush(self.spec.delivery_timeout_ms / 1000 + 5)
