@@ -411,15 +411,25 @@ class KafkaCluster:
         else:
             nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                           config=config or {})
-        fut = self.admin.create_topics([nt], operation_timeout=timeout_s, request_timeout=timeout_s)[name]
-        try:
-            fut.result(timeout=timeout_s + 5)
-        except KafkaException as e:
-            err = e.args[0]
-            if err.code() == KafkaError.INVALID_REPLICATION_FACTOR:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            fut = self.admin.create_topics([nt], operation_timeout=timeout_s, request_timeout=timeout_s)[name]
+            try:
+                fut.result(timeout=timeout_s + 5)
+                return
+            except KafkaException as e:
+                err = e.args[0]
+                if err.code() != KafkaError.INVALID_REPLICATION_FACTOR:
+                    raise TopicError(f"topic {name}: {err.str()}") from e
+                # Just after start the controller's own list of live brokers can still be empty
+                # ("larger than available brokers: 0", seen in CI) although every broker has
+                # registered: a factor the cluster can hold is refused only for a moment. Nothing
+                # was created, so asking again is safe.
+                if replication_factor <= n and replica_assignment is None and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
                 raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
                                  f"{err.str()}") from e
-            raise TopicError(f"topic {name}: {err.str()}") from e
 
     # ---------------------------------------------------------------- process faults
     def _broker(self, b: int):
