@@ -38,8 +38,11 @@ REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
 ACKS0_LINGER_S = 1.0  # how long an acks=0 producer stays connected after flush()
 QUEUE_MAX = 500_000  # queue.buffering.max.messages
 QUEUE_HEADROOM = 10_000  # kept free so a produce_batch call is never cut short by a full queue
-BATCH_MAX = 3_000  # records handed over per loop iteration
-CHUNK_MAX = 1_000  # records per produce_batch call (one partition)
+# Records handed over per loop iteration, and per produce_batch call (one partition). Large runs
+# let librdkafka fill whole batches when the producer runs flat out: a run cut into batches leaves
+# one partial batch, and partial batches cost the brokers as much per request as full ones.
+BATCH_MAX = 120_000
+CHUNK_MAX = 40_000
 
 
 def now_ms() -> int:
@@ -60,10 +63,13 @@ class RecordingProducer(threading.Thread):
 
     Sends go out through ``produce_batch`` in runs of consecutive sequence numbers, one partition
     per run, rotating over the partitions: per-record Python work is then one list item and one
-    delivery callback, about half the CPU of a produce() call per record. The sequence number is
-    still the order in which records were handed to the client, so each partition receives its
-    records in seq order. The delivery callback is one closure for the producer (the payload id
-    carries the sequence number).
+    delivery callback. The sequence number is still the order in which records were handed to
+    the client, so each partition receives its records in seq order.
+
+    While records flow, the producer keeps only what cannot be recomputed: per run its start,
+    length, send time and partition, and per record the raw delivery result (offset or error) and
+    the report's arrival time in ns. ``columns()`` turns that into status, offset and error once,
+    after the workload, so bookkeeping does not compete with sending for the CPU.
     """
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
@@ -75,13 +81,12 @@ class RecordingProducer(threading.Thread):
         self.partitions = partitions
         self.stop_event = stop
         self._prefix_len = len(name) + 1
-        # columns, indexed by seq
-        self.send_ts: list[int] = []
-        self.partition: list[int] = []
-        self.status: list[str] = []
-        self.offset: list[int | None] = []
-        self.ack_ts: list[int | None] = []
-        self.error: list[str | None] = []
+        self._runs: list[tuple[int, int, int]] = []  # (records, send_ts_ms, partition), in seq order
+        # Per seq: the report's arrival (None: no report yet) and what it said: the offset, or None
+        # for a success without one (acks=0), or the KafkaError.
+        self._result: list[int | KafkaError | None] = []
+        self._ack_ns: list[int | None] = []
+        self._refused: dict[int, str] = {}  # seq -> the client's error, for records it would not queue
         self.conf = cluster.client_config(**{
             "acks": spec.acks,
             "enable.idempotence": spec.idempotence,
@@ -97,34 +102,59 @@ class RecordingProducer(threading.Thread):
         })
         self.failure: BaseException | None = None
 
+    @property
+    def sent(self) -> int:
+        """Records handed to the client so far."""
+        return len(self._result)
+
+    def acked(self) -> int:
+        """Records whose delivery report said they were written (call after the thread ended)."""
+        reports = zip(self._ack_ns, self._result, strict=True)
+        return sum(1 for a, r in reports if a is not None and not isinstance(r, KafkaError))
+
     def columns(self) -> dict[str, list]:
-        """The recorded sends as produced.parquet columns."""
-        n = len(self.send_ts)
+        """The recorded sends as produced.parquet columns (call after the thread ended)."""
+        n = len(self._result)
+        send_ts: list[int] = []
+        partition: list[int] = []
+        for k, ts, part in self._runs:
+            send_ts += [ts] * k
+            partition += [part] * k
+        keep_offset, retries = self.spec.acks != "0", self.spec.retries
+        status: list[str] = []
+        offset: list[int | None] = []
+        error: list[str | None] = []
+        for a, r in zip(self._ack_ns[:n], self._result[:n], strict=True):
+            if a is None:
+                status.append("info")
+                offset.append(None)
+                error.append("run ended before a delivery report")
+            elif isinstance(r, KafkaError):
+                status.append(classify(r, retries))
+                offset.append(None)
+                error.append(r.name())
+            else:
+                status.append("ok")
+                offset.append(r if keep_offset and r is not None and r >= 0 else None)
+                error.append(None)
+        for i, why in self._refused.items():
+            status[i], error[i] = "fail", why
         return {
             "value": [f"{self.pname}-{i}" for i in range(n)], "producer": [self.pname] * n, "seq": list(range(n)),
-            "topic": [self.topic] * n, "partition": self.partition[:n],
-            "acks": [self.spec.acks] * n, "status": self.status[:n], "offset": self.offset[:n],
-            "send_ts_ms": self.send_ts[:n], "ack_ts_ms": self.ack_ts[:n], "error": self.error[:n],
+            "topic": [self.topic] * n, "partition": partition[:n],
+            "acks": [self.spec.acks] * n, "status": status, "offset": offset,
+            "send_ts_ms": send_ts[:n], "ack_ts_ms": [None if a is None else a // 1_000_000 for a in self._ack_ns[:n]],
+            "error": error,
         }
 
     def _delivery_callback(self) -> Callable[[KafkaError | None, Message], None]:
-        """The delivery report handler: a closure over the columns, as it runs once per record."""
-        status, offset, ack_ts, error = self.status, self.offset, self.ack_ts, self.error
-        plen, keep_offset, retries, time_ns = self._prefix_len, self.spec.acks != "0", self.spec.retries, time.time_ns
+        """The delivery report handler, run once per record: it stores the raw result and nothing else."""
+        result, ack_ns, plen, time_ns = self._result, self._ack_ns, self._prefix_len, time.time_ns
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
             i = int(msg.value()[plen:])
-            ack_ts[i] = time_ns() // 1_000_000
-            if err is None:
-                status[i] = "ok"
-                error[i] = None
-                if keep_offset:
-                    off = msg.offset()
-                    if off is not None and off >= 0:
-                        offset[i] = off
-            else:
-                status[i] = classify(err, retries)
-                error[i] = err.name()
+            ack_ns[i] = time_ns()
+            result[i] = msg.offset() if err is None else err
 
         return on_delivery
 
@@ -135,23 +165,19 @@ class RecordingProducer(threading.Thread):
             self.failure = e
 
     def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
-        """Hand records seq..seq+n-1 to the client for one partition, recording each send."""
+        """Hand records seq..seq+n-1 to the client for one partition, recording the run."""
         prefix = f"{self.pname}-"
         msgs = [{"value": f"{prefix}{i}"} for i in range(seq, seq + n)]
-        ts = time.time_ns() // 1_000_000
-        self.send_ts.extend([ts] * n)
-        self.partition.extend([part] * n)
-        self.status.extend(["info"] * n)
-        self.offset.extend([None] * n)
-        self.ack_ts.extend([None] * n)
-        self.error.extend(["run ended before a delivery report"] * n)
+        self._runs.append((n, now_ms(), part))
+        pending = [None] * n
+        self._result += pending
+        self._ack_ns += pending
         if p.produce_batch(self.topic, msgs, partition=part) != n:
             # Not queued, so definitely not written (the queue has headroom, so this is rare).
             for i, m in enumerate(msgs, seq):
                 if "_error" in m:
                     err = m["_error"]
-                    self.status[i] = "fail"
-                    self.error[i] = err.name() if isinstance(err, KafkaError) else str(err)
+                    self._refused[i] = err.name() if isinstance(err, KafkaError) else str(err)
 
     def _run(self) -> None:
         p = Producer(self.conf, logger=LOG)
