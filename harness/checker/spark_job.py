@@ -220,15 +220,16 @@ def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
                (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"),
         # for a lost write's example: who acknowledged it, where and when
         F.when(ok, F.col("pid")).alias("ok_pid"), F.when(ok, F.col("offset")).alias("ack_offset"),
-        F.when(ok, F.col("ack_ts_ms")).alias("ack_ts_ms"))
+        F.when(ok, F.col("ack_ts_ms")).alias("ack_ts_ms"),
+        F.col("pid").alias("any_pid"))  # who sent it, whatever it was told (names a duplicate's producer)
     finals = (consumed.filter(F.col("phase") == "final")
               .select(*KEY, "value", "offset", F.lit(0).alias("flags"),
-                      *(F.lit(None).cast("long").alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms"))))
+                      *(F.lit(None).cast("long").alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms", "any_pid"))))
     return (sends.unionByName(finals).repartition("run", "value")
             .groupBy(*KEY, "value")
             .agg(F.bit_or("flags").alias("flags"),
                  F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-                 *(F.min(c).alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms"))))
+                 *(F.min(c).alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms", "any_pid"))))
 
 
 def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str,
@@ -261,10 +262,13 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # What each producer used, and the span of the sends (small); it also numbers the names.
     span: dict[int, tuple[int | None, int | None]] = {}
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
-    for r in (produced.groupBy("run", "producer")
-              .agg(F.collect_set("topic").alias("topics"), F.collect_set("acks").alias("acks"),
-                   F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
-        producers.setdefault(r["run"], {})[r["producer"]] = {"topics": list(r["topics"]), "acks": list(r["acks"])}
+    # Grouped by all four strings (a hash aggregation; collect_set would make Spark sort), folded here.
+    for r in (produced.groupBy("run", "producer", "topic", "acks")
+              .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
+        used = producers.setdefault(r["run"], {}).setdefault(r["producer"], {"topics": [], "acks": []})
+        for k, v in (("topics", r["topic"]), ("acks", r["acks"])):
+            if v not in used[k]:
+                used[k].append(v)
         lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
         span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
     consumers: dict[int, list[str]] = {}
@@ -325,18 +329,18 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                      .agg(F.sum(in_final.cast("int")).alias("final_parts"),
                           F.max((in_final & (F.col("first_offset") != F.col("last_offset"))).cast("int"))
                           .alias("dup_local"),
-                          F.bit_or("flags").alias("flags")))
+                          F.bit_or("flags").alias("flags"), F.min("any_pid").alias("pid")))
     is_dup = (F.col("final_parts") >= 2) | (F.col("dup_local") == 1)
     is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
     odd = (per_run_value.filter(is_dup | is_phantom)
-           .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
-    dup_values = odd.filter("is_dup").select("run", "value")
-    dup = (offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi")
+           .select("run", "value", "pid", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
+    dup_values = odd.filter("is_dup").select("run", "value", "pid")
+    dup = (offs.filter(has(IN_FINAL)).join(dup_values.drop("pid"), on=["run", "value"], how="left_semi")
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
-           .join(produced.select("run", "value", "producer").join(dup_values, on=["run", "value"], how="left_semi")
-                 .dropDuplicates(["run", "value"]), on=["run", "value"], how="left")
+           .join(dup_values, on=["run", "value"], how="left")
+           .join(pids, on=["run", "pid"], how="left").drop("pid")
            .fillna({"producer": "(unknown)"}))
     found.append(_finding("duplicate", dup, "producer", "copies"))
     never_sent = odd.filter("is_phantom").select("run", "value").hint("shuffle_hash")
@@ -371,7 +375,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         F.when(has(INFO) & in_final, F.lit("landed_info")),
         F.when(has(FAIL) & in_final, F.lit("landed_fail")))).alias("kind"))
         .filter(F.col("kind").isNotNull()))
-    sent = (produced.join(landed_at, on=[*key, "value"], how="inner")
+    # Only "info" and "fail" sends can match, so only those go into the join (usually few).
+    sent = (produced.filter(F.col("status").isin("info", "fail")).join(landed_at, on=[*key, "value"], how="inner")
             .filter(F.col("status") == F.substring("kind", len("landed_") + 1, 4)))
     for kind in ("landed_info", "landed_fail"):
         landed = (sent.filter(F.col("kind") == kind).groupBy("run", "value")
