@@ -284,3 +284,20 @@ def test_names_sharing_a_hash_are_numbered_by_a_join_instead(tmp_path, monkeypat
     assert (v["examples"]["lost"][0]["producer"], v["examples"]["uncommitted_read"][0]["consumer"]) == ("p-all", "c1")
     broken = {r["producers"][0]: r["broken"] for r in v["by_config"]}
     assert broken == {"p-one": ["uncommitted_read"], "p-all": ["lost", "uncommitted_read"]}
+
+
+@pytest.mark.parametrize("broadcast_rows", [0, 1_000])
+def test_uncommitted_read_details_are_the_same_joined_either_way(tmp_path, monkeypatch, broadcast_rows):
+    """Who read an uncommitted record, and under which hw, is looked up from the live reads:
+    broadcast when the rows are few, a shuffle join otherwise. Both must give the same answer."""
+    import harness.checker.spark_job as job
+
+    monkeypatch.setattr(job, "BROADCAST_ROWS", broadcast_rows)
+    h = History().clean(5)
+    h.read("v-uncommitted", 7, consumer="c1", hw=8)  # not in the final log
+    h.read("v0-4", 4, consumer="c2", hw=4)  # in the final log, but read at its hw
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == only(uncommitted_read=2)
+    got = {(e["value"], e["consumer"], e["hw"], e["not_in_final"], e["at_or_above_hw"])
+           for e in v["examples"]["uncommitted_read"]}
+    assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}

@@ -30,6 +30,7 @@ from harness.history import (
 )
 
 EXAMPLES = 10
+BROADCAST_ROWS = 200_000  # anomaly rows up to which a join back to the history broadcasts them
 BUCKET_MS = 1000  # unavailability is exact for thresholds of at least one bucket
 
 
@@ -182,8 +183,8 @@ KEY = ["run", "topic", "partition"]
 
 
 def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
-    """One row per (run, topic, partition, offset, value) held by a replica or returned to a reader.
-    ``consumed`` carries ``cid``, its reader's number (see name_ids).
+    """One row per (run, topic, partition, offset, value) held by a replica or returned to a reader,
+    with flags only: the reads behind the few rows that turn out uncommitted are looked up later.
 
     The observations are clustered once by (run, topic, partition, offset); every grouping below
     that includes those columns then runs without another shuffle, and the aggregation buffers are
@@ -191,18 +192,14 @@ def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
     """
     live = F.col("phase") == "live"
     above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
-    obs = (replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"),
-                           F.lit(None).cast("long").alias("hw"), F.lit(None).cast("long").alias("poll_ts_ms"),
-                           F.lit(None).cast("long").alias("cid"))
+    obs = (replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"))
            .unionByName(consumed.select(
                *KEY, "offset", "value",
                _mask([(F.col("phase") == "final", IN_FINAL), (live, IN_LIVE), (above, ABOVE_HW),
-                      *_bad_bits(CONSUMED)]).alias("flags"),
-               *(F.when(live, F.col(c)).alias(c) for c in ("hw", "poll_ts_ms", "cid")))))
+                      *_bad_bits(CONSUMED)]).alias("flags"))))
     return (obs.repartition(*KEY, "offset")
             .groupBy(*KEY, "offset", "value")
-            .agg(F.bit_or("flags").alias("flags"), F.min("hw").alias("hw"), F.min("poll_ts_ms").alias("poll_ts_ms"),
-                 F.min("cid").alias("cid")))
+            .agg(F.bit_or("flags").alias("flags")))
 
 
 def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
@@ -314,8 +311,21 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
            .agg(F.count(F.lit(1)).alias("values"), F.min("value").alias("v_min"), F.max("value").alias("v_max")))
     found.append(_finding("divergence", div, "topic", "offset"))
 
-    # uncommitted_read: (t, p, o, v) read live not in the final log there, or at/above its hw
-    unc = (offs.filter(has(IN_LIVE) & (~has(IN_FINAL) | has(ABOVE_HW)))
+    # uncommitted_read: (t, p, o, v) read live not in the final log there, or at/above its hw.
+    # Who read it, when and under which hw come from the live reads of just those rows: a
+    # broadcast join when they are few (as they are unless the history is badly broken).
+    unc_at = offs.filter(has(IN_LIVE) & (~has(IN_FINAL) | has(ABOVE_HW))).select(*key, "offset", "value", "flags")
+    if unc_at.count() <= BROADCAST_ROWS:
+        unc_at = F.broadcast(unc_at)
+    # The example is the earliest offending read: any read of a record missing from the final
+    # log, otherwise a read at or above its hw (not some other, committed read of the record).
+    offending = ~has(IN_FINAL) | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw")))
+    unc = (consumed.filter(F.col("phase") == "live").select(*key, "offset", "value", "hw", "poll_ts_ms", "cid")
+           .join(unc_at, on=[*key, "offset", "value"], how="inner")
+           .filter(offending)
+           .groupBy(*key, "offset", "value", "flags")
+           .agg(F.min(F.struct("poll_ts_ms", "hw", "cid")).alias("read"))
+           .select(*key, "offset", "value", "flags", "read.*")
            .join(cids, on=["run", "cid"], how="left")
            .select(*key, "offset", "value", "consumer", "hw", "poll_ts_ms",
                    (~has(IN_FINAL)).cast("int").alias("not_in_final"),
