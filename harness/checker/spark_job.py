@@ -249,6 +249,17 @@ def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str,
     return F.broadcast(table), None
 
 
+def group_key(spark: SparkSession, groups: set[tuple], who: str) -> F.Column | None:
+    """A window's (run, who, topic, partition) as one 64-bit hash, so its sort compares two longs
+    instead of five columns (about a third faster on 10M rows). Only when every group of this
+    history has its own hash; otherwise None, and the window partitions by the columns themselves.
+    """
+    cols = ["run", who, "topic", "partition"]
+    table = spark.createDataFrame(sorted(groups, key=str), f"run int, {who} string, topic string, partition int")
+    hashes = [r["g"] for r in table.select(F.xxhash64(*cols).alias("g")).collect()]
+    return F.xxhash64(*cols) if len(set(hashes)) == len(hashes) else None
+
+
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
     n_parts = shuffle_partitions(runs, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(n_parts))
@@ -259,9 +270,11 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # What each producer used, and the span of the sends (small); it also numbers the names.
     span: dict[int, tuple[int | None, int | None]] = {}
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
-    # Grouped by all four strings (a hash aggregation; collect_set would make Spark sort), folded here.
-    for r in (produced.groupBy("run", "producer", "topic", "acks")
+    # Grouped by the strings themselves (a hash aggregation; collect_set would make Spark sort), folded here.
+    send_groups: set[tuple] = set()  # (run, producer, topic, partition), for the send-order window
+    for r in (produced.groupBy("run", "producer", "topic", "partition", "acks")
               .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
+        send_groups.add((r["run"], r["producer"], r["topic"], r["partition"]))
         used = producers.setdefault(r["run"], {}).setdefault(r["producer"], {"topics": [], "acks": []})
         for k, v in (("topics", r["topic"]), ("acks", r["acks"])):
             if v not in used[k]:
@@ -269,8 +282,11 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
         span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
     consumers: dict[int, list[str]] = {}
-    for r in consumed.select("run", "consumer").distinct().collect():
-        consumers.setdefault(r["run"], []).append(r["consumer"])
+    poll_groups: set[tuple] = set()  # (run, consumer, topic, partition), for the poll-order window
+    for r in consumed.select("run", "consumer", "topic", "partition").distinct().collect():
+        poll_groups.add((r["run"], r["consumer"], r["topic"], r["partition"]))
+        if r["consumer"] not in consumers.setdefault(r["run"], []):
+            consumers[r["run"]].append(r["consumer"])
     pids, pid = name_ids(spark, {run: list(ps) for run, ps in producers.items()}, "producer", "pid")
     cids, cid = name_ids(spark, consumers, "consumer", "cid")
     produced = (produced.withColumn("pid", pid) if pid is not None
@@ -363,9 +379,11 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset.
     # nonmonotonic_poll: adjacent live reads (seq order) whose later one has a lower or equal offset.
     # Windows over the numbered names; the names come back for the rows found.
-    def adjacent_regressions(df: DataFrame, who: str, names: DataFrame, name: str) -> DataFrame:
-        w = Window.partitionBy("run", who, "topic", "partition").orderBy("seq")
-        return (df.select("run", who, "topic", "partition", "seq", "offset", "value")
+    def adjacent_regressions(df: DataFrame, who: str, names: DataFrame, name: str, g: F.Column | None) -> DataFrame:
+        by = ["_g"] if g is not None else ["run", who, "topic", "partition"]
+        w = Window.partitionBy(*by).orderBy("seq")
+        return ((df.withColumn("_g", g) if g is not None else df)
+                .select(*by, "run", who, "topic", "partition", "seq", "offset", "value")
                 .withColumn("prev_offset", F.lag("offset").over(w))
                 .withColumn("prev_seq", F.lag("seq").over(w))
                 .filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset")))
@@ -373,9 +391,10 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                 .select("run", name, "topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"))
 
     ok_sends = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0") & F.col("offset").isNotNull())
-    nms = adjacent_regressions(ok_sends, "pid", pids, "producer")
+    nms = adjacent_regressions(ok_sends, "pid", pids, "producer", group_key(spark, send_groups, "producer"))
     found.append(_finding("nonmonotonic_send", nms, "producer", "seq"))
-    nmp = adjacent_regressions(consumed.filter(F.col("phase") == "live"), "cid", cids, "consumer")
+    nmp = adjacent_regressions(consumed.filter(F.col("phase") == "live"), "cid", cids, "consumer",
+                               group_key(spark, poll_groups, "consumer"))
     found.append(_finding("nonmonotonic_poll", nmp, "topic", "seq"))
 
     # Not anomalies, but reported: indeterminate writes that landed; "fail" writes that landed
