@@ -66,10 +66,11 @@ class RecordingProducer(threading.Thread):
     delivery callback. The sequence number is still the order in which records were handed to
     the client, so each partition receives its records in seq order.
 
-    While records flow, the producer keeps only what cannot be recomputed: per run its start,
-    length, send time and partition, and per record the raw delivery result (offset or error) and
-    the report's arrival time in ns. ``columns()`` turns that into status, offset and error once,
-    after the workload, so bookkeeping does not compete with sending for the CPU.
+    While records flow, the producer keeps only what cannot be recomputed: per run its length,
+    send time and partition (runs are consecutive, so their starts follow), and per record the raw
+    delivery result (offset or error) and the report's arrival time in ns. ``columns()`` turns
+    that into status, offset and error once, after the workload, so bookkeeping does not compete
+    with sending for the CPU.
     """
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,

@@ -378,7 +378,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset.
     # nonmonotonic_poll: adjacent live reads (seq order) whose later one has a lower or equal offset.
-    # Windows over the numbered names; the names come back for the rows found.
+    # Windows over the numbered names, partitioned by one hash of each group where the groups hash
+    # apart (group_key); the names come back for the rows found.
     def adjacent_regressions(df: DataFrame, who: str, names: DataFrame, name: str, g: F.Column | None) -> DataFrame:
         by = ["_g"] if g is not None else ["run", who, "topic", "partition"]
         w = Window.partitionBy(*by).orderBy("seq")
