@@ -360,7 +360,12 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
     odd = (per_run_value.filter(is_dup | is_phantom)
            .select("run", "value", "pid", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
+    # The odd values are few unless the history is badly broken: then they are broadcast, so the
+    # final log's rows are matched to them where they lie instead of being shuffled by value.
+    few = odd.count() <= BROADCAST_ROWS
     dup_values = odd.filter("is_dup").select("run", "value", "pid")
+    if few:
+        dup_values = F.broadcast(dup_values)
     dup = (offs.filter(has(IN_FINAL)).join(dup_values.drop("pid"), on=["run", "value"], how="left_semi")
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
@@ -369,7 +374,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
            .join(pids, on=["run", "pid"], how="left").drop("pid")
            .fillna({"producer": "(unknown)"}))
     found.append(_finding("duplicate", dup, "producer", "copies"))
-    never_sent = odd.filter("is_phantom").select("run", "value").hint("shuffle_hash")
+    never_sent = odd.filter("is_phantom").select("run", "value")
+    never_sent = F.broadcast(never_sent) if few else never_sent.hint("shuffle_hash")
     ph = (vals.filter(in_final).join(never_sent, on=["run", "value"], how="left_semi")
           .groupBy("run", "value")
           .agg(F.first("topic").alias("topic"), F.first("partition").alias("partition"),
