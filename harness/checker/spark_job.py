@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from harness.checker import cds
 from harness.checker.promises import ANOMALIES
 from harness.history import (
     ACKS,
@@ -34,8 +35,12 @@ BROADCAST_ROWS = 200_000  # anomaly rows up to which a join back to the history 
 BUCKET_MS = 1000  # unavailability is exact for thresholds of at least one bucket
 
 
-def spark_session(master: str | None = None) -> SparkSession:
-    """Embedded local[*] by default; a real cluster when a master URL is given."""
+def spark_session(master: str | None = None, jvm_options: str = "") -> SparkSession:
+    """Embedded local[*] by default; a real cluster when a master URL is given.
+
+    The driver JVM maps the class-data archive when ``kchaos doctor --fix`` has built one (cds);
+    ``jvm_options`` are added to the driver's, and replace the archive when given.
+    """
     cores = os.cpu_count() or 2
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only; also silences a start-up warning
     quiet = Path(__file__).with_name("log4j2-spark.properties")
@@ -50,7 +55,8 @@ def spark_session(master: str | None = None) -> SparkSession:
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
         # The parallel collector: a batch job wants throughput, not G1's short pauses (about 10% here).
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC {jvm_options or cds.java_options()}")
     )
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,145 @@
+"""A class-data-sharing archive for the Spark driver's JVM.
+
+Loading, parsing and verifying Spark's classes is a large part of every ``kchaos check``: about
+5 s on this 2-core machine, whatever the history's size. A dynamic CDS archive (JDK 13 and later)
+holds them ready to map. ``kchaos doctor --fix`` builds it once, by reconciling a tiny built-in
+history with ``-XX:ArchiveClassesAtExit``, so it holds the classes a reconciliation loads.
+
+The archive's name carries a hash of everything that would make it stale: the java binary and
+Spark's version and jar set. A missing archive costs only the time; one the JVM cannot use (it
+checks the class path itself) is ignored, silently, and classes load as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive must not print to the user
+
+
+def _java() -> Path | None:
+    """The java binary spark-submit will run: $JAVA_HOME/bin/java, else java on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def _spark_jars() -> Path:
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME")
+    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kchaos"
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this java and this Spark lives (None: no java found)."""
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    st = java.stat()
+    h = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}".encode())
+    jars = _spark_jars()
+    for j in sorted(jars.iterdir()) if jars.is_dir() else []:
+        h.update(f"|{j.name}:{j.stat().st_size}".encode())
+    return cache_dir() / f"spark-{pyspark.__version__}-{h.hexdigest()[:16]}.jsa"
+
+
+def java_options() -> str:
+    """The driver JVM options that use the archive, or "" when there is none."""
+    p = archive_path()
+    return f"-XX:SharedArchiveFile={p} {QUIET}" if p is not None and p.is_file() else ""
+
+
+def build(log=print, timeout_s: float = 300) -> Path | None:
+    """Build the archive if it is missing, in a child process; returns its path (None: no java).
+
+    The child reconciles a tiny history and lets its JVM exit normally, which is when the JVM
+    writes the archive; it is written under a temporary name and renamed only when complete, so a
+    concurrent ``kchaos check`` never maps half a file.
+    """
+    p = archive_path()
+    if p is None or p.is_file():
+        return p
+    p.parent.mkdir(parents=True, exist_ok=True)
+    for stale in p.parent.glob("spark-*.jsa"):  # another Spark or java: of no use any more
+        stale.unlink(missing_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    t0 = time.monotonic()
+    try:
+        subprocess.run([sys.executable, "-m", "harness.checker.cds", str(tmp)], check=True, timeout=timeout_s,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if not tmp.is_file():
+            raise RuntimeError(f"the JVM wrote no archive at {tmp}")
+        tmp.replace(p)
+    except (subprocess.SubprocessError, RuntimeError, OSError) as e:
+        detail = getattr(e, "stderr", "") or ""
+        log(f"Spark class-data archive not built (checks still work, only slower to start): {e} {detail[-500:]}")
+        return None
+    finally:
+        tmp.unlink(missing_ok=True)
+    log(f"built the Spark class-data archive in {time.monotonic() - t0:.0f} s: {p}")
+    return p
+
+
+def _dump(out: Path) -> None:
+    """Reconcile a tiny history in a driver JVM that writes the archive at ``out`` when it exits."""
+    from pyspark import SparkContext
+
+    from harness.checker.spark_job import run_job, spark_session
+    from harness.checker.verdict import build_verdict
+    from harness.history import (
+        CONSUMED,
+        CONSUMED_SCHEMA,
+        PRODUCED,
+        PRODUCED_SCHEMA,
+        REPLICAS,
+        REPLICAS_SCHEMA,
+        RUN_JSON,
+        validate,
+        write_json_atomic,
+        write_table,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="kchaos-cds-") as d:
+        run = Path(d)
+        n, t0 = 100, 1_700_000_000_000
+        write_table(run / PRODUCED, {
+            "value": [f"p-{i}" for i in range(n)], "producer": ["p"] * n, "seq": list(range(n)),
+            "topic": ["t"] * n, "partition": [i % 2 for i in range(n)], "acks": ["all"] * n,
+            "status": ["ok"] * (n - 1) + ["info"], "offset": [i // 2 for i in range(n - 1)] + [None],
+            "send_ts_ms": [t0 + i for i in range(n)], "ack_ts_ms": [t0 + i + 5 for i in range(n - 1)] + [None],
+            "error": [None] * (n - 1) + ["_MSG_TIMED_OUT"],
+        }, PRODUCED_SCHEMA)
+        reads = [{"consumer": c, "seq": i, "topic": "t", "partition": i % 2, "offset": i // 2, "value": f"p-{i}",
+                  "poll_ts_ms": t0 + i + 10, "hw": i // 2 + 1, "phase": ph}
+                 for c, ph in (("c", "live"), ("final", "final")) for i in range(n)]
+        write_table(run / CONSUMED, reads, CONSUMED_SCHEMA)
+        write_table(run / REPLICAS, [{"broker": b, "topic": "t", "partition": r["partition"], "offset": r["offset"],
+                                      "value": r["value"]} for b in (1, 2, 3) for r in reads[n:]], REPLICAS_SCHEMA)
+        write_json_atomic(run / RUN_JSON, {"run_id": "cds", "topics": [{"name": "t", "replication_factor": 3}],
+                                           "producers": [{"name": "p", "acks": "all", "topic": "t"}]})
+        rd = validate(run)
+        spark = spark_session(None, jvm_options=f"-XX:ArchiveClassesAtExit={out}")
+        build_verdict(0, rd, run_job(spark, [rd]), 1000)
+        spark.stop()
+        proc = SparkContext._gateway.proc  # type: ignore[union-attr]
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes, and writes the archive then
+        proc.wait(timeout=120)
+
+
+if __name__ == "__main__":
+    _dump(Path(sys.argv[1]))

@@ -1,0 +1,75 @@
+"""The Spark driver's class-data archive: named by what would make it stale, used when it fits,
+and ignored without a word when it does not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.checker import cds
+
+# Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
+SESSION = """
+import sys
+from harness.checker.spark_job import spark_session
+s = spark_session(None, jvm_options=sys.argv[1])
+r = s.range(1000)
+print("ok", r.groupBy((r.id % 7).alias("k")).count().count())
+"""
+
+
+def _session(options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SESSION, options], capture_output=True, text=True, timeout=180)
+
+
+def test_archive_name_changes_with_the_spark_jars(tmp_path, monkeypatch):
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "a.jar").write_bytes(b"x")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = cds.archive_path()
+    assert first is not None and first.parent == tmp_path / "cache" / "kchaos"
+    assert cds.archive_path() == first  # stable
+    (jars / "b.jar").write_bytes(b"y")
+    assert cds.archive_path() != first
+    assert cds.java_options() == ""  # nothing built for these jars
+
+
+def test_the_driver_maps_the_built_archive():
+    """-Xshare:on makes the JVM refuse to start unless it can map the archive for Spark's class path."""
+    p = cds.archive_path()
+    if p is None or not p.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Spark class-data archive at {p}: `kchaos doctor --fix` (scripts/setup.sh) builds it")
+        pytest.skip("no class-data archive built here (kchaos doctor --fix)")
+    out = _session(f"{cds.java_options()} -Xshare:on")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ok 7" in out.stdout
+
+
+def test_an_unusable_archive_is_ignored_silently(tmp_path):
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(b"not an archive" * 100)
+    out = _session(f"-XX:SharedArchiveFile={bad} {cds.QUIET}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ok 7" in out.stdout
+    assert "shared archive" not in out.stderr.lower() and "cds" not in out.stderr.lower()
+
+
+def test_build_leaves_no_partial_file_when_the_jvm_fails(tmp_path, monkeypatch):
+    """A failed build says so and leaves nothing behind: checks then run without an archive."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\necho 'no JVM here' >&2\nexit 1\n")
+    java.chmod(0o755)
+    said: list[str] = []
+    assert cds.build(log=said.append, timeout_s=120) is None
+    assert said and "not built" in said[0]
+    assert list(Path(tmp_path / "cache" / "kchaos").iterdir()) == []
