@@ -210,8 +210,8 @@ def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
 
 def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
     """One row per (run, topic, partition, value) produced there or found in its final log, with
-    what the producer said of it and where the final log holds it (first and last offset).
-    ``produced`` carries ``pid``, its producer's number (see name_ids).
+    what the producer said of it (flags) and where the final log holds it (first and last offset).
+    Who sent it, and when, is looked up later for the few values that need it (send_details).
 
     Clustered by (run, value) alone, so the questions that cross partitions (is a value in two
     partitions' logs? was it produced anywhere?) are answered without another shuffle."""
@@ -220,19 +220,33 @@ def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
     sends = produced.select(
         *KEY, "value", F.lit(None).cast("long").alias("offset"),
         _mask([(F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
-               (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"),
-        # for a lost write's example: who acknowledged it, where and when
-        F.when(ok, F.col("pid")).alias("ok_pid"), F.when(ok, F.col("offset")).alias("ack_offset"),
-        F.when(ok, F.col("ack_ts_ms")).alias("ack_ts_ms"),
-        F.col("pid").alias("any_pid"))  # who sent it, whatever it was told (names a duplicate's producer)
-    finals = (consumed.filter(F.col("phase") == "final")
-              .select(*KEY, "value", "offset", F.lit(0).alias("flags"),
-                      *(F.lit(None).cast("long").alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms", "any_pid"))))
+               (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"))
+    finals = consumed.filter(F.col("phase") == "final").select(*KEY, "value", "offset", F.lit(0).alias("flags"))
     return (sends.unionByName(finals).repartition("run", "value")
             .groupBy(*KEY, "value")
             .agg(F.bit_or("flags").alias("flags"),
-                 F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-                 *(F.min(c).alias(c) for c in ("ok_pid", "ack_offset", "ack_ts_ms", "any_pid"))))
+                 F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
+
+
+def send_details(produced: DataFrame, targets: DataFrame) -> DataFrame:
+    """The sends behind the few values an example needs them for: ``targets`` holds (run, value,
+    kind, t_topic, t_partition, first_offset); kind "dup" takes every send of the value, the
+    others only the sends to (t_topic, t_partition) that explain the finding.
+
+    One pass over produced.parquet for all of them; the targets are broadcast when few (as they
+    are unless the history is badly broken), so nothing of produced is shuffled.
+    """
+    if targets.count() <= BROADCAST_ROWS:
+        targets = F.broadcast(targets)
+    status, kind = F.col("status"), F.col("kind")
+    here = F.col("topic").eqNullSafe(F.col("t_topic")) & F.col("partition").eqNullSafe(F.col("t_partition"))
+    explains = ((kind == "dup")
+                | (here & (((kind == "lost") & (status == "ok") & (F.col("acks") != "0"))
+                           | ((kind == "landed_info") & (status == "info"))
+                           | ((kind == "landed_fail") & (status == "fail")))))
+    return (produced.select("run", "value", "producer", "topic", "partition", "acks", "status", "offset",
+                            "send_ts_ms", "ack_ts_ms", "error")
+            .join(targets, on=["run", "value"], how="inner").filter(explains))
 
 
 def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str,
@@ -314,16 +328,10 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
     in_final = F.col("first_offset").isNotNull()
 
-    # lost: distinct values ok with acks != 0 absent from the final log of their partition
-    lost = (vals.filter(has(OK_ACKED) & ~in_final)
-            .groupBy("run", "value")
-            .agg(F.min("ok_pid").alias("pid"), F.first("topic").alias("topic"), F.first("partition").alias("partition"),
-                 F.min("ack_offset").alias("ack_offset"), F.bit_or("flags").alias("flags"),
-                 F.min("ack_ts_ms").alias("ack_ts_ms"))
-            .join(pids, on=["run", "pid"], how="left")
-            .select("run", "value", "producer", "topic", "partition", "ack_offset",
-                    F.when(has(ACKS1), "1").otherwise("all").alias("acks"), "ack_ts_ms"))
-    found = [_finding("lost", lost, "producer", "ack_ts_ms")]
+    # lost: distinct values ok with acks != 0 absent from the final log of their partition (who
+    # sent them, where and when comes from their sends, with the other findings' below)
+    lost_at = vals.filter(has(OK_ACKED) & ~in_final).select(*key, "value")
+    found = []
 
     # divergence: (t, p, o) with two or more values over replicas and consumed (both phases)
     div_at = (offs.groupBy(*key, "offset").agg(F.count(F.lit(1)).alias("values"))
@@ -361,23 +369,46 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                      .agg(F.sum(in_final.cast("int")).alias("final_parts"),
                           F.max((in_final & (F.col("first_offset") != F.col("last_offset"))).cast("int"))
                           .alias("dup_local"),
-                          F.bit_or("flags").alias("flags"), F.min("any_pid").alias("pid")))
+                          F.bit_or("flags").alias("flags")))
     is_dup = (F.col("final_parts") >= 2) | (F.col("dup_local") == 1)
     is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
     odd = (per_run_value.filter(is_dup | is_phantom)
-           .select("run", "value", "pid", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
+           .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
     # The odd values are few unless the history is badly broken: then they are broadcast, so the
     # final log's rows are matched to them where they lie instead of being shuffled by value.
     few = odd.count() <= BROADCAST_ROWS
-    dup_values = odd.filter("is_dup").select("run", "value", "pid")
+    dup_values = odd.filter("is_dup").select("run", "value")
     if few:
         dup_values = F.broadcast(dup_values)
-    dup = (offs.filter(has(IN_FINAL)).join(dup_values.drop("pid"), on=["run", "value"], how="left_semi")
+
+    # Who sent the values behind lost writes, duplicates and indeterminate or failed writes that
+    # landed: one lookup in produced for all of them (what the final log says is already known).
+    landed_at = (vals.select(*key, "value", "first_offset", F.explode(F.array(
+        F.when(has(INFO) & in_final, F.lit("landed_info")),
+        F.when(has(FAIL) & in_final, F.lit("landed_fail")))).alias("kind"))
+        .filter(F.col("kind").isNotNull()))
+    no_offset = F.lit(None).cast("long").alias("first_offset")
+    targets = (lost_at.select("run", "value", F.lit("lost").alias("kind"), "topic", "partition", no_offset)
+               .unionByName(landed_at.select("run", "value", "kind", "topic", "partition", "first_offset"))
+               .unionByName(odd.filter("is_dup").select("run", "value", F.lit("dup").alias("kind"),
+                                                         F.lit(None).cast("string").alias("topic"),
+                                                         F.lit(None).cast("int").alias("partition"), no_offset))
+               .withColumnsRenamed({"topic": "t_topic", "partition": "t_partition"}))
+    sent = send_details(produced, targets).persist()
+
+    # The example of a lost write is its earliest acknowledged send.
+    lost = (sent.filter(F.col("kind") == "lost").groupBy("run", "value")
+            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset", "acks")).alias("s"))
+            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
+                    "s.acks", "s.ack_ts_ms"))
+    found.insert(0, _finding("lost", lost, "producer", "ack_ts_ms"))
+
+    senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
+    dup = (offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi")
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
-           .join(dup_values, on=["run", "value"], how="left")
-           .join(pids, on=["run", "pid"], how="left").drop("pid")
+           .join(senders, on=["run", "value"], how="left")
            .fillna({"producer": "(unknown)"}))
     found.append(_finding("duplicate", dup, "producer", "copies"))
     never_sent = odd.filter("is_phantom").select("run", "value")
@@ -412,14 +443,6 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # Not anomalies, but reported: indeterminate writes that landed; "fail" writes that landed
     # (a client that called a written record a definite failure); acks=0 writes not found.
-    # What the producer recorded is joined back for these rows only.
-    landed_at = (vals.select(*key, "value", "first_offset", F.explode(F.array(
-        F.when(has(INFO) & in_final, F.lit("landed_info")),
-        F.when(has(FAIL) & in_final, F.lit("landed_fail")))).alias("kind"))
-        .filter(F.col("kind").isNotNull()))
-    # Only "info" and "fail" sends can match, so only those go into the join (usually few).
-    sent = (produced.filter(F.col("status").isin("info", "fail")).join(landed_at, on=[*key, "value"], how="inner")
-            .filter(F.col("status") == F.substring("kind", len("landed_") + 1, 4)))
     for kind in ("landed_info", "landed_fail"):
         landed = (sent.filter(F.col("kind") == kind).groupBy("run", "value")
                   .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
@@ -459,7 +482,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     for row in _rows(bk):
         buckets.setdefault(row.pop("run"), []).append(row)
     final_rows = {i: final_rows.get(i) or 0 for i in range(len(runs))}
-    for df in (offs, vals, odd):
+    for df in (offs, vals, odd, sent):
         df.unpersist()
     return JobResult(
         {a: results.get(a, AnomalyResult()) for a in ANOMALIES},
