@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,10 +223,12 @@ def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
             .agg(F.bit_or("flags").alias("flags")))
 
 
-def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
+def per_value(produced: DataFrame, offs: DataFrame) -> DataFrame:
     """One row per (run, topic, partition, value) produced there or found in its final log, with
     what the producer said of it (flags) and where the final log holds it (first and last offset).
     Who sent it, and when, is looked up later for the few values that need it (send_details).
+    The final log comes from ``offs`` (per_offset, cached), which holds each of its records once,
+    rather than from another scan of consumed.parquet.
 
     Clustered by (run, value) alone, so the questions that cross partitions (is a value in two
     partitions' logs? was it produced anywhere?) are answered without another shuffle."""
@@ -235,7 +238,7 @@ def per_value(produced: DataFrame, consumed: DataFrame) -> DataFrame:
         *KEY, "value", F.lit(None).cast("long").alias("offset"),
         _mask([(F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
                (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"))
-    finals = consumed.filter(F.col("phase") == "final").select(*KEY, "value", "offset", F.lit(0).alias("flags"))
+    finals = offs.filter(has(IN_FINAL)).select(*KEY, "value", "offset", F.lit(0).alias("flags"))
     return (sends.unionByName(finals).repartition("run", "value")
             .groupBy(*KEY, "value")
             .agg(F.bit_or("flags").alias("flags"),
@@ -307,8 +310,13 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
     # Grouped by the strings themselves (a hash aggregation; collect_set would make Spark sort), folded here.
     send_groups: set[tuple] = set()  # (run, producer, topic, partition), for the send-order window
-    for r in (produced.groupBy("run", "producer", "topic", "partition", "acks")
-              .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")).collect()):
+    # The two scans are independent jobs: run side by side, each fills the cores the other leaves idle.
+    with ThreadPoolExecutor(2) as pool:
+        send_rows, poll_rows = pool.map(DataFrame.collect, [
+            produced.groupBy("run", "producer", "topic", "partition", "acks")
+            .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")),
+            consumed.select("run", "consumer", "topic", "partition").distinct()])
+    for r in send_rows:
         send_groups.add((r["run"], r["producer"], r["topic"], r["partition"]))
         used = producers.setdefault(r["run"], {}).setdefault(r["producer"], {"topics": [], "acks": []})
         for k, v in (("topics", r["topic"]), ("acks", r["acks"])):
@@ -318,7 +326,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
     consumers: dict[int, list[str]] = {}
     poll_groups: set[tuple] = set()  # (run, consumer, topic, partition), for the poll-order window
-    for r in consumed.select("run", "consumer", "topic", "partition").distinct().collect():
+    for r in poll_rows:
         poll_groups.add((r["run"], r["consumer"], r["topic"], r["partition"]))
         if r["consumer"] not in consumers.setdefault(r["run"], []):
             consumers[r["run"]].append(r["consumer"])
@@ -330,16 +338,16 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                 else consumed.join(cids, on=["run", "consumer"], how="left"))
 
     offs = per_offset(replicas, consumed).persist()
-    vals = per_value(produced, consumed).persist()
+    vals = per_value(produced, offs).persist()
     # Contract breaches, flagged by the aggregations above: raise before any verdict is built.
     flags: dict[int, dict[str, int]] = {}
     final_rows: dict[int, int] = {}
-    for r in vals.groupBy("run").agg(F.bit_or("flags").alias("f")).collect():
-        flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
     for r in offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
                                      F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect():
         flags.setdefault(r["run"], {})[CONSUMED] = r["f"]
         final_rows[r["run"]] = r["final_rows"]
+    for r in vals.groupBy("run").agg(F.bit_or("flags").alias("f")).collect():
+        flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
     in_final = F.col("first_offset").isNotNull()
 
