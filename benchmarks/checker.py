@@ -162,7 +162,7 @@ def main() -> None:
             raise SystemExit(f"counts differ!\n kchaos: {spark_counts}\n duckdb: {duck}")
         results[n] = (t_spark, t_duck)
         print(f"{n:>12,} records: kchaos check {t_spark:6.1f} s   duckdb {t_duck:6.1f} s   "
-              f"ratio {t_spark / t_duck:4.1f}   counts equal: {spark_counts}")
+              f"ratio {t_spark / t_duck:5.2f}   counts equal: {spark_counts}")
     if len(results) >= 2:
         (n1, (s1, d1)), (n2, (s2, d2)) = sorted(results.items())[0], sorted(results.items())[-1]
         print(f"growth {n1:,} -> {n2:,} ({n2 / n1:.0f}x records): kchaos {s2 / s1:.1f}x, duckdb {d2 / d1:.1f}x")
