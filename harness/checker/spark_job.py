@@ -312,7 +312,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     send_groups: set[tuple] = set()  # (run, producer, topic, partition), for the send-order window
     # The two scans are independent jobs: run side by side, each fills the cores the other leaves idle.
     with ThreadPoolExecutor(2) as pool:
-        send_rows, poll_rows = pool.map(DataFrame.collect, [
+        send_rows, poll_rows = pool.map(lambda df: df.collect(), [
             produced.groupBy("run", "producer", "topic", "partition", "acks")
             .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")),
             consumed.select("run", "consumer", "topic", "partition").distinct()])
@@ -351,10 +351,10 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
     in_final = F.col("first_offset").isNotNull()
 
-    # lost: distinct values ok with acks != 0 absent from the final log of their partition (who
-    # sent them, where and when comes from their sends, with the other findings' below)
+    # lost: distinct values ok with acks != 0 absent from the final log of their partition; who
+    # sent them, where and when is looked up below, with what the other findings need
     lost_at = vals.filter(has(OK_ACKED) & ~in_final).select(*key, "value")
-    found = []
+    found: list[DataFrame] = []
 
     # divergence: (t, p, o) with two or more values over replicas and consumed (both phases)
     div_at = (offs.groupBy(*key, "offset").agg(F.count(F.lit(1)).alias("values"))
@@ -424,7 +424,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
             .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset", "acks")).alias("s"))
             .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
                     "s.acks", "s.ack_ts_ms"))
-    found.insert(0, _finding("lost", lost, "producer", "ack_ts_ms"))
+    found.append(_finding("lost", lost, "producer", "ack_ts_ms"))
 
     senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
     dup = (offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi")
