@@ -102,6 +102,7 @@ class RecordingProducer(threading.Thread):
             "on_delivery": self._delivery_callback(),
         })
         self.failure: BaseException | None = None
+        self._msgs: list[dict] = [{"value": None} for _ in range(CHUNK_MAX)]  # see _send
 
     @property
     def sent(self) -> int:
@@ -168,7 +169,11 @@ class RecordingProducer(threading.Thread):
     def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
         """Hand records seq..seq+n-1 to the client for one partition, recording the run."""
         prefix = f"{self.pname}-"
-        msgs = [{"value": f"{prefix}{i}"} for i in range(seq, seq + n)]
+        # The message dicts are reused: produce_batch copies each value, and building 40,000
+        # fresh dicts per call cost about a tenth of the producer's time.
+        msgs = self._msgs if n == len(self._msgs) else self._msgs[:n]
+        for m, i in zip(msgs, range(seq, seq + n), strict=True):
+            m["value"] = f"{prefix}{i}"
         self._runs.append((n, now_ms(), part))
         pending = [None] * n
         self._result += pending
@@ -177,7 +182,7 @@ class RecordingProducer(threading.Thread):
             # Not queued, so definitely not written (the queue has headroom, so this is rare).
             for i, m in enumerate(msgs, seq):
                 if "_error" in m:
-                    err = m["_error"]
+                    err = m.pop("_error")
                     self._refused[i] = err.name() if isinstance(err, KafkaError) else str(err)
 
     def _run(self) -> None:
