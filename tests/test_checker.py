@@ -301,3 +301,36 @@ def test_uncommitted_read_details_are_the_same_joined_either_way(tmp_path, monke
     got = {(e["value"], e["consumer"], e["hw"], e["not_in_final"], e["at_or_above_hw"])
            for e in v["examples"]["uncommitted_read"]}
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
+
+
+@pytest.mark.parametrize("pack_topics_max", [0, 64])
+def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp_path, monkeypatch,
+                                                                              pack_topics_max):
+    """The big aggregations carry (topic, partition) as one number while the topics are few, the
+    columns themselves otherwise. Equal partitions and offsets on different topics must stay apart,
+    and a replica of a topic that no producer or reader used (so not numbered) must still count."""
+    import harness.checker.spark_job as job
+
+    monkeypatch.setattr(job, "PACK_TOPICS_MAX", pack_topics_max)
+    h = History().clean(5)
+    for a in ANOMALIES:
+        plant(h, a)
+    h.topic = "u"  # the same partition and offsets as topic t, other values
+    for i in range(3):
+        h.send(f"u{i}", i)
+        h.read(f"u{i}", i, hw=i + 1)
+        h.read(f"u{i}", i, phase="final", consumer="final")
+        for b in (1, 2, 3):
+            h.replica(b, f"u{i}", i)
+    h.send("u-lost", 3)
+    h.topic = "w"  # on two replicas only, with different values at offset 0
+    h.replica(1, "w-a", 0).replica(2, "w-b", 0)
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == {**dict.fromkeys(ANOMALIES, 1), "lost": 2, "divergence": 2}
+    div = {(e["topic"], e["partition"], e["offset"]) for e in v["examples"]["divergence"]}
+    assert div == {("t", 0, 2), ("w", 0, 0)}
+    assert {(e["value"], e["topic"]) for e in v["examples"]["lost"]} == {("v-lost", "t"), ("u-lost", "u")}
+    (unc,) = v["examples"]["uncommitted_read"]
+    (ph,) = v["examples"]["phantom"]
+    (dup,) = v["examples"]["duplicate"]
+    assert (unc["topic"], ph["topic"], dup["at"][0]["topic"]) == ("t", "t", "t")

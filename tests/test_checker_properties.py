@@ -1,9 +1,10 @@
 """Property-based: on arbitrary contract-valid histories, the Spark checker's seven counts equal
 those of the small in-memory reference implementation of the same definitions.
 
-Values, offsets and partitions are drawn from tiny domains so that collisions (duplicates,
-divergence, regressions, phantoms) are common. Each Hypothesis example is a batch of
-histories reconciled in one Spark job, which is also how `kchaos check` handles many runs.
+Values, offsets, topics and partitions are drawn from tiny domains so that collisions (duplicates,
+divergence, regressions, phantoms) are common; replicas may hold a topic nobody produced to or
+read. Each Hypothesis example is a batch of histories reconciled in one Spark job, which is also
+how `kchaos check` handles many runs.
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ from tests.histories import History
 values = st.sampled_from([f"v{i}" for i in range(8)])
 offsets = st.integers(0, 6)
 partitions = st.integers(0, 1)
+topics = st.sampled_from(["t", "u"])
 
 produced_row = st.fixed_dictionaries({
-    "value": values, "producer": st.sampled_from(["p0", "p1"]), "partition": partitions,
+    "value": values, "producer": st.sampled_from(["p0", "p1"]), "topic": topics, "partition": partitions,
     "acks": st.sampled_from(["0", "1", "all"]), "status": st.sampled_from(["ok", "ok", "ok", "fail", "info"]),
     "offset": st.one_of(st.none(), offsets), "ts": st.integers(0, 5000),
 })
 consumed_row = st.fixed_dictionaries({
-    "value": values, "consumer": st.sampled_from(["c0", "c1"]), "partition": partitions, "offset": offsets,
+    "value": values, "consumer": st.sampled_from(["c0", "c1"]), "topic": topics, "partition": partitions,
+    "offset": offsets,
     "hw": st.one_of(st.none(), st.integers(0, 8)), "phase": st.sampled_from(["live", "final", "final"]),
 })
-replica_row = st.fixed_dictionaries({"broker": st.integers(1, 3), "partition": partitions, "offset": offsets,
-                                     "value": values})
+replica_row = st.fixed_dictionaries({"broker": st.integers(1, 3), "topic": st.sampled_from(["t", "u", "w"]),
+                                     "partition": partitions, "offset": offsets, "value": values})
 history = st.tuples(st.lists(produced_row, min_size=1, max_size=25), st.lists(consumed_row, max_size=30),
                     st.lists(replica_row, max_size=20))
 
@@ -40,14 +43,18 @@ history = st.tuples(st.lists(produced_row, min_size=1, max_size=25), st.lists(co
 def build(p_rows, c_rows, r_rows) -> History:
     h = History()
     for r in p_rows:
+        h.topic = r["topic"]
         h.send(r["value"], r["offset"], status=r["status"], partition=r["partition"], producer=r["producer"],
                acks=r["acks"], ts=1_700_000_000_000 + r["ts"])
     for r in c_rows:
+        h.topic = r["topic"]
         h.read(r["value"], r["offset"], phase=r["phase"], partition=r["partition"], consumer=r["consumer"], hw=r["hw"])
         h.consumed[-1]["hw"] = r["hw"]  # None stays None: hw is nullable
     # the contract requires a final read; make sure there is one row of it
+    h.topic = "t"
     h.read("v0", 0, phase="final", consumer="final")
     for r in r_rows:
+        h.topic = r["topic"]
         h.replica(r["broker"], r["value"], r["offset"], r["partition"])
     return h
 

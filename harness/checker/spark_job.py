@@ -201,9 +201,63 @@ def compress_cache(runs: list[RunDir]) -> bool:
 
 
 KEY = ["run", "topic", "partition"]
+PACK_TOPICS_MAX = 64  # topics up to which (topic, partition) travels as one long through the big shuffles
+TP_SHIFT = 33  # tp = topic id << 33 | partition + 2^31 (2^32: a null partition)
+NULL_PARTITION = 1 << 32
+UNKNOWN_TID = 1 << 20  # a topic the table does not hold (only replicas can have one): UNKNOWN_TOPIC is set
+UNKNOWN_TOPIC = 1 << 10  # per_offset flag, above the consumed contract bits
 
 
-def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
+class PartitionKey:
+    """How per_offset and per_value name a partition: (run, tp), where tp packs the topic's number in
+    ``topics`` and the partition into one long, or (run, topic, partition) when there are more than
+    PACK_TOPICS_MAX topics (the number comes from a CASE over the names, one comparison per topic).
+
+    With the topic string gone, the 50M-observation shuffle of a 10M-record history moves about a
+    fifth fewer bytes (21 s -> 18.5 s). ``decode`` gives the names back on the few rows found.
+    """
+
+    def __init__(self, topics: list[str | None]):
+        self.topics = topics
+        self.packed = len(topics) <= PACK_TOPICS_MAX
+        self.cols = ["run", "tp"] if self.packed else list(KEY)
+
+    @staticmethod
+    def _case(pairs: list[tuple[F.Column, F.Column]], other: F.Column) -> F.Column:
+        out = None
+        for cond, val in pairs:
+            out = F.when(cond, val) if out is None else out.when(cond, val)
+        return other if out is None else out.otherwise(other)
+
+    def encode(self, df: DataFrame) -> DataFrame:
+        """``df`` with its topic and partition columns replaced by tp (when packed)."""
+        if not self.packed:
+            return df
+        t, p = F.col("topic"), F.col("partition")
+        tid = self._case([(t.isNull() if name is None else t == name, F.lit(i))
+                          for i, name in enumerate(self.topics)], F.lit(UNKNOWN_TID))
+        code = F.when(p.isNull(), F.lit(NULL_PARTITION)).otherwise(p.cast("long") + F.lit(1 << 31))
+        tp = (tid.cast("long") * F.lit(1 << TP_SHIFT) + code).alias("tp")
+        return df.select(*[tp if c == "topic" else F.col(c) for c in df.columns if c != "partition"])
+
+    def unknown(self) -> F.Column:
+        """Rows whose topic has no number."""
+        return (F.shiftright(F.col("tp"), TP_SHIFT) == UNKNOWN_TID) if self.packed else F.lit(False)
+
+    def decode(self, df: DataFrame) -> DataFrame:
+        """``df`` with tp replaced by topic and partition again (when packed)."""
+        if not self.packed:
+            return df
+        tid = F.shiftright(F.col("tp"), TP_SHIFT)
+        code = F.col("tp").bitwiseAND(F.lit((1 << TP_SHIFT) - 1))
+        topic = self._case([(tid == i, F.lit(name)) for i, name in enumerate(self.topics)],
+                           F.lit(None).cast("string")).alias("topic")
+        part = (F.when(code == NULL_PARTITION, F.lit(None)).otherwise(code - F.lit(1 << 31))
+                .cast("int").alias("partition"))
+        return df.select(*[c for col in df.columns for c in ((topic, part) if col == "tp" else (F.col(col),))])
+
+
+def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> DataFrame:
     """One row per (run, topic, partition, offset, value) held by a replica or returned to a reader,
     with flags only: the reads behind the few rows that turn out uncommitted are looked up later.
 
@@ -213,17 +267,18 @@ def per_offset(replicas: DataFrame, consumed: DataFrame) -> DataFrame:
     """
     live = F.col("phase") == "live"
     above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
-    obs = (replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"))
-           .unionByName(consumed.select(
+    reps = pk.encode(replicas.select(*KEY, "offset", "value"))
+    obs = (reps.withColumn("flags", F.when(pk.unknown(), F.lit(UNKNOWN_TOPIC)).otherwise(F.lit(0)))
+           .unionByName(pk.encode(consumed.select(
                *KEY, "offset", "value",
                _mask([(F.col("phase") == "final", IN_FINAL), (live, IN_LIVE), (above, ABOVE_HW),
-                      *_bad_bits(CONSUMED)]).alias("flags"))))
-    return (obs.repartition(*KEY, "offset")
-            .groupBy(*KEY, "offset", "value")
+                      *_bad_bits(CONSUMED)]).alias("flags")))))
+    return (obs.repartition(*pk.cols, "offset")
+            .groupBy(*pk.cols, "offset", "value")
             .agg(F.bit_or("flags").alias("flags")))
 
 
-def per_value(produced: DataFrame, offs: DataFrame) -> DataFrame:
+def per_value(produced: DataFrame, offs: DataFrame, pk: PartitionKey) -> DataFrame:
     """One row per (run, topic, partition, value) produced there or found in its final log, with
     what the producer said of it (flags) and where the final log holds it (first and last offset).
     Who sent it, and when, is looked up later for the few values that need it (send_details).
@@ -234,13 +289,13 @@ def per_value(produced: DataFrame, offs: DataFrame) -> DataFrame:
     partitions' logs? was it produced anywhere?) are answered without another shuffle."""
     status, acks = F.col("status"), F.col("acks")
     ok = (status == "ok") & (acks != "0")
-    sends = produced.select(
+    sends = pk.encode(produced.select(
         *KEY, "value", F.lit(None).cast("long").alias("offset"),
         _mask([(F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
-               (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags"))
-    finals = offs.filter(has(IN_FINAL)).select(*KEY, "value", "offset", F.lit(0).alias("flags"))
+               (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *_bad_bits(PRODUCED)]).alias("flags")))
+    finals = offs.filter(has(IN_FINAL)).select(*pk.cols, "value", "offset", F.lit(0).alias("flags"))
     return (sends.unionByName(finals).repartition("run", "value")
-            .groupBy(*KEY, "value")
+            .groupBy(*pk.cols, "value")
             .agg(F.bit_or("flags").alias("flags"),
                  F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
 
@@ -304,7 +359,6 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     produced = _read(spark, runs, PRODUCED)
     consumed = _read(spark, runs, CONSUMED)
     replicas = _read(spark, runs, REPLICAS)
-    key = KEY
     # What each producer used, and the span of the sends (small); it also numbers the names.
     span: dict[int, tuple[int | None, int | None]] = {}
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
@@ -337,15 +391,25 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     consumed = (consumed.withColumn("cid", cid) if cid is not None
                 else consumed.join(cids, on=["run", "consumer"], how="left"))
 
-    offs = per_offset(replicas, consumed).persist()
-    vals = per_value(produced, offs).persist()
-    # Contract breaches, flagged by the aggregations above: raise before any verdict is built.
+    # The topics the producers and consumers used are numbered for the big shuffles. A replica of a
+    # topic nobody produced to or read is flagged by per_offset, which then runs again with every topic.
+    topics = {r["topic"] for r in send_rows} | {r["topic"] for r in poll_rows}
     flags: dict[int, dict[str, int]] = {}
     final_rows: dict[int, int] = {}
-    for r in offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
-                                     F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect():
+    while True:
+        pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")))
+        offs = per_offset(replicas, consumed, pk).persist()
+        per_run = offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
+                                          F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect()
+        if not any(r["f"] & UNKNOWN_TOPIC for r in per_run):
+            break
+        offs.unpersist()
+        topics |= {r["topic"] for r in replicas.select("topic").distinct().collect()}
+    for r in per_run:
         flags.setdefault(r["run"], {})[CONSUMED] = r["f"]
         final_rows[r["run"]] = r["final_rows"]
+    vals = per_value(produced, offs, pk).persist()
+    # Contract breaches, flagged by the aggregations above: raise before any verdict is built.
     for r in vals.groupBy("run").agg(F.bit_or("flags").alias("f")).collect():
         flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
@@ -353,7 +417,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # lost: distinct values ok with acks != 0 absent from the final log of their partition; who
     # sent them, where and when is looked up below, with what the other findings need
-    lost_at = vals.filter(has(OK_ACKED) & ~in_final).select(*key, "value")
+    key = pk.cols
+    lost_at = pk.decode(vals.filter(has(OK_ACKED) & ~in_final).select(*key, "value"))
     found: list[DataFrame] = []
 
     # divergence: (t, p, o) with two or more values over replicas and consumed (both phases)
@@ -362,7 +427,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     div = (offs.join(div_at.hint("shuffle_hash"), on=[*key, "offset"], how="left_semi")
            .groupBy(*key, "offset")
            .agg(F.count(F.lit(1)).alias("values"), F.min("value").alias("v_min"), F.max("value").alias("v_max")))
-    found.append(_finding("divergence", div, "topic", "offset"))
+    found.append(_finding("divergence", pk.decode(div), "topic", "offset"))
 
     # uncommitted_read: (t, p, o, v) read live not in the final log there, or at/above its hw.
     # Who read it, when and under which hw come from the live reads of just those rows: a
@@ -373,7 +438,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # The example is the earliest offending read: any read of a record missing from the final
     # log, otherwise a read at or above its hw (not some other, committed read of the record).
     offending = ~has(IN_FINAL) | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw")))
-    unc = (consumed.filter(F.col("phase") == "live").select(*key, "offset", "value", "hw", "poll_ts_ms", "cid")
+    live_reads = consumed.filter(F.col("phase") == "live").select(*KEY, "offset", "value", "hw", "poll_ts_ms", "cid")
+    unc = (pk.encode(live_reads)
            .join(unc_at, on=[*key, "offset", "value"], how="inner")
            .filter(offending)
            .groupBy(*key, "offset", "value", "flags")
@@ -383,7 +449,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
            .select(*key, "offset", "value", "consumer", "hw", "poll_ts_ms",
                    (~has(IN_FINAL)).cast("int").alias("not_in_final"),
                    has(ABOVE_HW).cast("int").alias("at_or_above_hw")))
-    found.append(_finding("uncommitted_read", unc, "topic", "poll_ts_ms"))
+    found.append(_finding("uncommitted_read", pk.decode(unc), "topic", "poll_ts_ms"))
 
     # duplicate: values at two or more offsets of the final log, in one partition (first offset
     # differs from the last) or in several. phantom: values in the final log never produced.
@@ -406,7 +472,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # Who sent the values behind lost writes, duplicates and indeterminate or failed writes that
     # landed: one lookup in produced for all of them (what the final log says is already known).
-    landed_at = (vals.select(*key, "value", "first_offset", F.explode(F.array(
+    landed_at = pk.decode(vals.select(*key, "value", "first_offset", F.explode(F.array(
         F.when(has(INFO) & in_final, F.lit("landed_info")),
         F.when(has(FAIL) & in_final, F.lit("landed_fail")))).alias("kind"))
         .filter(F.col("kind").isNotNull()))
@@ -427,7 +493,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     found.append(_finding("lost", lost, "producer", "ack_ts_ms"))
 
     senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
-    dup = (offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi")
+    dup = (pk.decode(offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi"))
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
@@ -436,7 +502,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     found.append(_finding("duplicate", dup, "producer", "copies"))
     never_sent = odd.filter("is_phantom").select("run", "value")
     never_sent = F.broadcast(never_sent) if few else never_sent.hint("shuffle_hash")
-    ph = (vals.filter(in_final).join(never_sent, on=["run", "value"], how="left_semi")
+    ph = (pk.decode(vals.filter(in_final).join(never_sent, on=["run", "value"], how="left_semi"))
           .groupBy("run", "value")
           .agg(F.first("topic").alias("topic"), F.first("partition").alias("partition"),
                F.min("first_offset").alias("offset")))
@@ -498,7 +564,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # Per-second acknowledgement buckets for unavailability windows (small: runs x partitions x seconds).
     bk = (produced.filter((F.col("status") == "ok") & F.col("ack_ts_ms").isNotNull())
           .withColumn("sec", F.floor(F.col("ack_ts_ms") / BUCKET_MS))
-          .groupBy(*key, "sec")
+          .groupBy(*KEY, "sec")
           .agg(F.min("ack_ts_ms").alias("first_ack"), F.max("ack_ts_ms").alias("last_ack"),
                F.count(F.lit(1)).alias("acks")))
     buckets: dict[int, list[dict]] = {}
