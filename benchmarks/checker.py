@@ -2,7 +2,7 @@
 seven counts on the same files, at 1M and 10M records. Prints both times, the ratio, and the growth.
 
 A history of N records: N produced rows over 12 partitions, N live reads, N final reads, 3N replica
-rows, with a few of each anomaly planted so the counts are not all zero. DuckDB's counts must equal
+rows, with 50 of each of the seven anomalies planted so that no count is zero. DuckDB's counts must equal
 the checker's, so this doubles as a cross-check of the definitions.
 
 Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench]
@@ -45,36 +45,45 @@ def generate(n: int, d: Path) -> None:
     status = np.full(n, "ok", dtype=object)
     status[n // 3: n // 3 + k] = "info"
     producer = _strings("p", ids % 4)
+    # nonmonotonic_send and _poll: k pairs of adjacent records of one (producer or consumer, partition),
+    # ids a and a + 12, handed over in swapped order (their seqs exchanged, offsets kept)
+    pairs = np.arange(k) * 48
+    send_seq, poll_seq = ids // 4, ids.copy()
+    for seq, a in ((send_seq, 1000 + pairs), (poll_seq, 2000 + pairs)):
+        seq[a], seq[a + PARTS] = seq[a + PARTS], seq[a].copy()
     produced = pa.table({
-        "value": values, "producer": producer, "seq": pa.array(ids // 4), "topic": pa.array(["t"] * n),
+        "value": values, "producer": producer, "seq": pa.array(send_seq), "topic": pa.array(["t"] * n),
         "partition": pa.array(part), "acks": pa.array(["all"] * n), "status": pa.array(status.tolist()),
         "offset": pa.array(offset), "send_ts_ms": pa.array(send_ts), "ack_ts_ms": pa.array(send_ts + 3),
         "error": pa.nulls(n, pa.string()),
     }, schema=PRODUCED_SCHEMA)
     pq.write_table(produced, d / "produced.parquet")
 
-    # final log: everything except k lost records; k phantoms appended at the end of partition 0
+    # final log: everything except k lost records; k phantoms appended at the end of partition 0,
+    # and k records of partition 1 appended again at its end (duplicates)
     keep = np.ones(n, dtype=bool)
     keep[n // 2: n // 2 + k] = False
     f_ids = ids[keep]
-    final_values = values.filter(pa.array(keep))
-    ph_off = offset.max() + 1 + np.arange(k)
+    dup_ids = 1 + np.arange(k) * PARTS
+    end = offset.max() + 1 + np.arange(k)
+    m = len(f_ids) + 2 * k
     fin = pa.table({
-        "consumer": pa.array(["final"] * (len(f_ids) + k)),
-        "seq": pa.array(np.arange(len(f_ids) + k)),
-        "topic": pa.array(["t"] * (len(f_ids) + k)),
-        "partition": pa.array(np.concatenate([part[keep], np.zeros(k, np.int32)])),
-        "offset": pa.array(np.concatenate([offset[keep], ph_off])),
-        "value": pa.concat_arrays([final_values, _strings("ghost", np.arange(k))]),
-        "poll_ts_ms": pa.array(np.full(len(f_ids) + k, T0 + n)),
-        "hw": pa.array(np.concatenate([offset[keep], ph_off]) + 1),
-        "phase": pa.array(["final"] * (len(f_ids) + k)),
+        "consumer": pa.array(["final"] * m),
+        "seq": pa.array(np.arange(m)),
+        "topic": pa.array(["t"] * m),
+        "partition": pa.array(np.concatenate([part[keep], np.zeros(k, np.int32), np.ones(k, np.int32)])),
+        "offset": pa.array(np.concatenate([offset[keep], end, end])),
+        "value": pa.concat_arrays([values.filter(pa.array(keep)), _strings("ghost", np.arange(k)),
+                                   values.take(pa.array(dup_ids))]),
+        "poll_ts_ms": pa.array(np.full(m, T0 + n)),
+        "hw": pa.array(np.concatenate([offset[keep], end, end]) + 1),
+        "phase": pa.array(["final"] * m),
     }, schema=CONSUMED_SCHEMA)
     # live reads: every record once, with k read at/above the hw they came with
     hw = offset + 1
     hw[n // 4: n // 4 + k] = offset[n // 4: n // 4 + k]
     live = pa.table({
-        "consumer": _strings("c", part % 2), "seq": pa.array(ids), "topic": pa.array(["t"] * n),
+        "consumer": _strings("c", part % 2), "seq": pa.array(poll_seq), "topic": pa.array(["t"] * n),
         "partition": pa.array(part), "offset": pa.array(offset), "value": values,
         "poll_ts_ms": pa.array(send_ts + 10), "hw": pa.array(hw), "phase": pa.array(["live"] * n),
     }, schema=CONSUMED_SCHEMA)
