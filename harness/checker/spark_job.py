@@ -213,8 +213,9 @@ class PartitionKey:
     ``topics`` and the partition into one long, or (run, topic, partition) when there are more than
     PACK_TOPICS_MAX topics (the number comes from a CASE over the names, one comparison per topic).
 
-    With the topic string gone, the 50M-observation shuffle of a 10M-record history moves about a
-    fifth fewer bytes (21 s -> 18.5 s). ``decode`` gives the names back on the few rows found.
+    Rows without the topic string are narrower: on a 10M-record history the per-offset aggregation
+    went from 24 s to 20.6 s and the per-value one from 12.8 s to 10.4 s. A join with a topic table
+    instead of the CASE costs most of that back. ``decode`` gives the names back on the rows found.
     """
 
     def __init__(self, topics: list[str | None]):
