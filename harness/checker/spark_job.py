@@ -322,35 +322,31 @@ def send_details(produced: DataFrame, targets: DataFrame) -> DataFrame:
             .join(targets, on=["run", "value"], how="inner").filter(explains))
 
 
-def name_ids(spark: SparkSession, names: dict[int, list[str]], col: str,
+def name_ids(spark: SparkSession, names: dict[int, dict[str, int]], col: str,
              id_col: str) -> tuple[DataFrame, F.Column | None]:
     """Number the few producer or consumer names of each run, so the big aggregations carry a long
     where they would otherwise need a string (which makes Spark sort).
 
-    The number is the name's 64-bit hash, an expression on each row rather than a join; if two
-    names of one run ever share a hash, they are numbered through a (broadcast) join instead.
+    The number is the name's 64-bit hash (``names``: run -> name -> hash, computed by the scan
+    that found the names), an expression on each row rather than a join; if two names of one run
+    ever share a hash, they are numbered through a (broadcast) join instead.
     Returns the (run, name, number) table and the expression that numbers a row (None: join).
     """
-    rows = [(run, name) for run, ns in names.items() for name in sorted({n for n in ns if n is not None})]
-    schema = T.StructType([T.StructField("run", T.IntegerType()), T.StructField(col, T.StringType())])
-    table = spark.createDataFrame(rows, schema).withColumn(id_col, F.xxhash64(col))
-    ids = table.collect()
-    if len({(r["run"], r[id_col]) for r in ids}) == len(ids):
-        return F.broadcast(table), F.xxhash64(col)
-    table = spark.createDataFrame([(r["run"], r[col], i) for i, r in enumerate(ids)],
-                                  f"run int, {col} string, {id_col} long")
-    return F.broadcast(table), None
+    rows = [(run, name, h) for run, ns in sorted(names.items()) for name, h in sorted(ns.items())]
+    schema = f"run int, {col} string, {id_col} long"
+    if len({(run, h) for run, _, h in rows}) == len(rows):
+        return F.broadcast(spark.createDataFrame(rows, schema)), F.xxhash64(col)
+    return F.broadcast(spark.createDataFrame([(run, name, i) for i, (run, name, _) in enumerate(rows)], schema)), None
 
 
-def group_key(spark: SparkSession, groups: set[tuple], who: str) -> F.Column | None:
+def group_key(groups: dict[tuple, int], who: str) -> F.Column | None:
     """A window's (run, who, topic, partition) as one 64-bit hash, so its sort compares two longs
     instead of five columns (about a third faster on 10M rows). Only when every group of this
-    history has its own hash; otherwise None, and the window partitions by the columns themselves.
+    history has its own hash (``groups``: group -> hash, from the scan that found them); otherwise
+    None, and the window partitions by the columns themselves.
     """
-    cols = ["run", who, "topic", "partition"]
-    table = spark.createDataFrame(sorted(groups, key=str), f"run int, {who} string, topic string, partition int")
-    hashes = [r["g"] for r in table.select(F.xxhash64(*cols).alias("g")).collect()]
-    return F.xxhash64(*cols) if len(set(hashes)) == len(hashes) else None
+    hashes = list(groups.values())
+    return F.xxhash64("run", who, "topic", "partition") if len(set(hashes)) == len(hashes) else None
 
 
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
@@ -364,29 +360,35 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     span: dict[int, tuple[int | None, int | None]] = {}
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
     # Grouped by the strings themselves (a hash aggregation; collect_set would make Spark sort), folded here.
-    send_groups: set[tuple] = set()  # (run, producer, topic, partition), for the send-order window
+    # The hashes that number the names and the window groups come with them (name_ids, group_key).
+    send_groups: dict[tuple, int] = {}  # (run, producer, topic, partition) -> hash, for the send-order window
     # The two scans are independent jobs: run side by side, each fills the cores the other leaves idle.
     with ThreadPoolExecutor(2) as pool:
         send_rows, poll_rows = pool.map(lambda df: df.collect(), [
             produced.groupBy("run", "producer", "topic", "partition", "acks")
-            .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi")),
-            consumed.select("run", "consumer", "topic", "partition").distinct()])
+            .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi"))
+            .withColumns({"h": F.xxhash64("producer"), "g": F.xxhash64("run", "producer", "topic", "partition")}),
+            consumed.select("run", "consumer", "topic", "partition").distinct()
+            .withColumns({"h": F.xxhash64("consumer"), "g": F.xxhash64("run", "consumer", "topic", "partition")})])
+    producer_ids: dict[int, dict[str, int]] = {}
     for r in send_rows:
-        send_groups.add((r["run"], r["producer"], r["topic"], r["partition"]))
+        send_groups[(r["run"], r["producer"], r["topic"], r["partition"])] = r["g"]
+        if r["producer"] is not None:
+            producer_ids.setdefault(r["run"], {})[r["producer"]] = r["h"]
         used = producers.setdefault(r["run"], {}).setdefault(r["producer"], {"topics": [], "acks": []})
         for k, v in (("topics", r["topic"]), ("acks", r["acks"])):
             if v not in used[k]:
                 used[k].append(v)
         lo, hi = span.get(r["run"], (r["lo"], r["hi"]))
         span[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
-    consumers: dict[int, list[str]] = {}
-    poll_groups: set[tuple] = set()  # (run, consumer, topic, partition), for the poll-order window
+    consumer_ids: dict[int, dict[str, int]] = {}
+    poll_groups: dict[tuple, int] = {}  # (run, consumer, topic, partition) -> hash, for the poll-order window
     for r in poll_rows:
-        poll_groups.add((r["run"], r["consumer"], r["topic"], r["partition"]))
-        if r["consumer"] not in consumers.setdefault(r["run"], []):
-            consumers[r["run"]].append(r["consumer"])
-    pids, pid = name_ids(spark, {run: list(ps) for run, ps in producers.items()}, "producer", "pid")
-    cids, cid = name_ids(spark, consumers, "consumer", "cid")
+        poll_groups[(r["run"], r["consumer"], r["topic"], r["partition"])] = r["g"]
+        if r["consumer"] is not None:
+            consumer_ids.setdefault(r["run"], {})[r["consumer"]] = r["h"]
+    pids, pid = name_ids(spark, producer_ids, "producer", "pid")
+    cids, cid = name_ids(spark, consumer_ids, "consumer", "cid")
     produced = (produced.withColumn("pid", pid) if pid is not None
                 else produced.join(pids, on=["run", "producer"], how="left"))
     consumed = (consumed.withColumn("cid", cid) if cid is not None
@@ -525,10 +527,10 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                 .select("run", name, "topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"))
 
     ok_sends = produced.filter((F.col("status") == "ok") & (F.col("acks") != "0") & F.col("offset").isNotNull())
-    nms = adjacent_regressions(ok_sends, "pid", pids, "producer", group_key(spark, send_groups, "producer"))
+    nms = adjacent_regressions(ok_sends, "pid", pids, "producer", group_key(send_groups, "producer"))
     found.append(_finding("nonmonotonic_send", nms, "producer", "seq"))
     nmp = adjacent_regressions(consumed.filter(F.col("phase") == "live"), "cid", cids, "consumer",
-                               group_key(spark, poll_groups, "consumer"))
+                               group_key(poll_groups, "consumer"))
     found.append(_finding("nonmonotonic_poll", nmp, "topic", "seq"))
 
     # Not anomalies, but reported: indeterminate writes that landed; "fail" writes that landed
