@@ -396,18 +396,19 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # The topics the producers and consumers used are numbered for the big shuffles. A replica of a
     # topic nobody produced to or read is flagged by per_offset, which then runs again with every topic.
-    topics = {r["topic"] for r in send_rows} | {r["topic"] for r in poll_rows}
-    flags: dict[int, dict[str, int]] = {}
-    final_rows: dict[int, int] = {}
-    while True:
+    def offsets_by(topics: set[str | None]) -> tuple[PartitionKey, DataFrame, list]:
         pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")))
         offs = per_offset(replicas, consumed, pk).persist()
-        per_run = offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
-                                          F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect()
-        if not any(r["f"] & UNKNOWN_TOPIC for r in per_run):
-            break
+        return pk, offs, offs.groupBy("run").agg(F.bit_or("flags").alias("f"),
+                                                 F.sum(has(IN_FINAL).cast("int")).alias("final_rows")).collect()
+
+    topics = {r["topic"] for r in send_rows} | {r["topic"] for r in poll_rows}
+    pk, offs, per_run = offsets_by(topics)
+    if any(r["f"] & UNKNOWN_TOPIC for r in per_run):
         offs.unpersist()
-        topics |= {r["topic"] for r in replicas.select("topic").distinct().collect()}
+        pk, offs, per_run = offsets_by(topics | {r["topic"] for r in replicas.select("topic").distinct().collect()})
+    flags: dict[int, dict[str, int]] = {}
+    final_rows: dict[int, int] = {}
     for r in per_run:
         flags.setdefault(r["run"], {})[CONSUMED] = r["f"]
         final_rows[r["run"]] = r["final_rows"]
