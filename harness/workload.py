@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from itertools import islice
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 
@@ -67,10 +68,12 @@ class RecordingProducer(threading.Thread):
     the client, so each partition receives its records in seq order.
 
     While records flow, the producer keeps only what cannot be recomputed: per run its length,
-    send time and partition (runs are consecutive, so their starts follow), and per record the raw
-    delivery result (offset or error) and the report's arrival time in ns. ``columns()`` turns
-    that into status, offset and error once, after the workload, so bookkeeping does not compete
-    with sending for the CPU.
+    send time and partition (runs are consecutive, so their starts follow), per delivery report,
+    in arrival order, the payload id and the raw result (offset or error), and per poll() that
+    served reports, how many had arrived and when it returned: reports reach the application only
+    inside poll(), so that is when they arrived. ``columns()`` matches reports to records and
+    turns them into status, offset, error and arrival time once, after the workload, so
+    bookkeeping does not compete with sending for the CPU.
     """
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
@@ -83,10 +86,12 @@ class RecordingProducer(threading.Thread):
         self.stop_event = stop
         self._prefix_len = len(name) + 1
         self._runs: list[tuple[int, int, int]] = []  # (records, send_ts_ms, partition), in seq order
-        # Per seq: the report's arrival (None: no report yet) and what it said: the offset, or None
+        self._sent = 0
+        # Per delivery report, in arrival order: the payload id and what it said: the offset, or None
         # for a success without one (acks=0), or the KafkaError.
-        self._result: list[int | KafkaError | None] = []
-        self._ack_ns: list[int | None] = []
+        self._dr_value: list[bytes] = []
+        self._dr_result: list[int | KafkaError | None] = []
+        self._dr_marks: list[tuple[int, int]] = []  # (reports so far, time_ns) after each poll that served some
         self._refused: dict[int, str] = {}  # seq -> the client's error, for records it would not queue
         self.conf = cluster.client_config(**{
             "acks": spec.acks,
@@ -107,16 +112,30 @@ class RecordingProducer(threading.Thread):
     @property
     def sent(self) -> int:
         """Records handed to the client so far."""
-        return len(self._result)
+        return self._sent
 
     def acked(self) -> int:
         """Records whose delivery report said they were written (call after the thread ended)."""
-        reports = zip(self._ack_ns, self._result, strict=True)
-        return sum(1 for a, r in reports if a is not None and not isinstance(r, KafkaError))
+        return sum(1 for r in self._dr_result if not isinstance(r, KafkaError))
+
+    def _reports(self) -> tuple[list[int | None], list[int | KafkaError | None]]:
+        """Per seq: the report's arrival in ns (None: no report) and its result."""
+        n, plen = self._sent, self._prefix_len
+        ack_ns: list[int | None] = [None] * n
+        result: list[int | KafkaError | None] = [None] * n
+        reports = zip(self._dr_value, self._dr_result, strict=True)
+        start = 0
+        for end, t in self._dr_marks:
+            for v, r in islice(reports, end - start):
+                i = int(v[plen:])
+                ack_ns[i], result[i] = t, r
+            start = end
+        return ack_ns, result
 
     def columns(self) -> dict[str, list]:
         """The recorded sends as produced.parquet columns (call after the thread ended)."""
-        n = len(self._result)
+        n = self._sent
+        ack_ns, result = self._reports()
         send_ts: list[int] = []
         partition: list[int] = []
         for k, ts, part in self._runs:
@@ -126,7 +145,7 @@ class RecordingProducer(threading.Thread):
         status: list[str] = []
         offset: list[int | None] = []
         error: list[str | None] = []
-        for a, r in zip(self._ack_ns[:n], self._result[:n], strict=True):
+        for a, r in zip(ack_ns, result, strict=True):
             if a is None:
                 status.append("info")
                 offset.append(None)
@@ -145,26 +164,39 @@ class RecordingProducer(threading.Thread):
             "value": [f"{self.pname}-{i}" for i in range(n)], "producer": [self.pname] * n, "seq": list(range(n)),
             "topic": [self.topic] * n, "partition": partition[:n],
             "acks": [self.spec.acks] * n, "status": status, "offset": offset,
-            "send_ts_ms": send_ts[:n], "ack_ts_ms": [None if a is None else a // 1_000_000 for a in self._ack_ns[:n]],
+            "send_ts_ms": send_ts[:n], "ack_ts_ms": [None if a is None else a // 1_000_000 for a in ack_ns],
             "error": error,
         }
 
     def _delivery_callback(self) -> Callable[[KafkaError | None, Message], None]:
-        """The delivery report handler, run once per record: it stores the raw result and nothing else."""
-        result, ack_ns, plen, time_ns = self._result, self._ack_ns, self._prefix_len, time.time_ns
+        """The delivery report handler, run once per record: two appends and nothing else. Which
+        record a report is for (the seq in its payload id) is found after the workload, and when
+        it arrived is noted once per poll() (_poll): parsing the id and reading the clock here
+        took over half of the handler's time."""
+        values, results = self._dr_value.append, self._dr_result.append
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
-            i = int(msg.value()[plen:])
-            ack_ns[i] = time_ns()
-            result[i] = msg.offset() if err is None else err
+            values(msg.value())
+            results(msg.offset() if err is None else err)
 
         return on_delivery
+
+    def _poll(self, p: Producer, timeout: float) -> None:
+        """``p.poll``, noting how many delivery reports had arrived when it returned, and when."""
+        p.poll(timeout)
+        self._mark()
+
+    def _mark(self) -> None:
+        if len(self._dr_result) != (self._dr_marks[-1][0] if self._dr_marks else 0):
+            self._dr_marks.append((len(self._dr_result), time.time_ns()))
 
     def run(self) -> None:
         try:
             self._run()
         except BaseException as e:  # surfaced by the runner
             self.failure = e
+        finally:
+            self._mark()  # reports served anywhere else (none expected) arrived by now
 
     def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
         """Hand records seq..seq+n-1 to the client for one partition, recording the run."""
@@ -175,9 +207,7 @@ class RecordingProducer(threading.Thread):
         for m, i in zip(msgs, range(seq, seq + n), strict=True):
             m["value"] = f"{prefix}{i}"
         self._runs.append((n, now_ms(), part))
-        pending = [None] * n
-        self._result += pending
-        self._ack_ns += pending
+        self._sent += n
         if p.produce_batch(self.topic, msgs, partition=part) != n:
             # Not queued, so definitely not written (the queue has headroom, so this is rare).
             for i, m in enumerate(msgs, seq):
@@ -200,11 +230,11 @@ class RecordingProducer(threading.Thread):
                 if due > rate:  # fell behind by over a second (e.g. paused by a fault): do not burst
                     t0, base, due = time.monotonic(), seq, 1
                 if due <= 0:  # wait for the next send's time, serving delivery reports meanwhile
-                    p.poll(max(0.0, min(0.1, (seq + 1 - base) / rate - (time.monotonic() - t0))))
+                    self._poll(p, max(0.0, min(0.1, (seq + 1 - base) / rate - (time.monotonic() - t0))))
                     continue
             room = QUEUE_MAX - QUEUE_HEADROOM - len(p)
             if room <= 0:
-                p.poll(0.05)  # queue full (brokers unreachable or slow): wait, as produce() would
+                self._poll(p, 0.05)  # queue full (brokers unreachable or slow): wait, as produce() would
                 continue
             n = min(due, BATCH_MAX, room)
             # Equal runs for every partition (the rest waits for the next turn), or single records
@@ -214,8 +244,13 @@ class RecordingProducer(threading.Thread):
                 self._send(p, seq, chunk, part)
                 seq += chunk
                 part = (part + 1) % parts
-            p.poll(0)
-        p.flush(self.spec.delivery_timeout_ms / 1000 + 5)
+            self._poll(p, 0)
+        # flush() would serve the last reports without saying when each came: poll until none is due.
+        deadline = time.monotonic() + self.spec.delivery_timeout_ms / 1000 + 5
+        while len(p) and time.monotonic() < deadline:
+            self._poll(p, 0.1)
+        p.flush(0)
+        self._poll(p, 0)
         if self.spec.acks == "0":
             # "Delivered" meant handed to the socket; closing at once can cut the last batch off, a
             # loss the harness would cause itself. Stay connected while the bytes leave.

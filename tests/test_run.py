@@ -59,6 +59,11 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     final = {r["value"] for r in consumed if r["phase"] == "final"}
     live = {r["value"] for r in consumed if r["phase"] == "live"}
     assert acked <= final and acked <= live
+    # Each delivery report went to its own send: the offset it gave holds that very value, and it
+    # arrived after the send (reports are matched to sends, and timed, after the workload).
+    at = {(r["partition"], r["offset"]): r["value"] for r in consumed if r["phase"] == "final"}
+    assert all(at[(r["partition"], r["offset"])] == r["value"] for r in produced)
+    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] <= r["send_ts_ms"] + 5000 for r in produced)
     for b in (1, 2, 3):
         assert acked <= {r["value"] for r in replicas if r["broker"] == b}, f"broker {b}'s log lacks records"
     assert all(r["hw"] is not None and r["offset"] < r["hw"] for r in consumed if r["phase"] == "live")
