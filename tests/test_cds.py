@@ -1,5 +1,5 @@
-"""The Spark driver's class-data archive: named by what would make it stale, used when it fits,
-and ignored without a word when it does not."""
+"""The Spark driver's runtime and start-up cache: the bundled Java runs Spark, and the cache is
+named by what would make it stale, used when it fits, and ignored without a word when it does not."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker import cds
+from harness.checker import cds, java
 
 # Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
 SESSION = """
@@ -40,31 +40,41 @@ def test_archive_name_changes_with_the_spark_jars(tmp_path, monkeypatch):
     assert cds.java_options() == ""  # nothing built for these jars
 
 
-def test_the_driver_maps_the_built_archive():
-    """-Xshare:on makes the JVM refuse to start unless it can map the archive for Spark's class path."""
+def test_the_driver_runs_on_the_bundled_java_and_maps_the_built_cache():
+    """The strict option (-XX:AOTMode=on, or -Xshare:on on older runtimes) makes the JVM refuse to
+    start unless it can use the cache for Spark's class path."""
+    assert java.binary() is not None and java.feature_version(java.binary()) >= cds.AOT_VERSION
     p = cds.archive_path()
     if p is None or not p.is_file():
         if os.environ.get("CI") == "true":
-            pytest.fail(f"no Spark class-data archive at {p}: `kchaos doctor --fix` (scripts/setup.sh) builds it")
-        pytest.skip("no class-data archive built here (kchaos doctor --fix)")
-    out = _session(f"{cds.java_options()} -Xshare:on")
+            pytest.fail(f"no Spark start-up cache at {p}: `kchaos doctor --fix` (scripts/setup.sh) builds it")
+        pytest.skip("no start-up cache built here (kchaos doctor --fix)")
+    out = _session(f"{cds.java_options()} {cds.strict_option(p)}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ok 7" in out.stdout
+    assert "incubator" not in out.stderr and "not in java.base" not in out.stderr  # the options the shim drops
 
 
-def test_an_unusable_archive_is_ignored_silently(tmp_path):
-    bad = tmp_path / "bad.jsa"
-    bad.write_bytes(b"not an archive" * 100)
-    out = _session(f"-XX:SharedArchiveFile={bad} {cds.QUIET}")
+@pytest.mark.parametrize("suffix", [".aot", ".jsa"])
+def test_an_unusable_cache_is_ignored_silently(tmp_path, monkeypatch, suffix):
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_bytes(b"not a cache" * 100)
+    if suffix == ".jsa":  # the archive kind of older runtimes: checked on one when the machine has it
+        old = Path("/usr/lib/jvm/java-17-openjdk-amd64")
+        if not (old / "bin" / "java").is_file():
+            pytest.skip("no Java 17 here")
+        monkeypatch.setenv("KCHAOS_JAVA_HOME", str(old))
+    out = _session(cds.options_for(bad))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ok 7" in out.stdout
-    assert "shared archive" not in out.stderr.lower() and "cds" not in out.stderr.lower()
+    err = out.stderr.lower()
+    assert "shared archive" not in err and "cds" not in err and "aot" not in err
 
 
 def test_build_leaves_no_partial_file_when_the_jvm_fails(tmp_path, monkeypatch):
     """A failed build says so and leaves nothing behind: checks then run without an archive."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    monkeypatch.setenv("KCHAOS_JAVA_HOME", str(tmp_path / "jdk"))
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
     java.write_text("#!/bin/sh\necho 'no JVM here' >&2\nexit 1\n")

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.checker import cds
+from harness.checker import cds, java
 from harness.checker.promises import ANOMALIES
 from harness.history import (
     ACKS,
@@ -40,10 +40,12 @@ CACHE_PLAIN_MAX = 1 << 30  # Parquet input up to which the cached aggregations s
 def spark_session(master: str | None = None, jvm_options: str = "") -> SparkSession:
     """Embedded local[*] by default; a real cluster when a master URL is given.
 
-    The driver JVM maps the class-data archive when ``kchaos doctor --fix`` has built one (cds);
-    ``jvm_options`` are added to the driver's, and replace the archive when given.
+    The driver runs on the bundled Java runtime (java) and uses the start-up cache when ``kchaos
+    doctor --fix`` has built one (cds); ``jvm_options`` are added to the driver's, and replace the
+    cache when given.
     """
     cores = os.cpu_count() or 2
+    java.use()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only; also silences a start-up warning
     quiet = Path(__file__).with_name("log4j2-spark.properties")
     b = (
