@@ -556,9 +556,6 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # The odd values are few unless the history is badly broken: then they are broadcast, so the
     # final log's rows are matched to them where they lie instead of being shuffled by value.
     few = odd.count() <= BROADCAST_ROWS
-    dup_values = odd.filter("is_dup").select("run", "value")
-    if few:
-        dup_values = F.broadcast(dup_values)
 
     # Who sent the values behind lost writes, duplicates and indeterminate or failed writes that
     # landed: one lookup in produced for all of them (what the final log says is already known).
@@ -590,20 +587,24 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                     "s.acks", "s.ack_ts_ms"))
     found.append(_finding("lost", lost, "producer", "ack_ts_ms"))
 
+    # The final log's records of the duplicate and phantom values, for both examples: one pass over
+    # the per-offset cache, computed here once (it is small).
+    odd_final = (pk.decode(offs.filter(has(IN_FINAL)).select(*key, "offset", "value")
+                           .join(F.broadcast(odd) if few else odd, on=["run", "value"], how="inner"))
+                 .persist())
+    odd_final.count()
     senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
-    dup = (pk.decode(offs.filter(has(IN_FINAL)).join(dup_values, on=["run", "value"], how="left_semi"))
+    dup = (odd_final.filter("is_dup")
            .groupBy("run", "value")
            .agg(F.count(F.lit(1)).alias("copies"),
                 F.slice(F.sort_array(F.collect_list(F.struct("topic", "partition", "offset"))), 1, 5).alias("at"))
            .join(senders, on=["run", "value"], how="left")
            .fillna({"producer": "(unknown)"}))
     found.append(_finding("duplicate", dup, "producer", "copies"))
-    never_sent = odd.filter("is_phantom").select("run", "value")
-    never_sent = F.broadcast(never_sent) if few else never_sent.hint("shuffle_hash")
-    ph = (pk.decode(vals.filter(in_final).join(never_sent, on=["run", "value"], how="left_semi"))
+    ph = (odd_final.filter("is_phantom")
           .groupBy("run", "value")
-          .agg(F.first("topic").alias("topic"), F.first("partition").alias("partition"),
-               F.min("first_offset").alias("offset")))
+          .agg(F.min(F.struct("offset", "topic", "partition")).alias("at"))
+          .select("run", "value", "at.topic", "at.partition", "at.offset"))
     found.append(_finding("phantom", ph, "topic", "offset"))
 
     # nonmonotonic_send: adjacent ok sends (seq order) whose later one got a lower or equal offset.
@@ -670,7 +671,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     for row in _rows(bk):
         buckets.setdefault(row.pop("run"), []).append(row)
     final_rows = {i: final_rows.get(i) or 0 for i in range(len(runs))}
-    for df in (offs, vals, odd, sent, *passes):
+    for df in (offs, vals, odd, odd_final, sent, *passes):
         df.unpersist()
     return JobResult(
         {a: results.get(a, AnomalyResult()) for a in ANOMALIES},
