@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -351,7 +351,8 @@ def send_pass(produced: DataFrame, targets: DataFrame, table: DataFrame) -> tupl
     The targets, one row per value, are broadcast and matched on the way in; only the matched
     sends carry their details through the window's shuffle, as one struct (null for the rest).
     Returns (the sends that explain a target, the regressions with their producer's name, the
-    persisted rows both come from, to unpersist).
+    persisted rows both come from: the caller computes them once, before the findings, and
+    unpersists them).
     """
     ok = (F.col("status") == "ok") & (F.col("acks") != "0") & F.col("offset").isNotNull()
     by_value = targets.groupBy("run", "value").agg(
@@ -365,7 +366,6 @@ def send_pass(produced: DataFrame, targets: DataFrame, table: DataFrame) -> tupl
                                       "value", F.when(F.col("_t").isNotNull(), F.struct(*SEND_COLS, "_t")).alias("_s")),
                           ["_w"])
             .filter((F.col("_ok") & regressed()) | F.col("_s").isNotNull()).persist())
-    hits.count()  # computed here, once: two findings read it
     sent = (hits.filter(F.col("_s").isNotNull()).select("_s.*")
             .select(*SEND_COLS, F.explode("_t").alias("t")).select(*SEND_COLS, "t.*").filter(explains()))
     regressions = (hits.filter(F.col("_ok") & regressed())
@@ -381,7 +381,7 @@ def poll_pass(live: DataFrame, unc_at: DataFrame, pk: PartitionKey, offending: F
     ``unc_at`` (run, tp, offset, value, flags) is broadcast and matched on the way in; only the
     offending reads carry their details (hw, time, reader) through the window's shuffle.
     Returns (the offending reads, the regressions with their consumer's name, the persisted rows
-    both come from, to unpersist).
+    both come from: the caller computes them once, before the findings, and unpersists them).
     """
     key = pk.cols
     reads = (pk.encode(live.select(F.xxhash64("run", "consumer", "topic", "partition").alias("_g"), *KEY, "seq",
@@ -390,7 +390,6 @@ def poll_pass(live: DataFrame, unc_at: DataFrame, pk: PartitionKey, offending: F
     read = F.when(F.col("_u").isNotNull() & offending, F.struct(*key, "flags", "hw", "poll_ts_ms", "cid"))
     hits = (with_previous(reads.select("_g", "seq", "offset", "value", read.alias("_r")), ["_g"])
             .filter(regressed() | F.col("_r").isNotNull()).persist())
-    hits.count()  # computed here, once: two findings read it
     offending_reads = hits.filter(F.col("_r").isNotNull()).select("_r.*", "offset", "value")
     regressions = (hits.filter(regressed()).join(table, on="_g", how="left")
                    .select("run", "consumer", *REGRESSION_COLS))
@@ -523,10 +522,15 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     live = consumed.filter(F.col("phase") == "live")
     poll_table = group_table(spark, poll_groups, "consumer")
     passes: list[DataFrame] = []  # persisted rows of the one-pass lookups, unpersisted at the end
+    # Small results the findings read more than once are computed once, in jobs that run beside the
+    # main line (as the name scans do), filling the cores it leaves idle; waited for before the findings.
+    side = ThreadPoolExecutor(2)
+    pending: list[Future] = []
     if few_unc and poll_table is not None:
         # nonmonotonic_poll comes from the same pass (see below)
         unc_reads, nmp, hits = poll_pass(live, unc_at, pk, offending, poll_table)
         passes.append(hits)
+        pending.append(side.submit(hits.count))
     else:
         unc_reads = (pk.encode(live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "cid"))
                      .join(F.broadcast(unc_at) if few_unc else unc_at, on=[*key, "offset", "value"], how="inner")
@@ -577,6 +581,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         # nonmonotonic_send comes from the same pass (see below)
         sent, nms, hits = send_pass(produced, targets, send_table)
         passes.append(hits)
+        pending.append(side.submit(hits.count))
     else:
         sent, nms = send_details(produced, targets, few_targets), None
     sent = sent.persist()
@@ -589,11 +594,11 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     found.append(_finding("lost", lost, "producer", "ack_ts_ms"))
 
     # The final log's records of the duplicate and phantom values, for both examples: one pass over
-    # the per-offset cache, computed here once (it is small).
+    # the per-offset cache, computed once (it is small).
     odd_final = (pk.decode(offs.filter(has(IN_FINAL)).select(*key, "offset", "value")
                            .join(F.broadcast(odd) if few else odd, on=["run", "value"], how="inner"))
                  .persist())
-    odd_final.count()
+    pending.append(side.submit(odd_final.count))
     senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
     dup = (odd_final.filter("is_dup")
            .groupBy("run", "value")
@@ -643,6 +648,17 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
              .withColumn("none", F.lit("")).withColumn("zero", F.lit(0)))
     found.append(_finding("acks0_missing", acks0, "none", "zero"))
 
+    # Per-second acknowledgement buckets for unavailability windows (small: runs x partitions x
+    # seconds), beside the findings.
+    bk = (produced.filter((F.col("status") == "ok") & F.col("ack_ts_ms").isNotNull())
+          .withColumn("sec", F.floor(F.col("ack_ts_ms") / BUCKET_MS))
+          .groupBy(*KEY, "sec")
+          .agg(F.min("ack_ts_ms").alias("first_ack"), F.max("ack_ts_ms").alias("last_ack"),
+               F.count(F.lit(1)).alias("acks")))
+    for f in pending:
+        f.result()
+    bucket_rows = side.submit(_rows, bk)
+
     # Two actions for every finding of every run: counts, then the first examples of each kind.
     allf = found[0]
     for f in found[1:]:
@@ -662,15 +678,10 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     def per_run(kind: str) -> dict[int, int]:
         return {run: n for (run, _), n in results.get(kind, AnomalyResult()).counts.items()}
 
-    # Per-second acknowledgement buckets for unavailability windows (small: runs x partitions x seconds).
-    bk = (produced.filter((F.col("status") == "ok") & F.col("ack_ts_ms").isNotNull())
-          .withColumn("sec", F.floor(F.col("ack_ts_ms") / BUCKET_MS))
-          .groupBy(*KEY, "sec")
-          .agg(F.min("ack_ts_ms").alias("first_ack"), F.max("ack_ts_ms").alias("last_ack"),
-               F.count(F.lit(1)).alias("acks")))
     buckets: dict[int, list[dict]] = {}
-    for row in _rows(bk):
+    for row in bucket_rows.result():
         buckets.setdefault(row.pop("run"), []).append(row)
+    side.shutdown()
     final_rows = {i: final_rows.get(i) or 0 for i in range(len(runs))}
     for df in (offs, vals, odd, odd_final, sent, *passes):
         df.unpersist()
