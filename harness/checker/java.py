@@ -18,6 +18,7 @@ itself (JAVA_HOME, then java on the PATH).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -58,9 +59,8 @@ def _shim(real: Path) -> Path:
         tmp.chmod(0o755)
         tmp.replace(java)
         for name in ("lib", "release"):  # for tools that look for them under JAVA_HOME
-            link = home / name
-            if not link.exists():
-                link.symlink_to(real.parent.parent / name)
+            with contextlib.suppress(FileExistsError):  # made by an earlier or a concurrent check
+                (home / name).symlink_to(real.parent.parent / name)
     return home
 
 
