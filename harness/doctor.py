@@ -89,7 +89,8 @@ def check_spark_archive() -> Check:
     p = cds.archive_path()
     if p is None:
         return Check("spark start-up", True, "no java found, so no start-up cache")
-    runtime = f"java {java.feature_version(java.binary() or p)} at {java.binary()}"
+    binary = java.binary()  # not None: the cache is named after it
+    runtime = f"java {java.feature_version(binary)} at {binary}"
     if p.is_file():
         return Check("spark start-up", True, f"{runtime}, start-up cache {p}")
     return Check("spark start-up", True, f"{runtime}, no start-up cache yet: each check is about 5 s slower",
