@@ -268,6 +268,7 @@ def test_cli_exit_codes(tmp_path):
     assert not (good / "verdict.json").exists(), "nothing may be written when any input is bad"
     r = run(good)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr == "", "a check that passes prints nothing on stderr (no JVM or Spark start-up lines)"
 
 
 def test_names_sharing_a_hash_are_numbered_by_a_join_instead(tmp_path, monkeypatch):
