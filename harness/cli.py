@@ -12,10 +12,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness import doctor as doctor_mod
-from harness import engine, images
-from harness.matrix import QUICK
+from harness.suites import QUICK
 from harness.versions import KAFKA_VERSIONS
+
+# Commands import what they need themselves: `kchaos check` must not pay for docker, the cluster and
+# the scenario models (about 0.4 s) before its Spark session starts.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testing for real Apache Kafka.")
 console = Console(width=None if Console().is_terminal else 200)
@@ -33,6 +34,9 @@ def _log(msg: str) -> None:
 @app.command()
 def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
+    from harness import doctor as doctor_mod
+    from harness import engine, images
+
     if fix:
         try:
             doctor_mod.fix(log=_log)
@@ -56,6 +60,8 @@ def images_cmd(
     version: list[str] = typer.Option(None, "--version", "-v", help=f"Kafka versions ({VERSIONS_HELP})"),
 ) -> None:
     """Build every image locally (JRE base, Toxiproxy, Kafka per version); a no-op when up to date."""
+    from harness import engine, images
+
     for v in version or []:
         if v not in KAFKA_VERSIONS:
             err.print(f"--version {v}: no image recipe; allowed: {', '.join(KAFKA_VERSIONS)}")
@@ -81,7 +87,7 @@ def up(
     """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
     from pydantic import ValidationError
 
-    from harness import reaper
+    from harness import engine, reaper
     from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
 
     try:
@@ -107,6 +113,7 @@ def up(
 @contextlib.contextmanager
 def _refusing_bad_input():
     """Bad scenarios exit 2 and a missing engine exits 3, both before any container starts."""
+    from harness import engine
     from harness import scenario as scenario_mod
 
     try:
@@ -121,6 +128,8 @@ def _refusing_bad_input():
 
 def _require_images(source: str, versions: list[str]) -> None:
     """A Kafka version whose image is not built is bad input (exit 2), named with the fix."""
+    from harness import engine, images
+
     missing = [r.tag for r in images.missing(engine.client(timeout=10), versions) if r.kind != "base"]
     if missing:
         err.print(f"[red]bad input:[/red] {source}: kafka_version {', '.join(versions)}: image not built "
@@ -141,7 +150,7 @@ def run(
     """Run a scenario against a real cluster, record its history, then check it.
 
     Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed."""
-    from harness import reaper, runner
+    from harness import engine, reaper, runner
     from harness import scenario as scenario_mod
     from harness.cluster import ClusterError
 
@@ -258,8 +267,8 @@ def matrix(
     Finished runs are kept, so a second call after an interruption resumes where it stopped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness import engine, reaper, runner
     from harness import matrix as matrix_mod
-    from harness import reaper, runner
     from harness.cluster import ClusterError
 
     names = _csv(scenarios) or (matrix_mod.QUICK if quick else sorted(

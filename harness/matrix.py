@@ -14,11 +14,10 @@ from pathlib import Path
 
 from harness import scenario as scenario_mod
 from harness.history import write_json_atomic
+from harness.suites import QUICK  # noqa: F401 (matrix.QUICK, as before)
 from harness.versions import KAFKA_VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
-# The quick suite: the safe configuration clean, a known loss, and power loss without and with ELR (~4 min).
-QUICK = ["smoke", "acks1-leader-kill", "power-loss", "power-loss@4.1.2:kraft"]
 
 
 @dataclass(frozen=True)
