@@ -304,6 +304,27 @@ def test_uncommitted_read_details_are_the_same_joined_either_way(tmp_path, monke
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
 
 
+def test_rows_the_one_long_key_cannot_hold_send_per_offset_round_again(tmp_path, monkeypatch):
+    """per_offset packs (run, topic, partition, offset) into one long sized by what the name scans saw.
+    A partition above its bits, an offset above its bits and a final read of a topic no producer or
+    live read used must still be counted: per_offset runs again, the last time without the key."""
+    import harness.checker.spark_job as job
+
+    bits = []
+    real = job.per_offset
+    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: bits.append(pk.bits) or real(r, c, pk))
+    h = History().clean(5)
+    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)  # above 12 partition bits
+    h.replica(1, "a", 1 << 62).replica(2, "b", 1 << 62)  # above the offset bits
+    h.topic = "x"
+    h.read("x-phantom", 0, phase="final", consumer="final")  # a topic only the final read has
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == only(divergence=2, phantom=1)
+    assert {(e["partition"], e["offset"]) for e in v["examples"]["divergence"]} == {(5000, 0), (0, 1 << 62)}
+    assert v["examples"]["phantom"][0]["topic"] == "x"
+    assert bits[0] is not None and bits[-1] is None and len(bits) == 3
+
+
 @pytest.mark.parametrize("pack_topics_max", [0, 64])
 def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp_path, monkeypatch,
                                                                               pack_topics_max):
