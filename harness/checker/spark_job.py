@@ -311,9 +311,10 @@ def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> Da
     with flags only: the reads behind the few rows that turn out uncommitted are looked up later.
 
     The observations are clustered once by (run, topic, partition, offset), as one long k when
-    PartitionKey.key can hold them (the rows then carry k as well); every grouping below that
-    includes those columns (or k) then runs without another shuffle, and the aggregation buffers
-    are numbers only, so Spark hash-aggregates (a string min or max would make it sort).
+    PartitionKey.key can hold them (the rows are then (k, value, flags), and PartitionKey.unkeyed
+    gives the columns back); every grouping below that includes those columns (or k) then runs
+    without another shuffle, and the aggregation buffers are numbers only, so Spark
+    hash-aggregates (a string min or max would make it sort).
     """
     live = F.col("phase") == "live"
     above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
@@ -531,7 +532,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     # final read of another topic is flagged by per_offset, which then runs again with every topic.
     # per_offset's one-long key is sized by the partitions seen; a row it cannot hold (NO_KEY) makes
     # per_offset run again without it.
-    def offsets_by(topics: set[str | None], parts: set[int | None] | None) -> tuple[PartitionKey, DataFrame, list]:
+    def offsets_by(topics: set[str | None],
+                   parts: set[int | None] | None) -> tuple[PartitionKey, DataFrame, DataFrame, list]:
         known = [p for p in parts or () if p is not None]
         pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")), len(runs),
                           max(known, default=0) if parts is not None else None)
