@@ -87,6 +87,21 @@ def test_all_anomalies_together(tmp_path):
     assert row["producers"] == ["p0", "p1"] and set(row["broken"]) == set(ANOMALIES)
 
 
+def test_examples_are_the_first_ten_of_each_kind_in_order(tmp_path):
+    """Counts and examples come from one action over the findings: the examples of a kind are still
+    the first EXAMPLES by its sort key (the earliest acknowledgement, the lowest offset), in order."""
+    h = History().clean(15)
+    base = h.ts + 1000
+    for i in range(13):  # sent latest first, so the order of the rows is not the order of the examples
+        h.send(f"v-lost-{i}", 100 + i, ts=base + 100 * (13 - i))
+    for o in range(12):
+        h.replica(2, f"other-{o}", o)
+    v = check_one(tmp_path, h)
+    assert (v["anomalies"]["lost"], v["anomalies"]["divergence"]) == (13, 12)
+    assert [e["value"] for e in v["examples"]["lost"]] == [f"v-lost-{i}" for i in range(12, 2, -1)]
+    assert [e["offset"] for e in v["examples"]["divergence"]] == list(range(10))
+
+
 def test_examples_name_what_is_involved(tmp_path):
     h = History().clean(5)
     plant(h, "lost")
