@@ -271,7 +271,7 @@ def matrix(
     from harness import matrix as matrix_mod
     from harness.cluster import ClusterError
 
-    names = _csv(scenarios) or (matrix_mod.QUICK if quick else sorted(
+    names = _csv(scenarios) or (QUICK if quick else sorted(
         p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)))

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from harness import scenario as scenario_mod
 from harness.history import write_json_atomic
-from harness.suites import QUICK  # noqa: F401 (matrix.QUICK, as before)
 from harness.versions import KAFKA_VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
