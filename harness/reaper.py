@@ -104,12 +104,22 @@ def _pid_alive(pid: str, host: str) -> bool:
         return True
 
 
+def _containers(client: docker.DockerClient, label_filter: str) -> list[dict]:
+    """Containers matching a label filter, from the list call alone.
+
+    `containers.list()` inspects each listed container in a second call; one removed in between
+    (by a run's own watchdog, cleaning up at that moment) raised NotFound out of the listing.
+    """
+    return client.api.containers(all=True, filters={"label": label_filter})
+
+
 def inventory(client: docker.DockerClient) -> list[Leftover]:
     """Every kchaos container and network, and whether the run that owns it is still alive."""
     out = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        lb = c.labels
-        out.append(Leftover("container", c.name, lb.get(LABEL_SESSION, "?"), lb.get(LABEL_PID, "?"),
+    for c in _containers(client, LABEL):
+        lb = c.get("Labels") or {}
+        name = (c.get("Names") or ["/" + c["Id"][:12]])[0].lstrip("/")
+        out.append(Leftover("container", name, lb.get(LABEL_SESSION, "?"), lb.get(LABEL_PID, "?"),
                             _pid_alive(lb.get(LABEL_PID, "0"), lb.get(LABEL_HOST, ""))))
     for n in client.networks.list(filters={"label": LABEL}):
         lb = n.attrs.get("Labels") or {}
@@ -121,9 +131,9 @@ def inventory(client: docker.DockerClient) -> list[Leftover]:
 def remove(client: docker.DockerClient, label_filter: str) -> int:
     """Remove containers, then networks, matching a label filter; returns how many went."""
     n = 0
-    for c in client.containers.list(all=True, filters={"label": label_filter}):
+    for c in _containers(client, label_filter):
         try:
-            c.remove(force=True, v=True)
+            client.api.remove_container(c["Id"], force=True, v=True)
             n += 1
         except NotFound:
             pass

@@ -12,7 +12,7 @@ import time
 import docker
 import pytest
 
-from harness import engine, reaper
+from harness import engine, images, reaper
 from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker
@@ -84,3 +84,26 @@ def test_next_run_removes_what_a_dead_run_left():
     finally:
         with contextlib.suppress(docker.errors.NotFound):
             net.remove()
+
+
+def test_inventory_and_remove_survive_a_container_removed_while_listing(monkeypatch):
+    """A run's watchdog may remove a container between a listing and an inspection of it; the
+    inventory and the removal read the listing alone, so such a container neither breaks them nor
+    hides the others (CI once failed on `containers.list()` inspecting one already gone)."""
+    require_docker([])
+    client = engine.client()
+    session = f"race-{os.getpid()}-{time.monotonic_ns()}"
+    lbl = {**reaper.labels(), reaper.LABEL_SESSION: session}
+    made = [client.containers.create(images.base_ref().tag, ["true"], labels=lbl) for _ in range(2)]
+    try:
+        def gone(*_a, **_k):
+            raise docker.errors.NotFound("removed while listing")
+        monkeypatch.setattr(client.api, "inspect_container", gone)
+        assert sorted(_session_resources(client, session)) == sorted(c.name for c in made)
+        assert reaper.remove(client, f"{reaper.LABEL_SESSION}={session}") == 2
+        assert _session_resources(client, session) == []
+    finally:
+        monkeypatch.undo()
+        for c in made:
+            with contextlib.suppress(docker.errors.NotFound):
+                c.remove(force=True)
