@@ -23,11 +23,21 @@ def only(**counts: int) -> dict[str, int]:
     return {**ZERO, **counts}
 
 
+def nothing_cached() -> bool:
+    """Whether the Spark session (if one has started) holds no cached rows: a check releases what it
+    cached however it ends, for a caller that goes on using the session."""
+    from pyspark.sql import SparkSession
+
+    s = SparkSession.getActiveSession()
+    return s is None or s._jsparkSession.sharedState().cacheManager().isEmpty()
+
+
 def check_one(tmp_path, h: History, name: str = "run") -> dict:
     d = h.write(tmp_path / name)
     (v,) = check_runs([d])
     # The Spark job and the reference implementation agree on every history built here.
     assert v["anomalies"] == count_anomalies(h.produced, h.consumed, h.replicas)
+    assert nothing_cached()
     return v
 
 
@@ -261,6 +271,7 @@ def test_bad_input_names_file_and_column_and_writes_nothing(tmp_path, how):
     with pytest.raises(HistoryError, match=BAD[how]):
         check_runs([d])
     assert not (d / "verdict.json").exists()
+    assert nothing_cached(), "a check that fails midway must not leave its cached rows in the session"
 
 
 def test_cli_exit_codes(tmp_path):

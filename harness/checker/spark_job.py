@@ -487,6 +487,25 @@ def group_table(spark: SparkSession, groups: dict[tuple, int], who: str) -> Data
 
 
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
+    """Reconcile ``runs`` in one Spark session. The rows it caches and the pool its side jobs run in
+    are released however it ends: a check that fails midway leaves nothing cached in a session
+    the caller goes on using (the pytest plugin checks many runs in one process)."""
+    held: list[DataFrame] = []
+    side = ThreadPoolExecutor(2)
+    try:
+        return _run_job(spark, runs, n_examples, held, side)
+    finally:
+        side.shutdown(wait=True, cancel_futures=True)
+        for df in held:
+            df.unpersist()
+
+
+def _run_job(spark: SparkSession, runs: list[RunDir], n_examples: int, held: list[DataFrame],
+             side: ThreadPoolExecutor) -> JobResult:
+    def hold(df: DataFrame) -> DataFrame:
+        held.append(df.persist())
+        return df
+
     n_parts = shuffle_partitions(runs, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(n_parts))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(compress_cache(runs)).lower())
@@ -542,7 +561,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         known = [p for p in parts or () if p is not None]
         pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")), len(runs),
                           max(known, default=0) if parts is not None else None)
-        cached = per_offset(replicas, consumed, pk).persist()
+        cached = hold(per_offset(replicas, consumed, pk))
         offs = pk.unkeyed(cached)
         return pk, cached, offs, offs.groupBy("run").agg(
             F.bit_or("flags").alias("f"), F.sum(has(IN_FINAL).cast("int")).alias("final_rows"),
@@ -565,7 +584,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     for r in per_run:
         flags.setdefault(r["run"], {})[CONSUMED] = r["f"]
         final_rows[r["run"]] = r["final_rows"]
-    vals = per_value(produced, offs, pk).persist()
+    vals = hold(per_value(produced, offs, pk))
     # Contract breaches, flagged by the aggregations above: raise before any verdict is built.
     # The same pass counts the rows that become targets of the send lookup below (lost writes and
     # indeterminate or failed writes that landed), to choose how the lookup joins.
@@ -608,15 +627,13 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     offending = ~has(IN_FINAL) | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw")))
     live = consumed.filter(F.col("phase") == "live")
     poll_table = group_table(spark, poll_groups, "consumer")
-    passes: list[DataFrame] = []  # persisted rows of the one-pass lookups, unpersisted at the end
     # Small results the findings read more than once are computed once, in jobs that run beside the
     # main line (as the name scans do), filling the cores it leaves idle; waited for before the findings.
-    side = ThreadPoolExecutor(2)
     pending: list[Future] = []
     if few_unc and poll_table is not None:
         # nonmonotonic_poll comes from the same pass (see below)
         unc_reads, nmp, hits = poll_pass(live, unc_at, pk, offending, poll_table)
-        passes.append(hits)
+        held.append(hits)  # persisted by the pass
         pending.append(side.submit(hits.count))
     else:
         unc_reads = (pk.encode(live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "cid"))
@@ -643,8 +660,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
                           F.bit_or("flags").alias("flags")))
     is_dup = (F.col("final_parts") >= 2) | (F.col("dup_local") == 1)
     is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
-    odd = (per_run_value.filter(is_dup | is_phantom)
-           .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")).persist())
+    odd = hold(per_run_value.filter(is_dup | is_phantom)
+               .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")))
     # The odd values are few unless the history is badly broken: then they are broadcast, so the
     # final log's rows are matched to them where they lie instead of being shuffled by value.
     n_odd, n_dup = odd.agg(F.count(F.lit(1)), F.sum(F.col("is_dup").cast("long"))).first()
@@ -668,11 +685,11 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     if few_targets and send_table is not None:
         # nonmonotonic_send comes from the same pass (see below)
         sent, nms, hits = send_pass(produced, targets, send_table)
-        passes.append(hits)
+        held.append(hits)  # persisted by the pass
         pending.append(side.submit(hits.count))
     else:
         sent, nms = send_details(produced, targets, few_targets), None
-    sent = sent.persist()
+    sent = hold(sent)
 
     # The example of a lost write is its earliest acknowledged send.
     lost = (sent.filter(F.col("kind") == "lost").groupBy("run", "value")
@@ -683,9 +700,8 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
 
     # The final log's records of the duplicate and phantom values, for both examples: one pass over
     # the per-offset cache, computed once (it is small).
-    odd_final = (pk.decode(offs.filter(has(IN_FINAL)).select(*key, "offset", "value")
-                           .join(F.broadcast(odd) if few else odd, on=["run", "value"], how="inner"))
-                 .persist())
+    odd_final = hold(pk.decode(offs.filter(has(IN_FINAL)).select(*key, "offset", "value")
+                               .join(F.broadcast(odd) if few else odd, on=["run", "value"], how="inner")))
     pending.append(side.submit(odd_final.count))
     senders = sent.filter(F.col("kind") == "dup").groupBy("run", "value").agg(F.min("producer").alias("producer"))
     dup = (odd_final.filter("is_dup")
@@ -752,7 +768,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     allf = found[0]
     for f in found[1:]:
         allf = allf.unionByName(f)
-    allf = allf.persist()
+    allf = hold(allf)
     counts = (allf.groupBy("kind", "run", "attr").agg(F.count(F.lit(1)).alias("n"))
               .withColumn("payload", F.lit(None).cast("string")))
     w = Window.partitionBy("kind", "run").orderBy("sort", "payload")
@@ -767,7 +783,6 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
             res.counts[(r["run"], r["attr"])] = r["n"]
         else:
             res.examples.setdefault(r["run"], []).append(json.loads(r["payload"]))
-    allf.unpersist()
 
     def per_run(kind: str) -> dict[int, int]:
         return {run: n for (run, _), n in results.get(kind, AnomalyResult()).counts.items()}
@@ -775,10 +790,7 @@ def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
     buckets: dict[int, list[dict]] = {}
     for row in bucket_rows.result():
         buckets.setdefault(row.pop("run"), []).append(row)
-    side.shutdown()
     final_rows = {i: final_rows.get(i) or 0 for i in range(len(runs))}
-    for df in (cached, vals, odd, odd_final, sent, *passes):
-        df.unpersist()
     return JobResult(
         {a: results.get(a, AnomalyResult()) for a in ANOMALIES},
         results.get("landed_info", AnomalyResult()), results.get("landed_fail", AnomalyResult()),
