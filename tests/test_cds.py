@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from harness.checker import cds, java
 # Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
 SESSION = """
 import sys
+import time
 from harness.checker.spark_job import spark_session
 s = spark_session(None, jvm_options=sys.argv[1])
 r = s.range(1000)
@@ -84,3 +86,21 @@ def test_build_leaves_no_partial_file_when_the_jvm_fails(tmp_path, monkeypatch):
     assert cds.build(log=said.append, timeout_s=120) is None
     assert said and "not built" in said[0]
     assert list(Path(tmp_path / "cache" / "kchaos").iterdir()) == []
+
+
+def test_a_build_removes_only_caches_no_check_has_used_lately(tmp_path, monkeypatch):
+    """Installs may share the cache directory: a check marks the cache it uses, and a build removes
+    only the caches nobody has used for UNUSED_DAYS, not another install's live one."""
+    d = tmp_path / "kchaos"
+    d.mkdir()
+    mine, live, old = d / "spark-4.3.0-aaaa.aot", d / "spark-3.5.9-bbbb.jsa", d / "spark-4.3.0-cccc.aot"
+    for f in (mine, live, old):
+        f.write_bytes(b"x")
+    month_ago = time.time() - 30 * 86400
+    for f in (mine, old):
+        os.utime(f, (month_ago, month_ago))
+    monkeypatch.setattr(cds, "archive_path", lambda: mine)
+    assert cds.java_options().startswith(f"-XX:AOTCache={mine}")
+    assert mine.stat().st_mtime > month_ago, "using the cache marks it used"
+    assert cds.remove_unused(mine) == [old]
+    assert sorted(d.iterdir()) == sorted([mine, live])

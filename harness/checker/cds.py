@@ -17,6 +17,7 @@ checks the class path itself) is ignored, silently, and classes load as before.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -31,6 +32,7 @@ from harness.checker.java import cache_dir
 AOT_VERSION = 25  # the first runtime whose cache is written in one training run (-XX:AOTCacheOutput)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive must not print to the user
 QUIET_AOT = "-Xlog:aot*=off -Xlog:cds*=off"  # aot* too: 25.0.2 warns of stubs it cannot reuse
+UNUSED_DAYS = 14  # a cache no check has used for this long belongs to an install that is gone
 
 
 def _spark_jars() -> Path:
@@ -72,7 +74,27 @@ def strict_option(p: Path) -> str:
 def java_options() -> str:
     """The driver JVM options that use the cache, or "" when there is none."""
     p = archive_path()
-    return options_for(p) if p is not None and p.is_file() else ""
+    if p is None or not p.is_file():
+        return ""
+    with contextlib.suppress(OSError):  # marks it in use: a build for another install leaves it alone
+        os.utime(p)
+    return options_for(p)
+
+
+def remove_unused(keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
+    """Remove the caches beside ``keep`` that no check has used for ``days``; returns them.
+
+    Other caches in the directory may belong to other installs sharing it (another virtualenv
+    with another Spark or Java): each check touches the cache it uses, so only abandoned ones go.
+    """
+    cutoff = time.time() - days * 86400
+    gone = []
+    for other in [*keep.parent.glob("spark-*.jsa"), *keep.parent.glob("spark-*.aot")]:
+        with contextlib.suppress(OSError):
+            if other != keep and other.stat().st_mtime < cutoff:
+                other.unlink()
+                gone.append(other)
+    return gone
 
 
 def build(log=print, timeout_s: float = 300) -> Path | None:
@@ -86,8 +108,7 @@ def build(log=print, timeout_s: float = 300) -> Path | None:
     if p is None or p.is_file():
         return p
     p.parent.mkdir(parents=True, exist_ok=True)
-    for stale in [*p.parent.glob("spark-*.jsa"), *p.parent.glob("spark-*.aot")]:  # another Spark or java
-        stale.unlink(missing_ok=True)
+    remove_unused(p)
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     t0 = time.monotonic()
     try:
