@@ -153,11 +153,29 @@ def kchaos_check(d: Path) -> tuple[dict, float]:
     return json.loads((d / "verdict.json").read_text())["anomalies"], dt
 
 
+def setting() -> str:
+    """What the figures depend on besides the code, printed with them: both engines' versions and
+    the machine (a new DuckDB or CPU moves the ratio as much as a change to the checker)."""
+    import os
+    import platform
+
+    import pyspark
+
+    from harness.checker import java
+
+    jv = java.binary()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
+    return (f"duckdb {duckdb.__version__}, pyspark {pyspark.__version__}, driver java "
+            f"{java.feature_version(jv) if jv else '?'}, {os.cpu_count()} cores ({cpu})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kchaos-bench"))
     a = ap.parse_args()
+    print(setting())
     results = {}
     for n in a.sizes:
         d = a.dir / f"n{n}"
