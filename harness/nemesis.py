@@ -8,6 +8,7 @@ and links it touched; a state sampler adds leader/ISR/controller lines at least 
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -21,10 +22,11 @@ from harness.schedule import PlannedFault
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
-# Which toxics a network fault adds, so its heal removes only its own.
+# Which toxics a network fault adds; with its tag (Applied.tag), its heal removes only its own.
 TOXIC_PREFIX = {"latency": LATENCY_TOXIC, "slow_fetch": LATENCY_TOXIC, "bandwidth": BANDWIDTH_TOXIC,
                 **dict.fromkeys(("isolate", "cut_replication", "cut_fetch", "cut_coordination", "cut_client",
                                  "one_way"), CUT_TOXIC)}
+_TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
 
 
 class EventLog:
@@ -53,6 +55,7 @@ class Applied:
     links: list[str] = field(default_factory=list)
     start_ms: int = 0
     detail: dict = field(default_factory=dict)
+    tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
 
 
 class Nemesis:
@@ -111,11 +114,27 @@ class Nemesis:
         }.get(kind, [])
 
     def apply(self, f: PlannedFault) -> Applied:
+        """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
         st = self.c.describe(self.topic, timeout_s=5)
-        a = Applied(f, brokers, start_ms=now_ms(), detail={
+        a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller})
-        for b in brokers:
+        try:
+            self._apply(a)
+        except Exception:
+            if a.links:
+                try:
+                    self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind), tag=a.tag)
+                except Exception as e:  # the fault's own error is the one to report
+                    LOG.warning("could not take back the toxics of %s %s: %s", f.kind, f.target, e)
+            raise
+        self.events.write({"type": "fault_start", "kind": f.kind, "target": f.target, "brokers": brokers,
+                           "ts_ms": a.start_ms, **a.detail})
+        return a
+
+    def _apply(self, a: Applied) -> None:
+        f = a.fault
+        for b in a.brokers:
             if f.kind == "kill":
                 self.c.kill(b)
             elif f.kind == "power_loss":
@@ -130,20 +149,17 @@ class Nemesis:
             elif f.kind == "one_way":
                 for o in self.c.settings.broker_ids:
                     if o != b:
-                        self.c.cut_one_way(b, o)
                         a.links += [link for link, _ in self.c.topo.one_way(b, o)]
+                        self.c.cut_one_way(b, o, tag=a.tag)
             else:
                 links = self._links(f.kind, b, a.detail["leader_before"])
+                a.links += links  # before the toxics go on, so a failure halfway takes them back
                 if f.kind in ("latency", "slow_fetch"):
-                    self.c.latency(links, f.latency_ms, f.jitter_ms)
+                    self.c.latency(links, f.latency_ms, f.jitter_ms, tag=a.tag)
                 elif f.kind == "bandwidth":
-                    self.c.bandwidth(links, f.rate_kbps)
+                    self.c.bandwidth(links, f.rate_kbps, tag=a.tag)
                 else:
-                    self.c.cut(links)
-                a.links += links
-        self.events.write({"type": "fault_start", "kind": f.kind, "target": f.target, "brokers": brokers,
-                           "ts_ms": a.start_ms, **a.detail})
-        return a
+                    self.c.cut(links, tag=a.tag)
 
     def heal(self, a: Applied) -> None:
         f = a.fault
@@ -155,7 +171,7 @@ class Nemesis:
             elif f.kind == "pause":
                 self.c.resume(b)
         if a.links:
-            self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind))
+            self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind), tag=a.tag)
         end = now_ms()
         self.events.write({
             "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (

@@ -8,6 +8,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.cluster import ClusterSettings, KafkaCluster, TopicError
+from harness.cluster.kafka_cluster import CUT_TOXIC, STREAMS, toxic_name
+from harness.nemesis import EventLog, Nemesis
+from harness.schedule import PlannedFault
 from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
 
@@ -154,3 +157,21 @@ def test_healing_one_network_fault_leaves_an_overlapping_one(healed):
     assert names == {"kchaos-cut-upstream", "kchaos-cut-downstream"}
     healed.restore([link])
     assert healed.toxi.toxics(link) == []
+
+
+def test_overlapping_faults_of_one_kind_each_heal_their_own(healed, tmp_path):
+    """A scenario's faults may overlap: two cuts over the same link both apply (the second used to
+    be refused, its name taken), and healing the first leaves the link cut until the second heals."""
+    topic = unique_topic("overlap")
+    healed.create_topic(topic, partitions=1, replication_factor=3)
+    events = EventLog(tmp_path / "events.jsonl")
+    nem, other = Nemesis(healed, topic, events), Nemesis(healed, topic, events)  # as the pytest plugin does
+    link = healed.topo.client(1)
+    first = nem.apply(PlannedFault(0, 1, "cut_client", "broker:1"))
+    second = other.apply(PlannedFault(0, 1, "isolate", "broker:1"))
+    assert link in first.links and link in second.links and first.tag != second.tag
+    nem.heal(first)
+    assert {t["name"] for t in healed.toxi.toxics(link)} == {toxic_name(CUT_TOXIC, st, second.tag) for st in STREAMS}
+    other.heal(second)
+    assert {x: healed.toxi.toxics(x) for x in second.links} == {x: [] for x in second.links}
+    events.close()

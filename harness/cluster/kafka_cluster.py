@@ -53,6 +53,11 @@ STREAMS = ("upstream", "downstream")
 DATA_DIR = "/var/lib/kafka/data"
 
 
+def toxic_name(prefix: str, stream: str, tag: str = "") -> str:
+    """kchaos-cut-upstream, or kchaos-cut-upstream-f3 for the fault tagged f3."""
+    return f"{prefix}-{stream}-{tag}" if tag else f"{prefix}-{stream}"
+
+
 class ClusterError(RuntimeError):
     """The cluster could not be started or did not become healthy; the message says why."""
 
@@ -523,19 +528,22 @@ class KafkaCluster:
                              f"{self.topo.coordination(1)}")
         return links
 
-    def cut(self, links: Iterable[str], stream: str = "both") -> None:
-        """Black-hole links: bytes stop flowing (TCP stays open, as in a real partition)."""
+    def cut(self, links: Iterable[str], stream: str = "both", tag: str = "") -> None:
+        """Black-hole links: bytes stop flowing (TCP stays open, as in a real partition).
+
+        ``tag`` (here and in the other toxics) names this fault's toxics apart from another's on the
+        same link, so faults that overlap there can be applied and healed each on its own."""
         assert self.toxi is not None
         streams = STREAMS if stream == "both" else (stream,)
         for link in self._check_links(links):
             for st in streams:
-                self.toxi.add_toxic(link, f"{CUT_TOXIC}-{st}", "timeout", st, {"timeout": 0})
+                self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
 
-    def cut_one_way(self, src: int, dst: int) -> None:
+    def cut_one_way(self, src: int, dst: int, tag: str = "") -> None:
         """Bytes from broker src to broker dst are dropped; dst to src still flows."""
         assert self.toxi is not None
         for link, st in self.topo.one_way(src, dst):
-            self.toxi.add_toxic(link, f"{CUT_TOXIC}-{st}", "timeout", st, {"timeout": 0})
+            self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
 
     def reject(self, links: Iterable[str]) -> None:
         """Disable links: connections are refused or reset at once (a crashed peer's host)."""
@@ -543,29 +551,30 @@ class KafkaCluster:
         for link in self._check_links(links):
             self.toxi.set_enabled(link, False)
 
-    def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0) -> None:
+    def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0, tag: str = "") -> None:
         """Add ``ms`` (+- jitter) to each direction of the links."""
         assert self.toxi is not None
         for link in self._check_links(links):
             for st in STREAMS:
-                self.toxi.add_toxic(link, f"{LATENCY_TOXIC}-{st}", "latency", st,
+                self.toxi.add_toxic(link, toxic_name(LATENCY_TOXIC, st, tag), "latency", st,
                                     {"latency": ms, "jitter": jitter_ms})
 
-    def bandwidth(self, links: Iterable[str], kbytes_per_s: int) -> None:
+    def bandwidth(self, links: Iterable[str], kbytes_per_s: int, tag: str = "") -> None:
         assert self.toxi is not None
         for link in self._check_links(links):
             for st in STREAMS:
-                self.toxi.add_toxic(link, f"{BANDWIDTH_TOXIC}-{st}", "bandwidth", st, {"rate": kbytes_per_s})
+                self.toxi.add_toxic(link, toxic_name(BANDWIDTH_TOXIC, st, tag), "bandwidth", st,
+                                    {"rate": kbytes_per_s})
 
-    def restore(self, links: Iterable[str], only: str | None = None) -> None:
-        """Undo every fault on the links, or only the toxics whose name starts with ``only``
-        (so healing one fault leaves an overlapping one on the same link in place)."""
+    def restore(self, links: Iterable[str], only: str | None = None, tag: str | None = None) -> None:
+        """Undo every fault on the links, or only the toxics whose name starts with ``only`` and,
+        given a ``tag``, carries it (so healing one fault leaves an overlapping one in place)."""
         assert self.toxi is not None
         for link in self._check_links(links):
-            if only is None:
+            if only is None and tag is None:
                 self.toxi.set_enabled(link, True)
             for t in self.toxi.toxics(link):
-                if only is None or t["name"].startswith(only):
+                if (only is None or t["name"].startswith(only)) and (tag is None or t["name"].endswith(f"-{tag}")):
                     self.toxi.remove_toxic(link, t["name"])
 
     def isolate(self, b: int) -> None:
