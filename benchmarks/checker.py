@@ -164,8 +164,10 @@ def setting() -> str:
     from harness.checker import java
 
     jv = java.binary()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
+    info = Path("/proc/cpuinfo")
+    models = [ln.split(":", 1)[1].strip() for ln in info.read_text().splitlines()
+              if ln.startswith("model name")] if info.exists() else []
+    cpu = models[0] if models else platform.processor() or "?"
     return (f"duckdb {duckdb.__version__}, pyspark {pyspark.__version__}, driver java "
             f"{java.feature_version(jv) if jv else '?'}, {os.cpu_count()} cores ({cpu})")
 

@@ -16,7 +16,6 @@ from harness.checker import cds, java
 # Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
 SESSION = """
 import sys
-import time
 from harness.checker.spark_job import spark_session
 s = spark_session(None, jvm_options=sys.argv[1])
 r = s.range(1000)

@@ -90,7 +90,7 @@ def test_inventory_and_remove_survive_a_container_removed_while_listing(monkeypa
     """A run's watchdog may remove a container between a listing and an inspection of it; the
     inventory and the removal read the listing alone, so such a container neither breaks them nor
     hides the others (CI once failed on `containers.list()` inspecting one already gone)."""
-    require_docker([])
+    require_docker()
     client = engine.client()
     session = f"race-{os.getpid()}-{time.monotonic_ns()}"
     lbl = {**reaper.labels(), reaper.LABEL_SESSION: session}
