@@ -13,7 +13,7 @@ import pytest
 
 from harness.checker import ANOMALIES, check_runs, summarize
 from harness.checker.reference import count_anomalies
-from harness.history import HistoryError
+from harness.history import HistoryError, validate
 from tests.histories import History
 
 ZERO = dict.fromkeys(ANOMALIES, 0)
@@ -349,6 +349,63 @@ def test_rows_the_one_long_key_cannot_hold_send_per_offset_round_again(tmp_path,
     assert {(e["partition"], e["offset"]) for e in v["examples"]["divergence"]} == {(5000, 0), (0, 1 << 62)}
     assert v["examples"]["phantom"][0]["topic"] == "x"
     assert bits[0] is not None and bits[-1] is None and len(bits) == 3
+
+
+def test_footers_say_which_topics_and_partitions_a_file_holds_only_when_they_can(tmp_path):
+    """per_offset starts from the topics and largest partition the Parquet footers give, before the
+    name scans end; the footers must give them exactly, or nothing."""
+    from harness.history import footer_stats
+
+    f = tmp_path / "x.parquet"
+    t = pa.table({"topic": ["a", "a", "b", "b", None, None], "partition": [0, 3, 7, 1, None, None]})
+    pq.write_table(t, f, row_group_size=2)
+    assert footer_stats(f, "topic") == ({"a", "b", None}, "b")
+    assert footer_stats(f, "partition") == (None, 7)  # two partitions in a row group: no set, a max
+    assert footer_stats(f, "missing") == (None, None)
+    pq.write_table(t, f, row_group_size=2, write_statistics=False)
+    assert footer_stats(f, "topic") == (None, None)
+    pq.write_table(t, f, row_group_size=3)  # "a", "a", "b" share a row group
+    assert footer_stats(f, "topic") == (None, "b")
+
+
+@pytest.mark.parametrize("footer", ["misses topic x", "misses partition 5000"])
+def test_a_footer_that_misses_a_topic_or_partition_sends_per_offset_round_again(tmp_path, monkeypatch, footer):
+    """Whatever the footers say, the counts are the rows': a topic or a partition they did not give
+    is flagged by per_offset (UNKNOWN_TOPIC, NO_KEY), which runs again with what the rows hold."""
+    import harness.checker.spark_job as job
+
+    keys = []
+    real = job.per_offset
+    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
+    said = ({"t"}, {5000}) if footer == "misses topic x" else ({"t", "x"}, {0})
+    monkeypatch.setattr(job, "footer_key", lambda runs: said)
+    h = History().clean(5)
+    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)  # above 12 partition bits
+    h.topic = "x"
+    h.read("x-phantom", 0, phase="final", consumer="final")
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == only(divergence=1, phantom=1)
+    assert v["examples"]["phantom"][0]["topic"] == "x"
+    assert len(keys) == 2 and keys[0][0] == sorted(said[0])
+    if footer == "misses topic x":
+        assert keys[1][0] == ["t", "x"] and keys[1][1] is not None
+    else:
+        assert keys[0][1] is not None and keys[1][1] is None
+
+
+def test_per_offset_starts_from_the_footers_when_they_name_every_topic(tmp_path, monkeypatch):
+    """A history of one topic (as this harness writes): per_offset runs once, keyed from the footers."""
+    import harness.checker.spark_job as job
+
+    keys = []
+    real = job.per_offset
+    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
+    h = History().clean(5)
+    plant(h, "nonmonotonic_send")  # partition 1 too
+    v = check_one(tmp_path, h)
+    assert v["anomalies"] == only(nonmonotonic_send=1)
+    assert job.footer_key([validate(tmp_path / "run")]) == ({"t"}, {1})
+    assert len(keys) == 1 and keys[0][0] == ["t"] and keys[0][1] is not None
 
 
 @pytest.mark.parametrize("pack_topics_max", [0, 64])

@@ -29,6 +29,7 @@ from harness.history import (
     STATUSES,
     HistoryError,
     RunDir,
+    footer_stats,
 )
 
 EXAMPLES = 10
@@ -486,6 +487,25 @@ def group_table(spark: SparkSession, groups: dict[tuple, int], who: str) -> Data
     return F.broadcast(spark.createDataFrame(rows, f"_g long, run int, {who} string, topic string, partition int"))
 
 
+def footer_key(runs: list[RunDir]) -> tuple[set[str | None], set[int | None]] | None:
+    """Every topic of every file, and the largest partition, from the files' footers (no data read),
+    so per_offset can start while the name scans run; None when a footer cannot tell (a row group
+    of several topics, or without statistics): per_offset then waits for the scans. Should a footer
+    lie, per_offset's own flags (UNKNOWN_TOPIC, NO_KEY) still make it run again with what the rows hold.
+    """
+    topics: set[str | None] = set()
+    parts: set[int | None] = set()
+    for r in runs:
+        for name in SCHEMAS:
+            names, _ = footer_stats(r.path / name, "topic")
+            _, top = footer_stats(r.path / name, "partition")
+            if names is None or (top is None and r.rows.get(name)):
+                return None
+            topics |= names
+            parts.add(top)
+    return topics, parts
+
+
 def run_job(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
     """Reconcile ``runs`` in one Spark session. The rows it caches and the pool its side jobs run in
     are released however it ends: a check that fails midway leaves nothing cached in a session
@@ -513,21 +533,56 @@ def _run_job(spark: SparkSession, runs: list[RunDir], n_examples: int, held: lis
     consumed = _read(spark, runs, CONSUMED)
     replicas = _read(spark, runs, REPLICAS)
     # What each producer used, and the span of the sends (small); it also numbers the names.
+    # Grouped by the strings themselves (a hash aggregation; collect_set would make Spark sort), folded below.
+    # The hashes that number the names and the window groups come with them (name_ids, group_table).
+    # The two scans are side jobs: per_offset does not wait for them when the files' footers name
+    # the topics (footer_key), and they fill the cores its first stage leaves idle.
+    scans = [side.submit(lambda df: df.collect(), q) for q in (
+        produced.groupBy("run", "producer", "topic", "partition", "acks")
+        .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi"))
+        .withColumns({"h": F.xxhash64("producer"), "g": F.xxhash64("run", "producer", "topic", "partition")}),
+        # live reads only: the poll-order window and the reads' names are theirs; a final read of a
+        # topic no live read or producer used is found by per_offset (UNKNOWN_TOPIC)
+        consumed.filter(F.col("phase") == "live").select("run", "consumer", "topic", "partition").distinct()
+        .withColumns({"h": F.xxhash64("consumer"), "g": F.xxhash64("run", "consumer", "topic", "partition")}))]
+
+    # The topics the producers and live reads used are numbered for the big shuffles. A replica or
+    # final read of another topic is flagged by per_offset, which then runs again with every topic.
+    # per_offset's one-long key is sized by the partitions seen; a row it cannot hold (NO_KEY) makes
+    # per_offset run again without it.
+    def offsets_by(topics: set[str | None],
+                   parts: set[int | None] | None) -> tuple[PartitionKey, DataFrame, DataFrame, list]:
+        known = [p for p in parts or () if p is not None]
+        pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")), len(runs),
+                          max(known, default=0) if parts is not None else None)
+        cached = hold(per_offset(replicas, consumed, pk))
+        offs = pk.unkeyed(cached)
+        return pk, cached, offs, offs.groupBy("run").agg(
+            F.bit_or("flags").alias("f"), F.sum(has(IN_FINAL).cast("int")).alias("final_rows"),
+            F.sum(uncommitted().cast("int")).alias("unc")).collect()
+
+    hint = footer_key(runs)
+    if hint is None:
+        send_rows, poll_rows = (f.result() for f in scans)
+        topics = {r["topic"] for r in send_rows} | {r["topic"] for r in poll_rows}
+        parts = {r["partition"] for r in send_rows} | {r["partition"] for r in poll_rows}
+    else:
+        topics, parts = hint
+    pk, cached, offs, per_run = offsets_by(topics, parts)
+    if any(r["f"] & UNKNOWN_TOPIC for r in per_run):
+        cached.unpersist()
+        seen = (replicas.select("topic", "partition").unionByName(consumed.select("topic", "partition"))
+                .distinct().collect())
+        topics, parts = topics | {r["topic"] for r in seen}, parts | {r["partition"] for r in seen}
+        pk, cached, offs, per_run = offsets_by(topics, parts)
+    if any(r["f"] & NO_KEY for r in per_run):
+        cached.unpersist()
+        pk, cached, offs, per_run = offsets_by(topics, None)
+    # What each producer used, the span of the sends, and the names, from the scans.
     span: dict[int, tuple[int | None, int | None]] = {}
     producers: dict[int, dict[str, dict[str, list[str]]]] = {}
-    # Grouped by the strings themselves (a hash aggregation; collect_set would make Spark sort), folded here.
-    # The hashes that number the names and the window groups come with them (name_ids, group_table).
     send_groups: dict[tuple, int] = {}  # (run, producer, topic, partition) -> hash, for the send-order window
-    # The two scans are independent jobs: run side by side, each fills the cores the other leaves idle.
-    with ThreadPoolExecutor(2) as pool:
-        send_rows, poll_rows = pool.map(lambda df: df.collect(), [
-            produced.groupBy("run", "producer", "topic", "partition", "acks")
-            .agg(F.min("send_ts_ms").alias("lo"), F.max("send_ts_ms").alias("hi"))
-            .withColumns({"h": F.xxhash64("producer"), "g": F.xxhash64("run", "producer", "topic", "partition")}),
-            # live reads only: the poll-order window and the reads' names are theirs; a final read of a
-            # topic no live read or producer used is found by per_offset (UNKNOWN_TOPIC)
-            consumed.filter(F.col("phase") == "live").select("run", "consumer", "topic", "partition").distinct()
-            .withColumns({"h": F.xxhash64("consumer"), "g": F.xxhash64("run", "consumer", "topic", "partition")})])
+    send_rows, poll_rows = (f.result() for f in scans)
     producer_ids: dict[int, dict[str, int]] = {}
     for r in send_rows:
         send_groups[(r["run"], r["producer"], r["topic"], r["partition"])] = r["g"]
@@ -552,33 +607,6 @@ def _run_job(spark: SparkSession, runs: list[RunDir], n_examples: int, held: lis
     consumed = (consumed.withColumn("cid", cid) if cid is not None
                 else consumed.join(cids, on=["run", "consumer"], how="left"))
 
-    # The topics the producers and live reads used are numbered for the big shuffles. A replica or
-    # final read of another topic is flagged by per_offset, which then runs again with every topic.
-    # per_offset's one-long key is sized by the partitions seen; a row it cannot hold (NO_KEY) makes
-    # per_offset run again without it.
-    def offsets_by(topics: set[str | None],
-                   parts: set[int | None] | None) -> tuple[PartitionKey, DataFrame, DataFrame, list]:
-        known = [p for p in parts or () if p is not None]
-        pk = PartitionKey(sorted(topics, key=lambda t: (t is None, t or "")), len(runs),
-                          max(known, default=0) if parts is not None else None)
-        cached = hold(per_offset(replicas, consumed, pk))
-        offs = pk.unkeyed(cached)
-        return pk, cached, offs, offs.groupBy("run").agg(
-            F.bit_or("flags").alias("f"), F.sum(has(IN_FINAL).cast("int")).alias("final_rows"),
-            F.sum(uncommitted().cast("int")).alias("unc")).collect()
-
-    topics = {r["topic"] for r in send_rows} | {r["topic"] for r in poll_rows}
-    parts = {r["partition"] for r in send_rows} | {r["partition"] for r in poll_rows}
-    pk, cached, offs, per_run = offsets_by(topics, parts)
-    if any(r["f"] & UNKNOWN_TOPIC for r in per_run):
-        cached.unpersist()
-        seen = (replicas.select("topic", "partition").unionByName(consumed.select("topic", "partition"))
-                .distinct().collect())
-        topics, parts = topics | {r["topic"] for r in seen}, parts | {r["partition"] for r in seen}
-        pk, cached, offs, per_run = offsets_by(topics, parts)
-    if any(r["f"] & NO_KEY for r in per_run):
-        cached.unpersist()
-        pk, cached, offs, per_run = offsets_by(topics, None)
     flags: dict[int, dict[str, int]] = {}
     final_rows: dict[int, int] = {}
     for r in per_run:
