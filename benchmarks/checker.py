@@ -5,7 +5,11 @@ A history of N records: N produced rows over 12 partitions, N live reads, N fina
 rows, with 50 of each of the seven anomalies planted so that no count is zero. DuckDB's counts must equal
 the checker's, so this doubles as a cross-check of the definitions.
 
-Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench]
+With --spark-sql it also times Spark itself running DuckDB's query (the same SQL, in a fresh
+driver, start-up included; its counts must match too): the engine's own speed on the plain
+definitions, beside the checker's. About 90 s at 10M records on 2 cores, so not by default.
+
+Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench] [--spark-sql]
 """
 
 from __future__ import annotations
@@ -144,6 +148,33 @@ def duck_counts(d: Path) -> tuple[dict, float]:
     return dict(zip(names, row, strict=True)), time.monotonic() - t0
 
 
+def spark_sql_query(d: Path) -> str:
+    """DUCK_SQL in Spark's dialect, over views p0, c0, r0 of the three files."""
+    q = DUCK_SQL
+    for name in ("produced", "consumed", "replicas"):
+        q = q.replace(f"read_parquet('{{d}}/{name}.parquet')", f"{name[0]}0")
+    return q.replace('"offset"', "`offset`").replace("ANTI JOIN", "LEFT ANTI JOIN")
+
+
+def spark_sql_child(d: Path) -> None:
+    """Run in a child process (a fresh driver JVM, as `kchaos check` has): print the counts as JSON."""
+    from harness.checker.spark_job import spark_session
+
+    spark = spark_session()
+    for name in ("produced", "consumed", "replicas"):
+        spark.read.parquet(str(d / f"{name}.parquet")).createOrReplaceTempView(f"{name[0]}0")
+    print(json.dumps(spark.sql(spark_sql_query(d)).collect()[0].asDict()))
+
+
+def spark_sql_counts(d: Path) -> tuple[dict, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, __file__, "--spark-sql-child", str(d)], capture_output=True, text=True)
+    dt = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"Spark SQL failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), dt
+
+
 def kchaos_check(d: Path) -> tuple[dict, float]:
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "harness", "check", str(d)], capture_output=True, text=True)
@@ -176,7 +207,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kchaos-bench"))
+    ap.add_argument("--spark-sql", action="store_true", help="also time Spark running DuckDB's query")
+    ap.add_argument("--spark-sql-child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.spark_sql_child:
+        spark_sql_child(a.spark_sql_child)
+        return
     print(setting())
     results = {}
     for n in a.sizes:
@@ -192,6 +228,12 @@ def main() -> None:
         results[n] = (t_spark, t_duck)
         print(f"{n:>12,} records: kchaos check {t_spark:6.1f} s   duckdb {t_duck:6.1f} s   "
               f"ratio {t_spark / t_duck:5.2f}   counts equal: {spark_counts}")
+        if a.spark_sql:
+            sql_counts, t_sql = spark_sql_counts(d)
+            if sql_counts != duck:
+                raise SystemExit(f"counts differ!\n spark sql: {sql_counts}\n duckdb: {duck}")
+            print(f"{'':>22}Spark running DuckDB's query {t_sql:6.1f} s   ratio to duckdb "
+                  f"{t_sql / t_duck:5.2f}   (kchaos check / it: {t_spark / t_sql:4.2f})")
     if len(results) >= 2:
         (n1, (s1, d1)), (n2, (s2, d2)) = sorted(results.items())[0], sorted(results.items())[-1]
         print(f"growth {n1:,} -> {n2:,} ({n2 / n1:.0f}x records): kchaos {s2 / s1:.1f}x, duckdb {d2 / d1:.1f}x")
