@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -175,3 +176,25 @@ def test_overlapping_faults_of_one_kind_each_heal_their_own(healed, tmp_path):
     other.heal(second)
     assert {x: healed.toxi.toxics(x) for x in second.links} == {x: [] for x in second.links}
     events.close()
+
+
+def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_path, monkeypatch):
+    """An isolation puts toxics on its links one by one. When Toxiproxy refuses one on the last link
+    (409: a toxic of that name is there, planted through its API first), the links already cut are
+    healed before the error is raised, and no fault_start is logged for a fault that did not happen."""
+    import harness.nemesis as nemesis
+    from harness.cluster.toxiproxy import ToxiproxyError
+
+    topic = unique_topic("halfway")
+    healed.create_topic(topic, partitions=1, replication_factor=3)
+    monkeypatch.setattr(nemesis, "_TAGS", itertools.count(900))  # the fault's tag is f900
+    links = healed.topo.isolation_links(1)
+    assert len(links) >= 3
+    st = STREAMS[0]
+    healed.toxi.add_toxic(links[-1], toxic_name(CUT_TOXIC, st, "f900"), "timeout", st, {"timeout": 0})
+    events = EventLog(tmp_path / "events.jsonl")
+    with pytest.raises(ToxiproxyError, match="409"):
+        Nemesis(healed, topic, events).apply(PlannedFault(0, 1, "isolate", "broker:1"))
+    events.close()
+    assert {x: healed.toxi.toxics(x) for x in links} == {x: [] for x in links}
+    assert "fault_start" not in (tmp_path / "events.jsonl").read_text()
