@@ -129,7 +129,7 @@ class Nemesis:
                     LOG.warning("could not take back the toxics of %s %s: %s", f.kind, f.target, e)
             raise
         self.events.write({"type": "fault_start", "kind": f.kind, "target": f.target, "brokers": brokers,
-                           "ts_ms": a.start_ms, **a.detail})
+                           "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
         return a
 
     def _apply(self, a: Applied) -> None:
@@ -176,7 +176,7 @@ class Nemesis:
         self.events.write({
             "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (
                 "leader", "follower", "followers") or f.target.startswith("follower:") else ""),
-            "kind": f.kind, "target": f.target, "partition": f.partition, "brokers": a.brokers,
+            "kind": f.kind, "target": f.target, "partition": f.partition, "brokers": a.brokers, "tag": a.tag,
             "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
             "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
         })

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import time
 
 import pytest
@@ -176,6 +177,12 @@ def test_overlapping_faults_of_one_kind_each_heal_their_own(healed, tmp_path):
     other.heal(second)
     assert {x: healed.toxi.toxics(x) for x in second.links} == {x: [] for x in second.links}
     events.close()
+    # Each fault's lines carry its tag, the suffix of its toxics' names: a reader can tell which
+    # fault put a toxic on a link, and match each start to its end.
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(e["type"], e["kind"], e["tag"]) for e in lines] == [
+        ("fault_start", "cut_client", first.tag), ("fault_start", "isolate", second.tag),
+        ("fault", "cut_client", first.tag), ("fault", "isolate", second.tag)]
 
 
 def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_path, monkeypatch):
