@@ -499,7 +499,8 @@ def footer_key(runs: list[RunDir]) -> tuple[set[str | None], set[int | None]] | 
         for name in SCHEMAS:
             names, _ = footer_stats(r.path / name, "topic")
             _, top = footer_stats(r.path / name, "partition")
-            if names is None or (top is None and r.rows.get(name)):
+            if (names is None or any(t is not None and not isinstance(t, str) for t in names)
+                    or (top is None and r.rows.get(name)) or (top is not None and not isinstance(top, int))):
                 return None
             topics |= names
             parts.add(top)
