@@ -351,6 +351,16 @@ def test_rows_the_one_long_key_cannot_hold_send_per_offset_round_again(tmp_path,
     assert bits[0] is not None and bits[-1] is None and len(bits) == 3
 
 
+def record_per_offset(monkeypatch) -> list[tuple]:
+    """Each per_offset call's (topics, key bit fields), in order."""
+    import harness.checker.spark_job as job
+
+    keys: list[tuple] = []
+    real = job.per_offset
+    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
+    return keys
+
+
 def test_footers_say_which_topics_and_partitions_a_file_holds_only_when_they_can(tmp_path):
     """per_offset starts from the topics and largest partition the Parquet footers give, before the
     name scans end; the footers must give them exactly, or nothing."""
@@ -374,9 +384,7 @@ def test_a_footer_that_misses_a_topic_or_partition_sends_per_offset_round_again(
     is flagged by per_offset (UNKNOWN_TOPIC, NO_KEY), which runs again with what the rows hold."""
     import harness.checker.spark_job as job
 
-    keys = []
-    real = job.per_offset
-    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
+    keys = record_per_offset(monkeypatch)
     said = ({"t"}, {5000}) if footer == "misses topic x" else ({"t", "x"}, {0})
     monkeypatch.setattr(job, "footer_key", lambda runs: said)
     h = History().clean(5)
@@ -397,9 +405,7 @@ def test_per_offset_starts_from_the_footers_when_they_name_every_topic(tmp_path,
     """A history of one topic (as this harness writes): per_offset runs once, keyed from the footers."""
     import harness.checker.spark_job as job
 
-    keys = []
-    real = job.per_offset
-    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
+    keys = record_per_offset(monkeypatch)
     h = History().clean(5)
     plant(h, "nonmonotonic_send")  # partition 1 too
     v = check_one(tmp_path, h)
