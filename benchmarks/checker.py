@@ -9,7 +9,11 @@ With --spark-sql it also times Spark itself running DuckDB's query (the same SQL
 driver, start-up included; its counts must match too): the engine's own speed on the plain
 definitions, beside the checker's. About 90 s at 10M records on 2 cores, so not by default.
 
-Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench] [--spark-sql]
+With --lean it also runs benchmarks/lean_check.py: the leanest exact Spark job I could write for the
+seven counts alone, then each other output the check gives, alone (a lower bound for the check; its
+counts must match too). About 45 s at 10M records.
+
+Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench] [--spark-sql] [--lean]
 """
 
 from __future__ import annotations
@@ -175,6 +179,16 @@ def spark_sql_counts(d: Path) -> tuple[dict, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), dt
 
 
+def lean_counts(d: Path) -> tuple[dict, dict]:
+    """lean_check.py in a child process (a fresh driver): its counts, and its figures."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("lean_check.py")), str(d)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"lean_check failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out.pop("counts"), out
+
+
 def kchaos_check(d: Path) -> tuple[dict, float]:
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "harness", "check", str(d)], capture_output=True, text=True)
@@ -208,6 +222,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kchaos-bench"))
     ap.add_argument("--spark-sql", action="store_true", help="also time Spark running DuckDB's query")
+    ap.add_argument("--lean", action="store_true", help="also run the lean counts-only job (lean_check.py)")
     ap.add_argument("--spark-sql-child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.spark_sql_child:
@@ -234,6 +249,16 @@ def main() -> None:
                 raise SystemExit(f"counts differ!\n spark sql: {sql_counts}\n duckdb: {duck}")
             print(f"{'':>22}Spark running DuckDB's query {t_sql:6.1f} s   ratio to duckdb "
                   f"{t_sql / t_duck:5.2f}   (kchaos check / it: {t_spark / t_sql:4.2f})")
+        if a.lean:
+            lean, fig = lean_counts(d)
+            if lean != duck:
+                raise SystemExit(f"counts differ!\n lean: {lean}\n duckdb: {duck}")
+            extra = sum(fig["extras_s"].values())
+            print(f"{'':>22}lean Spark job: counts {fig['counts_s']:6.1f} s (ratio {fig['counts_s'] / t_duck:4.2f}), "
+                  f"+ the other outputs alone {extra:4.1f} s = {fig['counts_s'] + extra:6.1f} s "
+                  f"(ratio {(fig['counts_s'] + extra) / t_duck:4.2f})")
+            for name, t in fig["extras_s"].items():
+                print(f"{'':>26}{name}: {t:.2f} s")
     if len(results) >= 2:
         (n1, (s1, d1)), (n2, (s2, d2)) = sorted(results.items())[0], sorted(results.items())[-1]
         print(f"growth {n1:,} -> {n2:,} ({n2 / n1:.0f}x records): kchaos {s2 / s1:.1f}x, duckdb {d2 / d1:.1f}x")
