@@ -31,6 +31,18 @@ from pathlib import Path
 
 T0 = time.monotonic()
 
+
+def busy_cpu_s() -> float | None:
+    """Busy CPU seconds of the whole machine so far (Linux), to tell whether a phase left cores idle."""
+    try:
+        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return None
+    return (sum(v) - v[3] - v[4]) / 100  # all but idle and iowait, in USER_HZ ticks
+
+
+CPU0 = busy_cpu_s()
+
 from pyspark.sql import DataFrame, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -52,6 +64,7 @@ SENT, OK, LANDABLE, ACKS0 = 1, 2, 4, 8  # per value (LANDABLE: status info or fa
 
 
 def few(df: DataFrame, what: str) -> list:
+    """The rows of ``df``, which must be few (the session's limit scans every partition at once)."""
     rows = df.limit(ANOMALOUS_MAX + 1).collect()
     if len(rows) > ANOMALOUS_MAX:
         raise SystemExit(f"lean_check: more than {ANOMALOUS_MAX} {what}; not a history to measure a lower bound on")
@@ -68,6 +81,8 @@ def main(run_dir: Path) -> None:
     runs = [run]
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(runs, spark.sparkContext.defaultParallelism)))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(compress_cache(runs)).lower())
+    # A limit otherwise scans one partition, then four, ...: a core idles and the passes run in rounds.
+    spark.conf.set("spark.sql.limit.initialNumPartitions", "100000")
     topics = [t["name"] for t in json.loads((run_dir / "run.json").read_text()).get("topics", [])]
     if not 1 <= len(topics) <= 7:
         raise SystemExit(f"lean_check: {run_dir / 'run.json'} must list 1 to 7 topics")
@@ -128,6 +143,7 @@ def main(run_dir: Path) -> None:
                 .unionByName(regressions(c.filter(live), "consumer").select(F.lit("poll").alias("w"))), "regressions")
     counts |= {f"nonmonotonic_{w}": sum(1 for x in order if x["w"] == w) for w in ("send", "poll")}
     t_counts = time.monotonic() - T0
+    cpu_counts = busy_cpu_s()
 
     # 2. the other outputs, each alone
     extras: dict[str, float] = {}
@@ -157,7 +173,8 @@ def main(run_dir: Path) -> None:
     step("live reads of the uncommitted records",
          lambda: c.filter(live).select(k.alias("k"), "value", "consumer", "hw", "poll_ts_ms")
          .join(F.broadcast(read), ["k", "value"]).collect())
-    print(json.dumps({"counts": counts, "counts_s": round(t_counts, 2), "extras_s": extras,
+    cpu = None if CPU0 is None or cpu_counts is None else round(cpu_counts - CPU0, 1)
+    print(json.dumps({"counts": counts, "counts_s": round(t_counts, 2), "counts_cpu_s": cpu, "extras_s": extras,
                       "total_s": round(time.monotonic() - T0, 2)}))
 
 
