@@ -102,6 +102,8 @@ def main(run_dir: Path) -> None:
     offs = obs.repartition("k").groupBy("k", "value").agg(F.bit_or("f").alias("f")).persist()
 
     # 1. the counts
+    passes: dict[str, float] = {"start-up": round(time.monotonic() - T0, 2)}
+    t = time.monotonic()
     rows = few(offs.select("k", "value", "f", F.count(F.lit(1)).over(Window.partitionBy("k")).alias("n"))
                .filter((F.col("n") >= 2) | (has(LIVE) & (~has(FINAL) | has(ABOVE_HW))) | has(BAD)),
                "divergent or uncommitted rows")
@@ -109,6 +111,8 @@ def main(run_dir: Path) -> None:
         raise SystemExit("lean_check: a row of a topic missing from run.json, or a partition or offset out of range")
     unc = [(x["k"], x["value"]) for x in rows if x["f"] & LIVE and (not x["f"] & FINAL or x["f"] & ABOVE_HW)]
     counts = {"divergence": len({x["k"] for x in rows if x["n"] >= 2}), "uncommitted_read": len(unc)}
+    passes["by offset"] = round(time.monotonic() - t, 2)
+    t = time.monotonic()
 
     ok = (F.col("status") == "ok") & (F.col("acks") != "0")
     sends = p.select(tp.alias("tp"), "value", F.lit(None).cast("long").alias("offset"),
@@ -133,6 +137,8 @@ def main(run_dir: Path) -> None:
     odd = few(per_value.filter((F.col("lost") == 1) | (F.col("landed") == 1) | (F.col("acks0_missing") == 1)
                                | F.col("duplicate") | F.col("phantom")), "odd values")
     counts |= {a: sum(1 for x in odd if x[a]) for a in ("lost", "duplicate", "phantom")}
+    passes["by value"] = round(time.monotonic() - t, 2)
+    t = time.monotonic()
 
     def regressions(df: DataFrame, who: str) -> DataFrame:
         w = Window.partitionBy("g").orderBy("seq")
@@ -142,6 +148,7 @@ def main(run_dir: Path) -> None:
     order = few(regressions(p.filter(ok & F.col("offset").isNotNull()), "producer").select(F.lit("send").alias("w"))
                 .unionByName(regressions(c.filter(live), "consumer").select(F.lit("poll").alias("w"))), "regressions")
     counts |= {f"nonmonotonic_{w}": sum(1 for x in order if x["w"] == w) for w in ("send", "poll")}
+    passes["sequence order"] = round(time.monotonic() - t, 2)
     t_counts = time.monotonic() - T0
     cpu_counts = busy_cpu_s()
 
@@ -174,8 +181,8 @@ def main(run_dir: Path) -> None:
          lambda: c.filter(live).select(k.alias("k"), "value", "consumer", "hw", "poll_ts_ms")
          .join(F.broadcast(read), ["k", "value"]).collect())
     cpu = None if CPU0 is None or cpu_counts is None else round(cpu_counts - CPU0, 1)
-    print(json.dumps({"counts": counts, "counts_s": round(t_counts, 2), "counts_cpu_s": cpu, "extras_s": extras,
-                      "total_s": round(time.monotonic() - T0, 2)}))
+    print(json.dumps({"counts": counts, "counts_s": round(t_counts, 2), "counts_cpu_s": cpu, "passes_s": passes,
+                      "extras_s": extras, "total_s": round(time.monotonic() - T0, 2)}))
 
 
 if __name__ == "__main__":
