@@ -256,8 +256,8 @@ def main() -> None:
             extra = sum(fig["extras_s"].values())
             print(f"{'':>22}lean Spark job: counts {fig['counts_s']:6.1f} s (ratio {fig['counts_s'] / t_duck:4.2f}), "
                   f"+ the other outputs alone {extra:4.1f} s = {fig['counts_s'] + extra:6.1f} s "
-                  f"(ratio {(fig['counts_s'] + extra) / t_duck:4.2f}); the counts used {fig['counts_cpu_s']} s of CPU "
-                  f"(all cores)")
+                  f"(ratio {(fig['counts_s'] + extra) / t_duck:4.2f}); the counts used {fig['counts_cpu_s'] or '?'} s "
+                  f"of CPU (all cores)")
             for name, t in fig["extras_s"].items():
                 print(f"{'':>26}{name}: {t:.2f} s")
     if len(results) >= 2:

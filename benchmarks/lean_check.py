@@ -162,9 +162,11 @@ def main(run_dir: Path) -> None:
 
     def names() -> None:
         with ThreadPoolExecutor(2) as pool:
-            for q in (p.groupBy("producer", "topic", "partition", "acks").agg(F.min("send_ts_ms"), F.max("send_ts_ms")),
-                      c.filter(live).select("consumer", "topic", "partition").distinct()):
-                pool.submit(q.collect)
+            jobs = [pool.submit(q.collect) for q in (
+                p.groupBy("producer", "topic", "partition", "acks").agg(F.min("send_ts_ms"), F.max("send_ts_ms")),
+                c.filter(live).select("consumer", "topic", "partition").distinct())]
+            for j in jobs:
+                j.result()
 
     step("producer and consumer names, side by side", names)
     step("acknowledgement buckets", lambda: p.filter((F.col("status") == "ok") & F.col("ack_ts_ms").isNotNull())
