@@ -198,6 +198,12 @@ def kchaos_check(d: Path) -> tuple[dict, float]:
     return json.loads((d / "verdict.json").read_text())["anomalies"], dt
 
 
+def require_equal(engine: str, counts: dict, duck: dict) -> None:
+    """Every engine's counts must equal DuckDB's: a fast wrong answer is no figure."""
+    if counts != duck:
+        raise SystemExit(f"counts differ!\n {engine}: {counts}\n duckdb: {duck}")
+
+
 def setting() -> str:
     """What the figures depend on besides the code, printed with them: both engines' versions and
     the machine (a new DuckDB or CPU moves the ratio as much as a change to the checker)."""
@@ -238,21 +244,18 @@ def main() -> None:
             print(f"generated {n:,} records in {time.monotonic() - t0:.1f} s at {d}")
         spark_counts, t_spark = kchaos_check(d)
         duck, t_duck = duck_counts(d)
-        if spark_counts != duck:
-            raise SystemExit(f"counts differ!\n kchaos: {spark_counts}\n duckdb: {duck}")
+        require_equal("kchaos", spark_counts, duck)
         results[n] = (t_spark, t_duck)
         print(f"{n:>12,} records: kchaos check {t_spark:6.1f} s   duckdb {t_duck:6.1f} s   "
               f"ratio {t_spark / t_duck:5.2f}   counts equal: {spark_counts}")
         if a.spark_sql:
             sql_counts, t_sql = spark_sql_counts(d)
-            if sql_counts != duck:
-                raise SystemExit(f"counts differ!\n spark sql: {sql_counts}\n duckdb: {duck}")
+            require_equal("spark sql", sql_counts, duck)
             print(f"{'':>22}Spark running DuckDB's query {t_sql:6.1f} s   ratio to duckdb "
                   f"{t_sql / t_duck:5.2f}   (kchaos check / it: {t_spark / t_sql:4.2f})")
         if a.lean:
             lean, fig = lean_counts(d)
-            if lean != duck:
-                raise SystemExit(f"counts differ!\n lean: {lean}\n duckdb: {duck}")
+            require_equal("lean", lean, duck)
             extra = sum(fig["extras_s"].values())
             print(f"{'':>22}lean Spark job: counts {fig['counts_s']:6.1f} s (ratio {fig['counts_s'] / t_duck:4.2f}), "
                   f"+ the other outputs alone {extra:4.1f} s = {fig['counts_s'] + extra:6.1f} s "
