@@ -170,22 +170,24 @@ def spark_sql_child(d: Path) -> None:
     print(json.dumps(spark.sql(spark_sql_query(d)).collect()[0].asDict()))
 
 
-def spark_sql_counts(d: Path) -> tuple[dict, float]:
+def child_json(what: str, *args: str) -> tuple[dict, float]:
+    """A Python child process (a fresh driver JVM, as `kchaos check` has): the JSON its last line
+    prints, and its wall time, start-up included."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, __file__, "--spark-sql-child", str(d)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True)
     dt = time.monotonic() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"Spark SQL failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{what} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1]), dt
 
 
+def spark_sql_counts(d: Path) -> tuple[dict, float]:
+    return child_json("Spark SQL", __file__, "--spark-sql-child", str(d))
+
+
 def lean_counts(d: Path) -> tuple[dict, dict]:
-    """lean_check.py in a child process (a fresh driver): its counts, and its figures."""
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("lean_check.py")), str(d)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"lean_check failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    """lean_check.py in a child process: its counts, and its figures."""
+    out, _ = child_json("lean_check", str(Path(__file__).with_name("lean_check.py")), str(d))
     return out.pop("counts"), out
 
 

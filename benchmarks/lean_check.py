@@ -77,8 +77,7 @@ def has(bit: int) -> F.Column:
 
 def main(run_dir: Path) -> None:
     spark = spark_session()
-    run = validate(run_dir)
-    runs = [run]
+    runs = [validate(run_dir)]
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(runs, spark.sparkContext.defaultParallelism)))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(compress_cache(runs)).lower())
     # A limit otherwise scans one partition, then four, ...: a core idles and the passes run in rounds.
