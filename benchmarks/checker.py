@@ -9,11 +9,7 @@ With --spark-sql it also times Spark itself running DuckDB's query (the same SQL
 driver, start-up included; its counts must match too): the engine's own speed on the plain
 definitions, beside the checker's. About 90 s at 10M records on 2 cores, so not by default.
 
-With --lean it also runs benchmarks/lean_check.py: the leanest exact Spark job I could write for the
-seven counts alone, then each other output the check gives, alone (a lower bound for the check; its
-counts must match too). About 45 s at 10M records.
-
-Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench] [--spark-sql] [--lean]
+Usage: python benchmarks/checker.py [--sizes 1000000 10000000] [--dir /tmp/kchaos-bench] [--spark-sql]
 """
 
 from __future__ import annotations
@@ -162,7 +158,7 @@ def spark_sql_query(d: Path) -> str:
 
 def spark_sql_child(d: Path) -> None:
     """Run in a child process (a fresh driver JVM, as `kchaos check` has): print the counts as JSON."""
-    from harness.checker.spark_job import spark_session
+    from harness.checker.session import spark_session
 
     spark = spark_session()
     for name in ("produced", "consumed", "replicas"):
@@ -183,12 +179,6 @@ def child_json(what: str, *args: str) -> tuple[dict, float]:
 
 def spark_sql_counts(d: Path) -> tuple[dict, float]:
     return child_json("Spark SQL", __file__, "--spark-sql-child", str(d))
-
-
-def lean_counts(d: Path) -> tuple[dict, dict]:
-    """lean_check.py in a child process: its counts, and its figures."""
-    out, _ = child_json("lean_check", str(Path(__file__).with_name("lean_check.py")), str(d))
-    return out.pop("counts"), out
 
 
 def kchaos_check(d: Path) -> tuple[dict, float]:
@@ -230,7 +220,6 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kchaos-bench"))
     ap.add_argument("--spark-sql", action="store_true", help="also time Spark running DuckDB's query")
-    ap.add_argument("--lean", action="store_true", help="also run the lean counts-only job (lean_check.py)")
     ap.add_argument("--spark-sql-child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.spark_sql_child:
@@ -255,16 +244,6 @@ def main() -> None:
             require_equal("spark sql", sql_counts, duck)
             print(f"{'':>22}Spark running DuckDB's query {t_sql:6.1f} s   ratio to duckdb "
                   f"{t_sql / t_duck:5.2f}   (kchaos check / it: {t_spark / t_sql:4.2f})")
-        if a.lean:
-            lean, fig = lean_counts(d)
-            require_equal("lean", lean, duck)
-            extra = sum(fig["extras_s"].values())
-            print(f"{'':>22}lean Spark job: counts {fig['counts_s']:6.1f} s (ratio {fig['counts_s'] / t_duck:4.2f}), "
-                  f"+ the other outputs alone {extra:4.1f} s = {fig['counts_s'] + extra:6.1f} s "
-                  f"(ratio {(fig['counts_s'] + extra) / t_duck:4.2f}); the counts used {fig['counts_cpu_s'] or '?'} s "
-                  f"of CPU (all cores)")
-            for name, t in fig["extras_s"].items():
-                print(f"{'':>26}{name}: {t:.2f} s")
     if len(results) >= 2:
         (n1, (s1, d1)), (n2, (s2, d2)) = sorted(results.items())[0], sorted(results.items())[-1]
         print(f"growth {n1:,} -> {n2:,} ({n2 / n1:.0f}x records): kchaos {s2 / s1:.1f}x, duckdb {d2 / d1:.1f}x")

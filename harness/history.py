@@ -12,7 +12,6 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -127,33 +126,6 @@ def validate(path: Path) -> RunDir:
     if not isinstance(run, dict):
         raise HistoryError(f"{run_file}: must hold a JSON object")
     return RunDir(path, rows, run)
-
-
-def footer_stats(f: Path, column: str) -> tuple[set | None, Any]:
-    """What the Parquet footer's row-group statistics say of ``column``, without reading data:
-    (its distinct values, or None unless every row group holds one value or only nulls; its largest
-    value, or None when a row group has no statistics)."""
-    meta = pq.ParquetFile(f).metadata
-    idx = meta.schema.to_arrow_schema().get_field_index(column)
-    if idx < 0:
-        return None, None
-    values: set | None = set()
-    top = None
-    for i in range(meta.num_row_groups):
-        rg = meta.row_group(i)
-        st = rg.column(idx).statistics
-        if st is None or st.null_count is None or (st.null_count < rg.num_rows and not st.has_min_max):
-            return None, None
-        if values is not None and st.null_count:
-            values.add(None)
-        if st.null_count == rg.num_rows:
-            continue
-        top = st.max if top is None else max(top, st.max)
-        if values is not None and st.min == st.max:
-            values.add(st.min)
-        else:
-            values = None
-    return values, top
 
 
 def find_run_dirs(paths: list[Path]) -> list[Path]:

@@ -16,7 +16,7 @@ from harness.checker import cds, java
 # Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
 SESSION = """
 import sys
-from harness.checker.spark_job import spark_session
+from harness.checker.session import spark_session
 s = spark_session(None, jvm_options=sys.argv[1])
 r = s.range(1000)
 print("ok", r.groupBy((r.id % 7).alias("k")).count().count())

@@ -13,7 +13,7 @@ import pytest
 
 from harness.checker import ANOMALIES, check_runs, summarize
 from harness.checker.reference import count_anomalies
-from harness.history import HistoryError, validate
+from harness.history import HistoryError
 from tests.histories import History
 
 ZERO = dict.fromkeys(ANOMALIES, 0)
@@ -297,74 +297,45 @@ def test_cli_exit_codes(tmp_path):
     assert r.stderr == "", "a check that passes prints nothing on stderr (no JVM or Spark start-up lines)"
 
 
-def test_names_sharing_a_hash_are_numbered_by_a_join_instead(tmp_path, monkeypatch):
-    """Producer and consumer names travel as their 64-bit hash; were two to collide, attribution
-    must still be right. Force every name onto one hash and check the same history."""
-    import harness.checker.spark_job as job
-
-    h = two_producers()
-    h.send("y-lost", 2, acks="all", producer="p-all")
-    h.read("v-uncommitted", 7, consumer="c1", hw=8)
-    h.read("y0", 1, consumer="c0", hw=2)
-    monkeypatch.setattr(job.F, "xxhash64", lambda *cols: job.F.lit(7))
-    v = check_one(tmp_path, h)
-    assert (v["examples"]["lost"][0]["producer"], v["examples"]["uncommitted_read"][0]["consumer"]) == ("p-all", "c1")
-    broken = {r["producers"][0]: r["broken"] for r in v["by_config"]}
-    assert broken == {"p-one": ["uncommitted_read"], "p-all": ["lost", "uncommitted_read"]}
-
-
 @pytest.mark.parametrize("broadcast_rows", [0, 1_000])
-def test_uncommitted_read_details_are_the_same_joined_either_way(tmp_path, monkeypatch, broadcast_rows):
-    """Who read an uncommitted record, and under which hw, is looked up from the live reads:
-    broadcast when the rows are few, a shuffle join otherwise. Both must give the same answer."""
-    import harness.checker.spark_job as job
+def test_lookups_give_the_same_answer_broadcast_or_shuffled(tmp_path, monkeypatch, broadcast_rows):
+    """Who read an uncommitted record (and under which hw), who sent a lost or duplicated value, and
+    where the final log holds odd values are looked up with a broadcast when the rows are few and a
+    shuffle join otherwise. Both must give the same answer."""
+    import harness.checker.prepare as prepare
 
-    monkeypatch.setattr(job, "BROADCAST_ROWS", broadcast_rows)
+    monkeypatch.setattr(prepare, "BROADCAST_ROWS", broadcast_rows)
     h = History().clean(5)
     h.read("v-uncommitted", 7, consumer="c1", hw=8)  # not in the final log
     h.read("v0-4", 4, consumer="c2", hw=4)  # in the final log, but read at its hw
+    plant(h, "lost")
+    plant(h, "duplicate")
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(uncommitted_read=2)
+    assert v["anomalies"] == only(uncommitted_read=2, lost=1, duplicate=1)
     got = {(e["value"], e["consumer"], e["hw"], e["not_in_final"], e["at_or_above_hw"])
            for e in v["examples"]["uncommitted_read"]}
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
+    assert (v["examples"]["lost"][0]["producer"], v["examples"]["duplicate"][0]["producer"]) == ("p0", "p0")
 
 
-def test_rows_the_one_long_key_cannot_hold_send_per_offset_round_again(tmp_path, monkeypatch):
-    """per_offset packs (run, topic, partition, offset) into one long sized by what the name scans saw.
-    A partition above its bits, an offset above its bits and a final read of a topic no producer or
-    live read used must still be counted: per_offset runs again, the last time without the key."""
-    import harness.checker.spark_job as job
-
-    bits = []
-    real = job.per_offset
-    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: bits.append(pk.bits) or real(r, c, pk))
+def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(tmp_path):
+    """A partition numbered 5000, an offset of 2^62 and a final read of a topic no producer or live
+    read used are counted like any other."""
     h = History().clean(5)
-    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)  # above 12 partition bits
-    h.replica(1, "a", 1 << 62).replica(2, "b", 1 << 62)  # above the offset bits
+    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)
+    h.replica(1, "a", 1 << 62).replica(2, "b", 1 << 62)
     h.topic = "x"
-    h.read("x-phantom", 0, phase="final", consumer="final")  # a topic only the final read has
+    h.read("x-phantom", 0, phase="final", consumer="final")
     v = check_one(tmp_path, h)
     assert v["anomalies"] == only(divergence=2, phantom=1)
     assert {(e["partition"], e["offset"]) for e in v["examples"]["divergence"]} == {(5000, 0), (0, 1 << 62)}
     assert v["examples"]["phantom"][0]["topic"] == "x"
-    assert bits[0] is not None and bits[-1] is None and len(bits) == 3
 
 
-def record_per_offset(monkeypatch) -> list[tuple]:
-    """Each per_offset call's (topics, key bit fields), in order."""
-    import harness.checker.spark_job as job
-
-    keys: list[tuple] = []
-    real = job.per_offset
-    monkeypatch.setattr(job, "per_offset", lambda r, c, pk: keys.append((pk.topics, pk.bits)) or real(r, c, pk))
-    return keys
-
-
-def test_footers_say_which_topics_and_partitions_a_file_holds_only_when_they_can(tmp_path):
-    """per_offset starts from the topics and largest partition the Parquet footers give, before the
-    name scans end; the footers must give them exactly, or nothing."""
-    from harness.history import footer_stats
+def test_footers_say_which_topics_a_file_holds_only_when_they_can(tmp_path):
+    """The topics are numbered before the first shuffle: from the Parquet footers when every row group
+    holds one topic, else from the column itself; exactly, either way."""
+    from harness.checker.footers import footer_stats, topics_of
 
     f = tmp_path / "x.parquet"
     t = pa.table({"topic": ["a", "a", "b", "b", None, None], "partition": [0, 3, 7, 1, None, None]})
@@ -372,46 +343,13 @@ def test_footers_say_which_topics_and_partitions_a_file_holds_only_when_they_can
     assert footer_stats(f, "topic") == ({"a", "b", None}, "b")
     assert footer_stats(f, "partition") == (None, 7)  # two partitions in a row group: no set, a max
     assert footer_stats(f, "missing") == (None, None)
+    assert topics_of(f) == {"a", "b", None}
     pq.write_table(t, f, row_group_size=2, write_statistics=False)
     assert footer_stats(f, "topic") == (None, None)
+    assert topics_of(f) == {"a", "b", None}
     pq.write_table(t, f, row_group_size=3)  # "a", "a", "b" share a row group
     assert footer_stats(f, "topic") == (None, "b")
-
-
-@pytest.mark.parametrize("footer", ["misses topic x", "misses partition 5000"])
-def test_a_footer_that_misses_a_topic_or_partition_sends_per_offset_round_again(tmp_path, monkeypatch, footer):
-    """Whatever the footers say, the counts are the rows': a topic or a partition they did not give
-    is flagged by per_offset (UNKNOWN_TOPIC, NO_KEY), which runs again with what the rows hold."""
-    import harness.checker.spark_job as job
-
-    keys = record_per_offset(monkeypatch)
-    said = ({"t"}, {5000}) if footer == "misses topic x" else ({"t", "x"}, {0})
-    monkeypatch.setattr(job, "footer_key", lambda runs: said)
-    h = History().clean(5)
-    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)  # above 12 partition bits
-    h.topic = "x"
-    h.read("x-phantom", 0, phase="final", consumer="final")
-    v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(divergence=1, phantom=1)
-    assert v["examples"]["phantom"][0]["topic"] == "x"
-    assert len(keys) == 2 and keys[0][0] == sorted(said[0])
-    if footer == "misses topic x":
-        assert keys[1][0] == ["t", "x"] and keys[1][1] is not None
-    else:
-        assert keys[0][1] is not None and keys[1][1] is None
-
-
-def test_per_offset_starts_from_the_footers_when_they_name_every_topic(tmp_path, monkeypatch):
-    """A history of one topic (as this harness writes): per_offset runs once, keyed from the footers."""
-    import harness.checker.spark_job as job
-
-    keys = record_per_offset(monkeypatch)
-    h = History().clean(5)
-    plant(h, "nonmonotonic_send")  # partition 1 too
-    v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(nonmonotonic_send=1)
-    assert job.footer_key([validate(tmp_path / "run")]) == ({"t"}, {1})
-    assert len(keys) == 1 and keys[0][0] == ["t"] and keys[0][1] is not None
+    assert topics_of(f) == {"a", "b", None}
 
 
 @pytest.mark.parametrize("pack_topics_max", [0, 64])
@@ -420,9 +358,9 @@ def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp
     """The big aggregations carry (topic, partition) as one number while the topics are few, the
     columns themselves otherwise. Equal partitions and offsets on different topics must stay apart,
     and a replica of a topic that no producer or reader used (so not numbered) must still count."""
-    import harness.checker.spark_job as job
+    import harness.checker.keys as keys
 
-    monkeypatch.setattr(job, "PACK_TOPICS_MAX", pack_topics_max)
+    monkeypatch.setattr(keys, "PACK_TOPICS_MAX", pack_topics_max)
     h = History().clean(5)
     for a in ANOMALIES:
         plant(h, a)

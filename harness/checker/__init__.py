@@ -18,12 +18,13 @@ def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int =
 
     Raises HistoryError (bad input) before anything is written.
     """
-    from harness.checker.spark_job import run_job, spark_session
+    from harness.checker.analysis import analyse
+    from harness.checker.session import spark_session
     from harness.checker.verdict import build_verdict
 
     runs: list[RunDir] = [validate(p) for p in find_run_dirs([Path(p) for p in paths])]
     spark = spark_session(master)
-    job = run_job(spark, runs, n_examples=examples)
+    job = analyse(spark, runs, n_examples=examples)
     verdicts = [build_verdict(i, rd, job, threshold_ms) for i, rd in enumerate(runs)]
     if write:
         for rd, v in zip(runs, verdicts, strict=True):

@@ -22,7 +22,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def _spark_jars() -> Path:
     return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
 
 
-def _aot(java: Path) -> bool:
+def aot(java: Path) -> bool:
     return jre.feature_version(java) >= AOT_VERSION
 
 
@@ -58,7 +57,7 @@ def archive_path() -> Path | None:
     jars = _spark_jars()
     for j in sorted(jars.iterdir()) if jars.is_dir() else []:
         h.update(f"|{j.name}:{j.stat().st_size}".encode())
-    return cache_dir() / f"spark-{pyspark.__version__}-{h.hexdigest()[:16]}.{'aot' if _aot(java) else 'jsa'}"
+    return cache_dir() / f"spark-{pyspark.__version__}-{h.hexdigest()[:16]}.{'aot' if aot(java) else 'jsa'}"
 
 
 def options_for(p: Path) -> str:
@@ -112,7 +111,7 @@ def build(log=print, timeout_s: float = 300) -> Path | None:
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     t0 = time.monotonic()
     try:
-        subprocess.run([sys.executable, "-m", "harness.checker.cds", str(tmp)], check=True, timeout=timeout_s,
+        subprocess.run([sys.executable, "-m", "harness.checker.cds_training", str(tmp)], check=True, timeout=timeout_s,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if not tmp.is_file():
             raise RuntimeError(f"the JVM wrote no cache at {tmp}")
@@ -125,56 +124,3 @@ def build(log=print, timeout_s: float = 300) -> Path | None:
         tmp.unlink(missing_ok=True)
     log(f"built the Spark start-up cache in {time.monotonic() - t0:.0f} s: {p}")
     return p
-
-
-def _dump(out: Path) -> None:
-    """Reconcile a tiny history in a driver JVM that writes the cache at ``out`` when it exits."""
-    from pyspark import SparkContext
-
-    from harness.checker.spark_job import run_job, spark_session
-    from harness.checker.verdict import build_verdict
-    from harness.history import (
-        CONSUMED,
-        CONSUMED_SCHEMA,
-        PRODUCED,
-        PRODUCED_SCHEMA,
-        REPLICAS,
-        REPLICAS_SCHEMA,
-        RUN_JSON,
-        validate,
-        write_json_atomic,
-        write_table,
-    )
-
-    with tempfile.TemporaryDirectory(prefix="kchaos-cds-") as d:
-        run = Path(d)
-        n, t0 = 100, 1_700_000_000_000
-        write_table(run / PRODUCED, {
-            "value": [f"p-{i}" for i in range(n)], "producer": ["p"] * n, "seq": list(range(n)),
-            "topic": ["t"] * n, "partition": [i % 2 for i in range(n)], "acks": ["all"] * n,
-            "status": ["ok"] * (n - 1) + ["info"], "offset": [i // 2 for i in range(n - 1)] + [None],
-            "send_ts_ms": [t0 + i for i in range(n)], "ack_ts_ms": [t0 + i + 5 for i in range(n - 1)] + [None],
-            "error": [None] * (n - 1) + ["_MSG_TIMED_OUT"],
-        }, PRODUCED_SCHEMA)
-        reads = [{"consumer": c, "seq": i, "topic": "t", "partition": i % 2, "offset": i // 2, "value": f"p-{i}",
-                  "poll_ts_ms": t0 + i + 10, "hw": i // 2 + 1, "phase": ph}
-                 for c, ph in (("c", "live"), ("final", "final")) for i in range(n)]
-        write_table(run / CONSUMED, reads, CONSUMED_SCHEMA)
-        write_table(run / REPLICAS, [{"broker": b, "topic": "t", "partition": r["partition"], "offset": r["offset"],
-                                      "value": r["value"]} for b in (1, 2, 3) for r in reads[n:]], REPLICAS_SCHEMA)
-        write_json_atomic(run / RUN_JSON, {"run_id": "cds", "topics": [{"name": "t", "replication_factor": 3}],
-                                           "producers": [{"name": "p", "acks": "all", "topic": "t"}]})
-        rd = validate(run)
-        java = jre.binary()
-        train = (f"-XX:AOTCacheOutput={out}" if java is not None and _aot(java)
-                 else f"-XX:ArchiveClassesAtExit={out}")
-        spark = spark_session(None, jvm_options=train)
-        build_verdict(0, rd, run_job(spark, [rd]), 1000)
-        spark.stop()
-        proc = SparkContext._gateway.proc  # type: ignore[union-attr]
-        proc.stdin.close()  # the gateway JVM exits when its stdin closes, and writes the cache then
-        proc.wait(timeout=240)
-
-
-if __name__ == "__main__":
-    _dump(Path(sys.argv[1]))

@@ -6,8 +6,9 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.checker.analysis import JobResult
+from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import ANOMALIES, PRODUCER_ANOMALIES, Config, promises
-from harness.checker.spark_job import BUCKET_MS, JobResult
 from harness.history import EVENTS, RunDir
 
 CONTRACT = "v1"
@@ -176,14 +177,10 @@ def elections(events: list[dict]) -> dict:
             "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
 
 
-def _ex(res, run: int) -> list[dict]:
-    return res.examples.get(run, [])
-
-
 def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> dict:
     events = read_events(rd.path)
     cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
-    counts = {a: sum(n for (r, _), n in job.anomalies[a].counts.items() if r == idx) for a in ANOMALIES}
+    counts = {a: job.of(a).count(idx) for a in ANOMALIES}
 
     # Judge each anomaly against the configuration it belongs to.
     rows: dict[str, dict] = {}
@@ -197,10 +194,10 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> di
         row_counts = {}
         for a in ANOMALIES:
             if a in PRODUCER_ANOMALIES:
-                row_counts[a] = sum(n for (r, who), n in job.anomalies[a].counts.items() if r == idx and who in members)
+                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in members)
             else:
                 topics = {cfgs.producer_topic[m] for m in members}
-                row_counts[a] = sum(n for (r, who), n in job.anomalies[a].counts.items() if r == idx and who in topics)
+                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in topics)
         broken = [a for a in ANOMALIES if prom[a].promised and row_counts[a] > 0]
         rows[label] = {
             "config": label,
@@ -217,12 +214,12 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> di
         }
     # Partition-level anomalies in topics no producer config covers still count against the phantom rule etc.
     orphan_topics = {who for a in ANOMALIES if a not in PRODUCER_ANOMALIES
-                     for (r, who) in job.anomalies[a].counts if r == idx} - set(cfgs.producer_topic.values())
+                     for (r, who) in job.of(a).counts if r == idx} - set(cfgs.producer_topic.values())
     extra_broken = []
     for t in sorted(orphan_topics):
         prom = promises(cfgs.topics.get(t, Config()))
         for a in ANOMALIES:
-            n = job.anomalies[a].counts.get((idx, t), 0)
+            n = job.of(a).counts.get((idx, t), 0)
             if a not in PRODUCER_ANOMALIES and n and prom[a].promised:
                 extra_broken.append({"anomaly": a, "topic": t, "count": n, "why": prom[a].why})
 
@@ -238,19 +235,19 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> di
         "run_dir": str(rd.path),
         "verdict": verdict,
         "anomalies": counts,
-        "examples": {a: _ex(job.anomalies[a], idx) for a in ANOMALIES},
+        "examples": {a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
         "by_config": list(rows.values()),
         "broken_outside_configs": extra_broken,
         "indeterminate_landed": {
-            "count": sum(n for (r, _), n in job.indeterminate_landed.counts.items() if r == idx),
-            "examples": _ex(job.indeterminate_landed, idx),
+            "count": job.of("landed_info").count(idx),
+            "examples": job.of("landed_info").examples.get(idx, []),
         },
         "failed_but_present": {
-            "count": sum(n for (r, _), n in job.failed_but_present.counts.items() if r == idx),
-            "examples": _ex(job.failed_but_present, idx),
+            "count": job.of("landed_fail").count(idx),
+            "examples": job.of("landed_fail").examples.get(idx, []),
             "note": "writes the client reported as definitely failed that are in the final log",
         },
-        "acks0_missing": job.acks0_missing.get(idx, 0),
+        "acks0_missing": job.of("acks0_missing").count(idx),
         "final_log_records": job.final_rows.get(idx, 0),
         "rows": rd.rows,
         "unavailability": unavailability(job.buckets.get(idx, []), lo, hi, threshold_ms, fault_events),

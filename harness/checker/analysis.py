@@ -1,0 +1,106 @@
+"""The check of one or many runs: prepare the shared frames, call every finding function, and bring
+the counts and the first examples of each back in one action. Nothing here defines an anomaly;
+anomalies.py does, one function each."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from harness.checker.anomalies import ANOMALY_FINDINGS, REPORTED_FINDINGS
+from harness.checker.measures import ack_buckets, fold_usage, producer_usage
+from harness.checker.prepare import holding, prepare
+from harness.history import SCHEMAS, RunDir
+
+EXAMPLES = 10
+CACHE_PLAIN_MAX = 1 << 30  # Parquet input up to which the cached aggregations stay uncompressed
+
+
+@dataclass
+class Findings:
+    """One kind's findings over every run: counts per (run, attribution) and the first examples per run."""
+
+    counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    examples: dict[int, list[dict]] = field(default_factory=dict)
+
+    def count(self, run: int) -> int:
+        return sum(n for (r, _), n in self.counts.items() if r == run)
+
+
+@dataclass
+class JobResult:
+    findings: dict[str, Findings]  # every anomaly and every reported kind, by name
+    final_rows: dict[int, int]
+    buckets: dict[int, list[dict]]  # per run: per (topic, partition, second) ack stats
+    span: dict[int, tuple[int | None, int | None]]  # per run: first and last send_ts_ms
+    producers: dict[int, dict[str, dict[str, list[str]]]]  # per run: producer -> topics and acks it used
+
+    def of(self, kind: str) -> Findings:
+        return self.findings.get(kind, Findings())
+
+
+def input_bytes(runs: list[RunDir]) -> int:
+    return sum((r.path / n).stat().st_size for r in runs for n in SCHEMAS)
+
+
+def configure(spark: SparkSession, runs: list[RunDir]) -> None:
+    """Shuffle partitions for the input's size (about one per 32 MiB: tiny histories must not pay
+    for empty tasks), and the cache compressed only when plain rows would crowd the driver (they
+    take about 1.7 times the Parquet input)."""
+    size = input_bytes(runs)
+    parts = max(1, min(spark.sparkContext.defaultParallelism * 4, size // (32 << 20) + 1))
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(size > CACHE_PLAIN_MAX).lower())
+
+
+def collect_findings(found: list[DataFrame], n_examples: int) -> dict[str, Findings]:
+    """Counts per attribution and the first ``n_examples`` of each kind and run, in one action.
+
+    The union is rebalanced as it is cached, so the two passes over it run a task per few rows
+    rather than one per partition of every finding."""
+    allf = reduce(DataFrame.unionByName, found).hint("rebalance").persist()
+    try:
+        counts = (allf.groupBy("kind", "run", "attr").agg(F.count(F.lit(1)).alias("n"))
+                  .withColumn("payload", F.lit(None).cast("string")))
+        w = Window.partitionBy("kind", "run").orderBy("sort", "payload")
+        ex = (allf.filter(F.col("kind") != "acks0_missing")
+              .withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") <= n_examples)
+              .select("kind", "run", F.lit(None).cast("string").alias("attr"), F.lit(None).cast("long").alias("n"),
+                      "payload"))
+        out: dict[str, Findings] = {}
+        for r in counts.unionByName(ex).collect():
+            res = out.setdefault(r["kind"], Findings())
+            if r["n"] is not None:
+                res.counts[(r["run"], r["attr"])] = r["n"]
+            else:
+                res.examples.setdefault(r["run"], []).append(json.loads(r["payload"]))
+        return out
+    finally:
+        allf.unpersist()
+
+
+def _rows(df: DataFrame) -> list[dict]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def analyse(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES) -> JobResult:
+    """Check ``runs`` in one Spark session; raises HistoryError on a contract breach. What it caches
+    is released however it ends, for a caller that goes on using the session."""
+    configure(spark, runs)
+    with holding() as hold, ThreadPoolExecutor(2) as side:
+        inputs = prepare(spark, runs, hold)
+        # Small results beside the findings' action, on the cores it leaves idle.
+        buckets_rows = side.submit(_rows, ack_buckets(inputs.produced))
+        usage_rows = side.submit(_rows, producer_usage(inputs.produced))
+        found = [f(inputs) for f in (*ANOMALY_FINDINGS.values(), *REPORTED_FINDINGS.values())]
+        findings = collect_findings(found, n_examples)
+        buckets: dict[int, list[dict]] = {}
+        for row in buckets_rows.result():
+            buckets.setdefault(row.pop("run"), []).append(row)
+        producers, span = fold_usage(usage_rows.result())
+    return JobResult(findings, inputs.final_rows, buckets, span, producers)

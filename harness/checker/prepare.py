@@ -1,0 +1,238 @@
+"""The frames every anomaly function reads, built once per check.
+
+Every run of one check is read into the same DataFrames with a ``run`` column, so each anomaly is
+one Spark job over all of them. Two aggregations carry the weight and are cached:
+
+- ``offs`` (per_offset): one row per (run, partition, offset, value) that a replica holds or a
+  reader returned, with flags saying where it was seen;
+- ``vals`` (per_value): one row per (run, partition, value) that was produced there or is in its
+  final log, with what the producer said of it and where the final log holds it.
+
+The rest are small: the values that turn up twice or from nowhere (``odd``), their final-log
+records (``odd_final``), and the sends behind every finding that names a sender (``sends``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from harness.checker.contract import bad_bits, raise_if_invalid
+from harness.checker.footers import topics_in
+from harness.checker.keys import KEY, PartitionKey
+from harness.history import CONSUMED, PRODUCED, REPLICAS, SCHEMAS, RunDir
+
+BROADCAST_ROWS = 200_000  # rows up to which a lookup's small side is broadcast instead of shuffled
+
+# Row flags, OR-ed together by the aggregations (one int column instead of a column per flag).
+SENT, OK_ACKED, INFO, FAIL, ACKS0, ACKS1 = 1, 2, 4, 8, 16, 32  # per_value
+IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
+
+SEND_COLS = ["run", "value", "producer", "topic", "partition", "acks", "status", "offset", "send_ts_ms", "ack_ts_ms",
+             "error"]
+_SPARK_TYPES = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
+
+
+def has(bit: int, col: str = "flags") -> Column:
+    return F.col(col).bitwiseAND(F.lit(bit)) != 0
+
+
+def mask(flags: list[tuple[Column, int]]) -> Column:
+    """The flag bits whose conditions hold, as one int."""
+    out = F.lit(0)
+    for cond, bit in flags:
+        out = out + F.when(cond, F.lit(bit)).otherwise(F.lit(0))
+    return out
+
+
+def small(df: DataFrame, rows: int) -> DataFrame:
+    """``df`` marked for broadcast when it has few rows (as it has unless the history is badly broken)."""
+    return F.broadcast(df) if rows <= BROADCAST_ROWS else df
+
+
+def in_final() -> Column:
+    """A per_value row whose value is in the final log of its partition."""
+    return F.col("first_offset").isNotNull()
+
+
+def uncommitted() -> Column:
+    """A per_offset row read live that is not in the final log there, or was read at or above its hw."""
+    return has(IN_LIVE) & (~has(IN_FINAL) | has(ABOVE_HW))
+
+
+class Held:
+    """DataFrames persisted for one check, released together however the check ends."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        self.frames.append(df.persist())
+        return df
+
+    def release(self) -> None:
+        for df in self.frames:
+            df.unpersist()
+        self.frames.clear()
+
+
+@contextmanager
+def holding() -> Iterator[Held]:
+    held = Held()
+    try:
+        yield held
+    finally:
+        held.release()
+
+
+def read(spark: SparkSession, runs: list[RunDir], name: str) -> DataFrame:
+    """One contract file of every run, cast to the contract's types, with a run column."""
+    frames = []
+    for i, r in enumerate(runs):
+        df = spark.read.parquet(str((r.path / name).resolve()))
+        cols = [F.col(f.name).cast(_SPARK_TYPES[str(f.type)]).alias(f.name) for f in SCHEMAS[name]]
+        frames.append(df.select(F.lit(i).alias("run"), *cols))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> DataFrame:
+    """One row per (run, partition, offset, value) held by a replica or returned to a reader, with
+    flags: IN_FINAL, IN_LIVE, ABOVE_HW (read live at or above its hw), and contract breaches.
+
+    Clustered by (run, partition, offset), so every later grouping by those columns (divergence)
+    needs no shuffle; the aggregation buffer is a number, so Spark hash-aggregates.
+    """
+    live = F.col("phase") == "live"
+    above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
+    reps = replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"))
+    reads = consumed.select(*KEY, "offset", "value", mask([
+        (F.col("phase") == "final", IN_FINAL), (live, IN_LIVE), (above, ABOVE_HW), *bad_bits(CONSUMED)]).alias("flags"))
+    return (pk.encode(reps.unionByName(reads))
+            .repartition(*pk.cols, "offset")
+            .groupBy(*pk.cols, "offset", "value")
+            .agg(F.bit_or("flags").alias("flags")))
+
+
+def per_value(produced: DataFrame, offs: DataFrame, pk: PartitionKey) -> DataFrame:
+    """One row per (run, partition, value) produced there or in its final log: what the producer said
+    of it (flags) and where the final log holds it (first and last offset; null: absent).
+
+    The final log comes from ``offs``, which holds each of its records once. Clustered by
+    (run, value), so the questions that cross partitions (is a value in two partitions' logs? was
+    it produced anywhere?) need no other shuffle.
+    """
+    status, acks = F.col("status"), F.col("acks")
+    ok = (status == "ok") & (acks != "0")
+    sends = pk.encode(produced.select(*KEY, "value", F.lit(None).cast("long").alias("offset"), mask([
+        (F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
+        (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *bad_bits(PRODUCED)]).alias("flags")))
+    finals = offs.filter(has(IN_FINAL)).select(*pk.cols, "value", "offset", F.lit(0).alias("flags"))
+    return (sends.unionByName(finals).repartition("run", "value")
+            .groupBy(*pk.cols, "value")
+            .agg(F.bit_or("flags").alias("flags"),
+                 F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
+
+
+def odd_values(vals: DataFrame) -> DataFrame:
+    """(run, value, is_dup, is_phantom) of the values at two or more offsets of the final log (in one
+    partition or in several), or in the final log but never produced."""
+    per_run_value = (vals.groupBy("run", "value")
+                     .agg(F.sum(in_final().cast("int")).alias("final_parts"),
+                          F.max((in_final() & (F.col("first_offset") != F.col("last_offset"))).cast("int"))
+                          .alias("dup_here"),
+                          F.bit_or("flags").alias("flags")))
+    is_dup = (F.col("final_parts") >= 2) | (F.col("dup_here") == 1)
+    is_phantom = (F.col("final_parts") >= 1) & ~has(SENT)
+    return (per_run_value.filter(is_dup | is_phantom)
+            .select("run", "value", is_dup.alias("is_dup"), is_phantom.alias("is_phantom")))
+
+
+def targets(vals: DataFrame, odd: DataFrame, pk: PartitionKey) -> DataFrame:
+    """The values whose sends a finding names, with what explains them (``explains``): acknowledged
+    writes absent from the final log ("lost"), indeterminate or failed writes present in it
+    ("landed_info", "landed_fail") and duplicated values ("dup", every send)."""
+    kinds = F.array(F.when(has(OK_ACKED) & ~in_final(), F.lit("lost")),
+                    F.when(has(INFO) & in_final(), F.lit("landed_info")),
+                    F.when(has(FAIL) & in_final(), F.lit("landed_fail")))
+    per_partition = pk.decode(vals.select(*pk.cols, "value", "first_offset", F.explode(kinds).alias("kind"))
+                              .filter(F.col("kind").isNotNull()))
+    dups = odd.filter("is_dup").select("run", "value", F.lit("dup").alias("kind"),
+                                       F.lit(None).cast("string").alias("topic"),
+                                       F.lit(None).cast("int").alias("partition"),
+                                       F.lit(None).cast("long").alias("first_offset"))
+    return (per_partition.select("run", "value", "kind", "topic", "partition", "first_offset").unionByName(dups)
+            .withColumnsRenamed({"topic": "t_topic", "partition": "t_partition"}))
+
+
+def explains() -> Column:
+    """Whether a send explains its target row: "dup" takes every send of the value, the others only
+    the sends to the target's partition with the status that makes the finding."""
+    status, kind = F.col("status"), F.col("kind")
+    here = F.col("topic").eqNullSafe(F.col("t_topic")) & F.col("partition").eqNullSafe(F.col("t_partition"))
+    return ((kind == "dup")
+            | (here & (((kind == "lost") & (status == "ok") & (F.col("acks") != "0"))
+                       | ((kind == "landed_info") & (status == "info"))
+                       | ((kind == "landed_fail") & (status == "fail")))))
+
+
+@dataclass
+class Inputs:
+    """The prepared frames (see the module's docstring) and the per-run facts the passes found."""
+
+    runs: list[RunDir]
+    pk: PartitionKey
+    produced: DataFrame
+    consumed: DataFrame
+    live: DataFrame
+    offs: DataFrame
+    vals: DataFrame
+    odd: DataFrame
+    odd_final: DataFrame
+    sends: DataFrame
+    final_rows: dict[int, int]
+    uncommitted_rows: int
+
+
+def _run_flags(df: DataFrame, extra: dict[str, Column]) -> list[dict]:
+    """Each run's OR of row flags, with ``extra`` sums, in one pass over a cached aggregation."""
+    aggs = [F.bit_or("flags").alias("f"), *(F.sum(c.cast("long")).alias(n) for n, c in extra.items())]
+    return [r.asDict() for r in df.groupBy("run").agg(*aggs).collect()]
+
+
+def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
+    """Read ``runs``, build and cache the shared frames, and raise HistoryError on a contract breach
+    before any finding is computed."""
+    pk = PartitionKey(topics_in(runs))
+    produced, consumed, replicas = (read(spark, runs, n) for n in (PRODUCED, CONSUMED, REPLICAS))
+    offs = hold(per_offset(replicas, consumed, pk))
+    offs_stats = _run_flags(offs, {"final_rows": has(IN_FINAL), "unc": uncommitted()})
+    vals = hold(per_value(produced, offs, pk))
+    # The targets of the send lookup (see targets), counted to choose how the lookup joins.
+    landed = (has(INFO) | has(FAIL)) & in_final()
+    vals_stats = _run_flags(vals, {"targets": ((has(OK_ACKED) & ~in_final()) | landed).cast("long")
+                                   + (has(INFO) & has(FAIL) & in_final()).cast("long")})
+    flags = {r["run"]: {CONSUMED: r["f"]} for r in offs_stats}
+    for r in vals_stats:
+        flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
+    final_rows = {r["run"]: r["final_rows"] or 0 for r in offs_stats}
+    raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
+
+    odd = hold(odd_values(vals))
+    n_odd, n_dup = odd.agg(F.count(F.lit(1)), F.sum(F.col("is_dup").cast("long"))).first()
+    odd_final = hold(pk.decode(offs.filter(has(IN_FINAL)).select(*pk.cols, "offset", "value")
+                               .join(small(odd, n_odd), on=["run", "value"], how="inner")))
+    n_targets = sum(r["targets"] or 0 for r in vals_stats) + (n_dup or 0)
+    sends = hold(produced.select(*SEND_COLS)
+                 .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
+                 .filter(explains()))
+    return Inputs(runs, pk, produced, consumed, consumed.filter(F.col("phase") == "live"), offs, vals, odd, odd_final,
+                  sends, {i: final_rows.get(i, 0) for i in range(len(runs))},
+                  sum(r["unc"] or 0 for r in offs_stats))
