@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
 
@@ -25,6 +24,15 @@ err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
 
+
+
+@app.callback()
+def _options(verbose: bool = typer.Option(False, "--verbose", help="client-library and kchaos log lines on stderr "
+                                          "too (they always go to the run directory's logs/clients.log)")) -> None:
+    from harness import logs
+
+    logs.set_verbose(verbose)
+    logs.quiet_clients()
 
 
 def _log(msg: str) -> None:
@@ -173,7 +181,7 @@ def run(
 
     verdicts = check_runs([res.path])
     print_verdicts(verdicts, summarize(verdicts))
-    raise typer.Exit(EXIT_BROKEN if verdicts[0]["verdict"] == "fail" else EXIT_OK)
+    raise typer.Exit(EXIT_BROKEN if verdicts[0].failed else EXIT_OK)
 
 
 @app.command()
@@ -195,10 +203,10 @@ def check(
         raise typer.Exit(EXIT_BAD_INPUT) from e
     print_verdicts(verdicts, summarize(verdicts))
     _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
-    raise typer.Exit(EXIT_BROKEN if any(v["verdict"] == "fail" for v in verdicts) else EXIT_OK)
+    raise typer.Exit(EXIT_BROKEN if any(v.failed for v in verdicts) else EXIT_OK)
 
 
-def print_verdicts(verdicts: list[dict], summary: list[dict]) -> None:
+def print_verdicts(verdicts: list, summary: list[dict]) -> None:
     from harness.checker import ANOMALIES
 
     t = Table(title="runs", header_style="bold")
@@ -207,8 +215,8 @@ def print_verdicts(verdicts: list[dict], summary: list[dict]) -> None:
     for a in ANOMALIES:
         t.add_column(a.replace("_", " "), justify="right")
     for v in verdicts:
-        colour = "green" if v["verdict"] == "pass" else "red"
-        t.add_row(v["run_id"], f"[{colour}]{v['verdict']}[/{colour}]", *(str(v["anomalies"][a]) for a in ANOMALIES))
+        colour = "red" if v.failed else "green"
+        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", *(str(v.anomalies[a]) for a in ANOMALIES))
     console.print(t)
     s = Table(title="per configuration (x = broke a promise, ~ = expected for this configuration)", header_style="bold")
     s.add_column("configuration")
@@ -233,9 +241,14 @@ def report(
 ) -> None:
     """Write the self-contained HTML durability report (runs without verdict.json are checked first)."""
     from harness import report as report_mod
-    from harness.history import HistoryError
+    from harness.history import VERDICT_JSON, HistoryError, find_run_dirs
 
     try:
+        unchecked = [d for d in find_run_dirs(run_dirs) if not (d / VERDICT_JSON).exists()]
+        if unchecked:
+            from harness.checker import check_runs
+
+            check_runs(unchecked)
         out = report_mod.write_report(run_dirs, output, title=title)
     except (HistoryError, ValueError) as e:
         err.print(f"[red]bad input:[/red] {e}")
@@ -267,63 +280,44 @@ def matrix(
     Finished runs are kept, so a second call after an interruption resumes where it stopped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness import engine, reaper, runner
     from harness import matrix as matrix_mod
-    from harness.cluster import ClusterError
+    from harness import reaper
 
-    names = _csv(scenarios) or (QUICK if quick else sorted(
-        p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
+    names = _csv(scenarios) or (QUICK if quick else sorted(p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)))
         _require_images("matrix", sorted({s.kafka_version for _, s, _, _ in p.cells}))
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    status = matrix_mod.Status(out)
     reaper.install_signal_handlers()
-    todo = [c for c in p.cells if not (runs_dir / c[0].run_id).exists()]
-    _log(f"{len(p.cells)} runs in the matrix, {len(p.cells) - len(todo)} already done, {len(todo)} to run")
+    done = sum((out / "runs" / c.run_id).exists() for c, *_ in p.cells)
+    _log(f"{len(p.cells)} runs in the matrix, {done} already done, {len(p.cells) - done} to run")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar:
-        task = bar.add_task("matrix", total=len(p.cells), completed=len(p.cells) - len(todo))
-        for cell, s, ov, path in todo:
-            bar.update(task, description=f"running {cell.run_id}")
-            t0 = time.monotonic()
-            try:
-                res = runner.execute(s, runs_dir / cell.run_id, scenario_file=str(path), overrides=ov,
-                                     log=lambda m: None)
-                status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
-                           final=res.final)
-                bar.console.print(f"  [green]done[/green]  {cell.run_id}: {res.acked} acknowledged, "
-                                  f"{res.final} in the final read ({time.monotonic() - t0:.0f} s)")
-            except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
-                status.set(cell, "error", reason=str(e)[:2000])
-                bar.console.print(f"  [red]error[/red] {cell.run_id}: {str(e).splitlines()[0][:200]}")
+        task = bar.add_task("matrix", total=len(p.cells), completed=done)
+
+        def announce(what: str, line: str) -> None:
+            if what == "start":
+                bar.update(task, description=f"running {line}")
+                return
+            bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
             bar.advance(task)
-    finished = [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]
+
+        finished = matrix_mod.run_cells(p, out, announce)
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)
-    from harness.checker import check_runs, summarize
+    from harness.checker import summarize
 
     _log(f"checking {len(finished)} runs in one Spark session")
-    verdicts = check_runs(finished, master=spark_master)
-    print_verdicts(verdicts, summarize(verdicts))
-    runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
-    known = matrix_mod.known_results(verdicts, runs)
-    (out / "known-results.md").write_text(matrix_mod.known_results_markdown(known) + "\n")
-    console.print(matrix_mod.known_results_markdown(known))
-    from harness import report as report_mod
-
-    html = report_mod.write_report(finished, out / "index.html", verdicts=verdicts,
-                                   title="kchaos durability matrix", matrix_status=status.cells)
-    errors = [c for c in status.cells.values() if c["status"] == "error"]
-    _log(f"report: {html.resolve()}")
-    if errors:
-        err.print(f"{len(errors)} run(s) could not be carried out; see {status.path}")
-    broken = any(v["verdict"] == "fail" for v in verdicts)
-    raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if errors else EXIT_OK))
+    res = matrix_mod.check_and_report(finished, out, spark_master)
+    print_verdicts(res.verdicts, summarize(res.verdicts))
+    console.print(res.known_markdown)
+    _log(f"report: {res.report.resolve()}")
+    if res.errors:
+        err.print(f"{len(res.errors)} run(s) could not be carried out; see {out / 'matrix.json'}")
+    broken = any(v.failed for v in res.verdicts)
+    raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
 
 
 def main() -> None:

@@ -128,6 +128,22 @@ def validate(path: Path) -> RunDir:
     return RunDir(path, rows, run)
 
 
+def read_events(run_dir: Path) -> list[dict]:
+    """events.jsonl of a run directory, one dict per line; [] when there is none. A line cut short
+    (a run killed while writing it) is skipped: every other line still tells what happened."""
+    f = Path(run_dir) / EVENTS
+    if not f.exists():
+        return []
+    out = []
+    for line in f.read_text().splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
 def find_run_dirs(paths: list[Path]) -> list[Path]:
     """Each path is a run directory, or a parent holding run directories at any depth."""
     out: list[Path] = []

@@ -9,6 +9,8 @@ that could not be carried out and why. All runs are checked together, in one Spa
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -113,38 +115,51 @@ class Status:
         write_json_atomic(self.path, {"cells": list(self.cells.values())})
 
 
-def known_results(verdicts: list[dict], runs: dict[str, dict]) -> list[dict]:
-    """Per scenario, version and mode: in how many runs each anomaly showed, and how many broke a promise."""
-    rows: dict[tuple, dict] = {}
-    for v in verdicts:
-        run = runs.get(v["run_id"], {})
-        key = (run.get("scenario", "?"), run.get("kafka_version", "?"), run.get("mode", "?"),
-               "elr" if run.get("eligible_leader_replicas") else "")
-        r = rows.setdefault(key, {"scenario": key[0], "kafka_version": key[1], "mode": key[2], "elr": bool(key[3]),
-                                  "runs": 0, "broke_promise": 0, "any_anomaly": 0, "loss_or_divergence": 0,
-                                  "with": {}})
-        r["runs"] += 1
-        r["broke_promise"] += v["verdict"] == "fail"
-        counts = v["anomalies"]
-        r["any_anomaly"] += any(n > 0 for n in counts.values())
-        r["loss_or_divergence"] += counts["lost"] > 0 or counts["divergence"] > 0
-        for a, n in counts.items():
-            r["with"][a] = r["with"].get(a, 0) + (n > 0)
-    return list(rows.values())
+Announce = Callable[[str, str], None]  # (what happened: "start", "done" or "error", the line to show)
 
 
-def known_results_markdown(rows: list[dict]) -> str:
-    head = ("| scenario | Kafka | runs | runs with loss | runs with divergence | runs with loss or divergence "
-            "| runs with any anomaly | runs that broke a promise |")
-    out = [head, "|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: (r["scenario"], r["kafka_version"], r["mode"])):
-        n = r["runs"]
+def run_cells(p: Plan, out: Path, announce: Announce) -> list[Path]:
+    """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
+    matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
+    Returns the run directories of every finished cell (this call's and earlier calls')."""
+    from harness import engine, runner
+    from harness.cluster import ClusterError
 
-        def pct(k: int, n: int = n) -> str:
-            return f"{k}/{n} ({100 * k / n:.0f}%)"
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    status = Status(out)
+    for cell, s, ov, path in [c for c in p.cells if not (runs_dir / c[0].run_id).exists()]:
+        announce("start", cell.run_id)
+        t0 = time.monotonic()
+        try:
+            res = runner.execute(s, runs_dir / cell.run_id, scenario_file=str(path), overrides=ov, log=lambda m: None)
+            status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked, final=res.final)
+            announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
+                             f"({time.monotonic() - t0:.0f} s)")
+        except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+            status.set(cell, "error", reason=str(e)[:2000])
+            announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
+    return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]
 
-        kafka = f"{r['kafka_version']} {r['mode']}" + (" ELR" if r["elr"] else "")
-        out.append(f"| {r['scenario']} | {kafka} | {n} | {pct(r['with'].get('lost', 0))} | "
-                   f"{pct(r['with'].get('divergence', 0))} | {pct(r['loss_or_divergence'])} | "
-                   f"{pct(r['any_anomaly'])} | {pct(r['broke_promise'])} |")
-    return "\n".join(out)
+
+@dataclass
+class Outcome:
+    verdicts: list[dict]
+    known_markdown: str
+    report: Path
+    errors: list[dict]
+
+
+def check_and_report(finished: list[Path], out: Path, spark_master: str | None = None) -> Outcome:
+    """Check every finished run in one Spark session, then write known-results.md and the report."""
+    from harness import known_results, report
+    from harness.checker import check_runs
+
+    verdicts = check_runs(finished, master=spark_master)
+    runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
+    known = known_results.markdown(known_results.rows(verdicts, runs))
+    (out / "known-results.md").write_text(known + "\n")
+    status = Status(out)
+    html = report.write_report(finished, out / "index.html", title="kchaos durability matrix",
+                               matrix_status=status.cells)
+    return Outcome(verdicts, known, html, [c for c in status.cells.values() if c["status"] == "error"])

@@ -13,19 +13,14 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
-from harness.cluster.kafka_cluster import BANDWIDTH_TOXIC, CUT_TOXIC, LATENCY_TOXIC
+from harness.faults import FAULTS, Applied
 from harness.schedule import PlannedFault
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
-# Which toxics a network fault adds; with its tag (Applied.tag), its heal removes only its own.
-TOXIC_PREFIX = {"latency": LATENCY_TOXIC, "slow_fetch": LATENCY_TOXIC, "bandwidth": BANDWIDTH_TOXIC,
-                **dict.fromkeys(("isolate", "cut_replication", "cut_fetch", "cut_coordination", "cut_client",
-                                 "one_way"), CUT_TOXIC)}
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
 
 
@@ -48,16 +43,6 @@ class EventLog:
             self._f.close()
 
 
-@dataclass
-class Applied:
-    fault: PlannedFault
-    brokers: list[int]
-    links: list[str] = field(default_factory=list)
-    start_ms: int = 0
-    detail: dict = field(default_factory=dict)
-    tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
-
-
 class Nemesis:
     def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog):
         self.c = cluster
@@ -70,113 +55,65 @@ class Nemesis:
 
     # ------------------------------------------------------------ targets
     def resolve(self, f: PlannedFault) -> list[int]:
+        """The brokers ``f``'s target means now: a role is looked up in the cluster as it is."""
         t = f.target
-        ids = self.c.settings.broker_ids
-        if t.startswith("broker:"):
-            return [int(t[7:])]
-        if t.startswith("rack:"):
-            rack = t[5:]
-            return [b for b in ids if self.c.settings.rack_of(b) == rack]
+        if t.role == "broker":
+            return [t.number]
+        if t.role == "rack":
+            return [b for b in self.c.settings.broker_ids if self.c.settings.rack_of(b) == t.rack]
         st = self.c.describe(self.topic, timeout_s=5)
-        if t == "controller":
-            if st.controller in ids:
+        if t.role == "controller":
+            if st.controller in self.c.settings.broker_ids:
                 return [st.controller]
             raise ValueError("KRaft: the controller is not a broker; aim network faults at brokers instead")
         p = st.partition(self.topic, f.partition)
-        if t == "leader":
+        if t.role == "leader":
             if p.leader < 0:
                 raise ValueError(f"partition {f.partition} has no leader")
             return [p.leader]
         # Followers in AR order, ISR members first: "follower:2" is the second of them.
         followers = [r for r in p.replicas if r != p.leader and r in p.isr] + \
                     [r for r in p.replicas if r != p.leader and r not in p.isr]
-        if t == "followers":
+        if t.role == "followers":
             return followers
-        k = 1 if t == "follower" else int(t.split(":", 1)[1]) if t.startswith("follower:") else 0
-        if k:
-            if k > len(followers):
-                raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {k}")
-            return [followers[k - 1]]
-        raise ValueError(f"unknown target {t}")
+        if t.number > len(followers):
+            raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {t.number}")
+        return [followers[t.number - 1]]
 
     # ------------------------------------------------------------ apply / heal
-    def _links(self, kind: str, b: int, leader: int) -> list[str]:
-        topo = self.c.topo
-        if kind in ("cut_fetch", "slow_fetch"):
-            return [topo.repl(b, leader)] if leader > 0 and leader != b else []
-        return {
-            "isolate": topo.isolation_links(b),
-            "cut_replication": topo.replication_links(b),
-            "cut_coordination": [topo.coordination(b)],
-            "cut_client": [topo.client(b)],
-            "latency": topo.isolation_links(b),
-            "bandwidth": topo.isolation_links(b),
-        }.get(kind, [])
-
     def apply(self, f: PlannedFault) -> Applied:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
         st = self.c.describe(self.topic, timeout_s=5)
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller})
+        kind = FAULTS[f.kind]
         try:
-            self._apply(a)
+            for b in brokers:
+                kind.apply(self.c, a, b)
         except Exception:
             if a.links:
                 try:
-                    self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind), tag=a.tag)
+                    self.c.restore(sorted(set(a.links)), only=kind.toxic, tag=a.tag)
                 except Exception as e:  # the fault's own error is the one to report
                     LOG.warning("could not take back the toxics of %s %s: %s", f.kind, f.target, e)
             raise
-        self.events.write({"type": "fault_start", "kind": f.kind, "target": f.target, "brokers": brokers,
+        self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": brokers,
                            "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
         return a
 
-    def _apply(self, a: Applied) -> None:
-        f = a.fault
-        for b in a.brokers:
-            if f.kind == "kill":
-                self.c.kill(b)
-            elif f.kind == "power_loss":
-                cuts = self.c.power_loss(b)
-                a.detail.setdefault("power_loss", {})[str(b)] = [
-                    {"file": c.path.rsplit("/", 2)[-2] + "/" + c.path.rsplit("/", 1)[-1], "kept_until": c.kept_until,
-                     "removed": c.size < 0} for c in cuts]
-            elif f.kind == "pause":
-                self.c.pause(b)
-            elif f.kind == "restart":
-                self.c.stop_broker(b)
-            elif f.kind == "one_way":
-                for o in self.c.settings.broker_ids:
-                    if o != b:
-                        a.links += [link for link, _ in self.c.topo.one_way(b, o)]
-                        self.c.cut_one_way(b, o, tag=a.tag)
-            else:
-                links = self._links(f.kind, b, a.detail["leader_before"])
-                a.links += links  # before the toxics go on, so a failure halfway takes them back
-                if f.kind in ("latency", "slow_fetch"):
-                    self.c.latency(links, f.latency_ms, f.jitter_ms, tag=a.tag)
-                elif f.kind == "bandwidth":
-                    self.c.bandwidth(links, f.rate_kbps, tag=a.tag)
-                else:
-                    self.c.cut(links, tag=a.tag)
-
     def heal(self, a: Applied) -> None:
         f = a.fault
-        for b in a.brokers:
-            if f.kind in ("kill", "power_loss", "restart"):
-                waited = self.c.start_broker(b)
-                if waited >= 0.5:
-                    a.detail.setdefault("restart_waited_s", {})[str(b)] = round(waited, 2)
-            elif f.kind == "pause":
-                self.c.resume(b)
+        kind = FAULTS[f.kind]
+        if kind.heal is not None:
+            for b in a.brokers:
+                kind.heal(self.c, a, b)
         if a.links:
-            self.c.restore(sorted(set(a.links)), only=TOXIC_PREFIX.get(f.kind), tag=a.tag)
+            self.c.restore(sorted(set(a.links)), only=kind.toxic, tag=a.tag)
         end = now_ms()
         self.events.write({
-            "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target in (
-                "leader", "follower", "followers") or f.target.startswith("follower:") else ""),
-            "kind": f.kind, "target": f.target, "partition": f.partition, "brokers": a.brokers, "tag": a.tag,
+            "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target.of_partition else ""),
+            "kind": f.kind, "target": str(f.target), "partition": f.partition, "brokers": a.brokers, "tag": a.tag,
             "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
             "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
         })
@@ -201,7 +138,7 @@ class Nemesis:
                     try:
                         a = self.apply(f)  # type: ignore[arg-type]
                     except Exception as e:  # a target that cannot be resolved now: log, go on
-                        self.events.write({"type": "fault_skipped", "kind": f.kind, "target": f.target,  # type: ignore[attr-defined]
+                        self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),  # type: ignore[attr-defined]
                                            "reason": str(e), "ts_ms": now_ms()})
                         continue
                     self._active.append(a)

@@ -205,11 +205,10 @@ class ChaosResult:
 
     @property
     def anomalies(self) -> dict[str, int]:
-        return self.verdict["anomalies"]
+        return self.verdict.anomalies
 
     def assert_promises_held(self) -> None:
-        broken = [(c["config"], a, c["counts"][a]) for c in self.verdict["by_config"] for a in c["broken"]]
-        assert self.verdict["verdict"] == "pass", f"promises broken in {self.path}: {broken}"
+        assert not self.verdict.failed, f"promises broken in {self.path}: {self.verdict.broken()}"
 
 
 @pytest.fixture

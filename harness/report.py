@@ -18,31 +18,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from harness import faults, known_results
 from harness.checker.promises import ANOMALIES, DOC_CASES, promises
-from harness.history import CONSUMED, EVENTS, PRODUCED, REPLICAS, RUN_JSON, VERDICT_JSON
+from harness.checker.verdict import Verdict
+from harness.checker.verdict import read as read_verdict
+from harness.history import (
+    CONSUMED,
+    PRODUCED,
+    REPLICAS,
+    RUN_JSON,
+    VERDICT_JSON,
+    HistoryError,
+    find_run_dirs,
+    read_events,
+)
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
-MAX_PLOT_POINTS_PER_SERIES = 2000
-FAULT_COLOURS = {"kill": "#d62728", "power_loss": "#7f0000", "pause": "#9467bd", "restart": "#8c564b",
-                 "isolate": "#e377c2", "cut_replication": "#ff7f0e", "cut_fetch": "#ff7f0e",
-                 "cut_coordination": "#bcbd22", "cut_client": "#17becf", "one_way": "#ffbb78",
-                 "latency": "#aec7e8", "bandwidth": "#98df8a"}
 
 
 def _read_json(p: Path) -> dict:
     return json.loads(p.read_text()) if p.exists() else {}
-
-
-def _events(d: Path) -> list[dict]:
-    out = []
-    f = d / EVENTS
-    if f.exists():
-        for line in f.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
 
 
 def _t0(run: dict, produced: pa.Table, events: list[dict]) -> int:
@@ -59,7 +54,7 @@ def _per_second(ts: pa.Array, t0: int) -> pa.Array:
     return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
 
 
-def timeline(d: Path, run: dict, verdict: dict, events: list[dict]) -> dict:
+def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
     """Plotly figure (as a dict) of one run: five panels on one time axis, faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
     t0 = _t0(run, produced, events)
@@ -146,14 +141,14 @@ def timeline(d: Path, run: dict, verdict: dict, events: list[dict]) -> dict:
     layout["yaxis5"]["dtick"] = 1
     for i, f in enumerate(e for e in events if e.get("type") == "fault"):
         x0, x1 = (f["start_ms"] - t0) / 1000, ((f.get("end_ms") or f["start_ms"]) - t0) / 1000
-        colour = FAULT_COLOURS.get(f.get("kind", ""), "#7f7f7f")
+        colour = faults.colour(f.get("kind", ""))
         layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
                                  "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
         layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
                                       "xanchor": "left",
                                       "yanchor": "bottom", "showarrow": False, "font": {"size": 9, "color": colour},
                                       "text": f"{f.get('name', f.get('kind'))} {f.get('brokers', '')}"})
-    for w in (verdict.get("unavailability") or {}).get("windows", []):
+    for w in verdict.unavailability.windows:
         x0, x1 = (w["start_ms"] - t0) / 1000, (w["end_ms"] - t0) / 1000
         layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 1 - h,
                                  "y1": 1, "fillcolor": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#d62728",
@@ -164,9 +159,9 @@ def timeline(d: Path, run: dict, verdict: dict, events: list[dict]) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def divergence_tables(d: Path, verdict: dict, limit: int = 10) -> list[dict]:
+def divergence_tables(d: Path, verdict: Verdict, limit: int = 10) -> list[dict]:
     """For each divergent offset in the examples: what every replica and every reader saw there."""
-    ex = (verdict.get("examples") or {}).get("divergence") or []
+    ex = verdict.examples.get("divergence") or []
     keys = {(e["topic"], e["partition"], e["offset"]) for e in ex[:limit]}
     if not keys:
         return []
@@ -205,17 +200,17 @@ def faults_near(events: list[dict], examples: list[dict], window_ms: int = 15000
     return [f for f in faults if f["start_ms"] <= hi and (f.get("end_ms") or f["start_ms"]) >= lo]
 
 
-def run_section(d: Path, verdict: dict) -> dict:
+def run_section(d: Path, verdict: Verdict) -> dict:
     run = _read_json(d / RUN_JSON)
-    events = _events(d)
+    events = read_events(d)
     cp = _read_json(d / "checkpoints.json")
     fig = timeline(d, run, verdict, events)
     anomalies = []
     for a in ANOMALIES:
-        n = verdict["anomalies"].get(a, 0)
+        n = verdict.anomalies.get(a, 0)
         if not n:
             continue
-        ex = (verdict.get("examples") or {}).get(a) or []
+        ex = verdict.examples.get(a) or []
         anomalies.append({"name": a, "count": n, "examples": ex,
                           "columns": sorted({k for e in ex for k in e}, key=lambda k: (k not in (
                               "value", "topic", "partition", "offset", "ack_offset"), k)),
@@ -224,7 +219,7 @@ def run_section(d: Path, verdict: dict) -> dict:
     env = {k: run.get(k) for k in ("scenario", "description", "kafka_version", "mode", "brokers", "racks", "seed",
                                     "eligible_leader_replicas") if k in run}
     return {
-        "id": verdict["run_id"], "dir": str(d), "verdict": verdict, "run": run, "env": env,
+        "id": verdict.run_id, "dir": str(d), "verdict": verdict, "run": run, "env": env,
         "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""),
         "settings": {k: run.get(k) for k in ("topics", "producers", "consumers", "broker_config", "faults")
                      if k in run},
@@ -234,7 +229,7 @@ def run_section(d: Path, verdict: dict) -> dict:
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if e.get("type") == "fault"],
         "skipped": [e for e in events if e.get("type") == "fault_skipped"],
-        "elections": verdict.get("elections") or {},
+        "elections": verdict.elections,
     }
 
 
@@ -242,15 +237,15 @@ def matrix_rows(sections: list[dict]) -> list[dict]:
     rows = []
     for s in sections:
         v = s["verdict"]
-        unav = (v.get("unavailability") or {}).get("windows") or []
+        unav = v.unavailability.windows
         longest = max((w["duration_ms"] for w in unav), default=0)
-        for c in v["by_config"]:
-            st = c["settings"]
+        for c in v.by_config:
+            st = c.settings
             cells = []
             for a in ANOMALIES:
-                n = c["counts"][a]
-                state = "clean" if n == 0 else ("broke" if c["promises"][a]["promised"] else "expected")
-                cells.append({"anomaly": a, "count": n, "state": state, "why": c["promises"][a]["why"]})
+                n = c.counts[a]
+                state = "clean" if n == 0 else ("broke" if c.promises[a].promised else "expected")
+                cells.append({"anomaly": a, "count": n, "state": state, "why": c.promises[a].why})
             rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
                          "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
                          "acks": st["acks"], "min_insync": st["min_insync"],
@@ -258,7 +253,7 @@ def matrix_rows(sections: list[dict]) -> list[dict]:
                          "idempotent": "yes" if st["idempotence"] else "no",
                          "epochs": "on" if st["leader_epochs"] else "off",
                          "elr": "on" if st["eligible_leader_replicas"] else "off",
-                         "faults": ", ".join(st["faults"]) or "none", "verdict": c["verdict"], "cells": cells,
+                         "faults": ", ".join(st["faults"]) or "none", "verdict": c.verdict, "cells": cells,
                          "unavailable_ms": longest, "unavailable_windows": len(unav)})
     return rows
 
@@ -295,30 +290,17 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
                       esc=html.escape)
 
 
-def write_report(run_dirs: list[Path], out: Path, verdicts: list[dict] | None = None,
-                 title: str = "kchaos durability report", matrix_status: dict | None = None) -> Path:
-    """Render the report of these runs (checking any that have no verdict.json yet) to ``out``."""
-    from harness.history import find_run_dirs
-
+def write_report(run_dirs: list[Path], out: Path, title: str = "kchaos durability report",
+                 matrix_status: dict | None = None) -> Path:
+    """Render the report of these checked runs (each with its verdict.json) to ``out``."""
     dirs = find_run_dirs([Path(p) for p in run_dirs])
-    def key(p: str | Path) -> str:
-        return str(Path(p).resolve())
-
-    by_id = {key(v["run_dir"]): v for v in verdicts or []}
-    need = [d for d in dirs if key(d) not in by_id and not (d / VERDICT_JSON).exists()]
-    if need:
-        from harness.checker import check_runs
-
-        for v in check_runs(need):
-            by_id[key(v["run_dir"])] = v
-    sections = []
-    for i, d in enumerate(dirs):
-        v = by_id.get(key(d)) or _read_json(d / VERDICT_JSON)
-        sections.append({**run_section(d, v), "anchor": f"run{i}"})  # run ids of foreign histories may repeat
-    from harness.matrix import known_results
-
-    known = known_results([s["verdict"] for s in sections], {s["id"]: s["run"] for s in sections})
-    known = [k for k in known if k["runs"] > 1]
+    unchecked = [d for d in dirs if not (d / VERDICT_JSON).exists()]
+    if unchecked:
+        raise HistoryError(f"{unchecked[0] / VERDICT_JSON}: missing (check the run first: kchaos check)")
+    sections = [{**run_section(d, read_verdict(d)), "anchor": f"run{i}"}  # run ids may repeat
+                for i, d in enumerate(dirs)]
+    known = [k for k in known_results.rows([s["verdict"] for s in sections], {s["id"]: s["run"] for s in sections})
+             if k["runs"] > 1]
     page = render(sections, title, known, matrix_status)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

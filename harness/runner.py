@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from harness import images, schedule
+from harness import images, logs, schedule
 from harness.cluster import KafkaCluster
 from harness.history import (
     CONSUMED,
@@ -94,7 +94,7 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
     events = EventLog(d / EVENTS)
     settings = s.cluster_settings()
     try:
-        with KafkaCluster(settings) as c:
+        with logs.clients_to(d / "logs" / logs.CLIENTS_LOG), KafkaCluster(settings) as c:
             log(f"cluster {c.name} up: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
             c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
             c.wait_full_isr(topic.name, timeout_s=60)
@@ -147,7 +147,6 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
             checkpoints = read_checkpoints(c, topic.name)
             cluster_info = c.describe_settings()
             # Every container's own log, for whoever has to explain an anomaly.
-            (d / "logs").mkdir()
             for key in c.container_keys():
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
     finally:

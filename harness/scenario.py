@@ -11,28 +11,12 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
 from harness.cluster.settings import ClusterSettings
+from harness.faults import FAULT_KINDS, Target, check_kind
 from harness.versions import KAFKA_VERSIONS
 
-FAULT_KINDS = (
-    "kill",  # kill -9, restart after duration_s
-    "power_loss",  # kill -9 and lose everything past each partition's recovery point, restart after duration_s
-    "pause",  # freeze the JVM, resume after duration_s
-    "restart",  # clean shutdown, start again after duration_s
-    "isolate",  # every link of the broker black-holed
-    "cut_replication",  # inter-broker links of the broker
-    "cut_fetch",  # the broker's connection to the partition's leader (its fetches), both directions
-    "slow_fetch",  # latency_ms (+- jitter_ms) on the broker's connection to the partition's leader
-    "cut_coordination",  # broker to ZooKeeper / to the KRaft controller
-    "cut_client",  # host clients to the broker
-    "one_way",  # bytes from the broker to every other broker dropped; the other way flows
-    "latency",  # latency_ms +- jitter_ms on every link of the broker
-    "bandwidth",  # rate_kbps on every link of the broker
-)
-PROCESS_FAULTS = ("kill", "power_loss", "pause", "restart")
-TARGET_HELP = "leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME"
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
 
 
@@ -44,6 +28,14 @@ def _props(v: object) -> object:
 
 
 PropMap = Annotated[dict[str, str], BeforeValidator(_props)]
+
+
+def _target(v: object) -> object:
+    return Target.parse(v) if isinstance(v, str) else v
+
+
+# A fault's target: written as a string ("follower:2"), held parsed, written back as the string.
+TargetField = Annotated[Target, BeforeValidator(_target), PlainSerializer(str)]
 
 
 class ScenarioError(ValueError):
@@ -104,7 +96,7 @@ class FaultSpec(_Model):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
     kind: str
-    target: str = "leader"
+    target: TargetField = Target("leader")
     partition: int = Field(0, ge=0, description="whose leader/followers 'leader' and 'follower...' mean")
     latency_ms: int = Field(200, ge=0)
     jitter_ms: int = Field(0, ge=0)
@@ -112,14 +104,7 @@ class FaultSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"kind {self.kind!r} is not a fault (allowed: {', '.join(FAULT_KINDS)})")
-        t = self.target
-        ok = t in ("leader", "follower", "followers", "controller", "random") or (
-            t.startswith("broker:") and t[7:].isdigit()) or (t.startswith("rack:") and len(t) > 5) or (
-            t.startswith("follower:") and t[9:].isdigit() and int(t[9:]) >= 1)
-        if not ok:
-            raise ValueError(f"target {t!r} is not a target (allowed: {TARGET_HELP})")
+        check_kind(self.kind)
         return self
 
 
@@ -127,7 +112,8 @@ class GeneratorSpec(_Model):
     """A seeded random schedule: faults of these kinds, at random gaps, on random targets."""
 
     kinds: list[str] = Field(default_factory=lambda: ["kill", "pause", "isolate"])
-    targets: list[str] = Field(default_factory=lambda: ["leader", "follower", "random"])
+    targets: list[TargetField] = Field(default_factory=lambda: [Target.parse(t) for t in ("leader", "follower",
+                                                                                              "random")])
     gap_s: tuple[float, float] = (3.0, 6.0)
     duration_s: tuple[float, float] = (2.0, 5.0)
     start_s: float = 3.0
@@ -140,8 +126,6 @@ class GeneratorSpec(_Model):
         bad = [k for k in self.kinds if k not in FAULT_KINDS]
         if bad:
             raise ValueError(f"kinds {bad} are not faults (allowed: {', '.join(FAULT_KINDS)})")
-        for t in self.targets:
-            FaultSpec(at_s=0, kind="kill", target=t)
         return self
 
 
@@ -185,11 +169,11 @@ class Scenario(_Model):
         racks = set(self.racks or [])
         for i, f in enumerate(self.faults):
             where = f"faults.{i}.target"
-            if f.target.startswith("broker:") and not 1 <= int(f.target[7:]) <= self.brokers:
-                raise ValueError(f"{where}: broker {f.target[7:]} does not exist (allowed: broker:1..broker:"
+            if f.target.role == "broker" and not 1 <= f.target.number <= self.brokers:
+                raise ValueError(f"{where}: broker {f.target.number} does not exist (allowed: broker:1..broker:"
                                  f"{self.brokers})")
-            if f.target.startswith("rack:") and f.target[5:] not in racks:
-                raise ValueError(f"{where}: rack {f.target[5:]!r} is not in racks (allowed: "
+            if f.target.role == "rack" and f.target.rack not in racks:
+                raise ValueError(f"{where}: rack {f.target.rack!r} is not in racks (allowed: "
                                  f"{', '.join(sorted(racks)) or 'none: set racks first'})")
             if f.partition >= self.topic.partitions:
                 raise ValueError(f"faults.{i}.partition: {f.partition} does not exist (allowed: 0.."

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
+from harness.faults import Target
 from harness.scenario import FaultSpec, Scenario
 
 
@@ -19,22 +20,26 @@ class PlannedFault:
     at_s: float
     duration_s: float
     kind: str
-    target: str
+    target: Target  # a string is parsed (Target.parse)
     partition: int = 0
     latency_ms: int = 0
     jitter_ms: int = 0
     rate_kbps: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", Target.parse(self.target))
 
     @property
     def end_s(self) -> float:
         return self.at_s + self.duration_s
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "target": str(self.target)}
 
 
-def _resolve_random(target: str, rng: random.Random, brokers: int) -> str:
-    return f"broker:{rng.randint(1, brokers)}" if target == "random" else target
+def _resolve_random(target: Target, rng: random.Random, brokers: int) -> Target:
+    return Target("broker", rng.randint(1, brokers)) if target.role == "random" else target
 
 
 def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:

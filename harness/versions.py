@@ -19,7 +19,6 @@ KAFKA_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 
 DEFAULT_VERSION = "3.9.1"
-MODES = ("zk", "kraft")
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,6 @@ class KafkaVersion:
         else:
             arts.append("org.slf4j:slf4j-reload4j:1.7.36")
         return arts
-
-    def supports(self, mode: str) -> bool:
-        return mode in self.modes
 
 
 def get_version(version: str) -> KafkaVersion:

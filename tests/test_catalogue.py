@@ -29,7 +29,7 @@ def run(tmp_path, name: str, **fields) -> tuple[dict, object]:
 
 
 def no_anomaly(v: dict) -> bool:
-    return all(n == 0 for a, n in v["anomalies"].items() if a != "duplicate")
+    return all(n == 0 for a, n in v.anomalies.items() if a != "duplicate")
 
 
 @pytest.mark.chaos_quick
@@ -38,34 +38,34 @@ def test_acks1_leader_kill_loses_acknowledged_writes_as_expected(tmp_path):
     three seeds (a false failure about once in a thousand); every run must pass its promises."""
     for seed in (1, 2, 3):
         v, _ = run(tmp_path / f"seed{seed}", "acks1-leader-kill", seed=seed)
-        assert v["verdict"] == "pass", v["by_config"]
-        if v["anomalies"]["lost"] > 0:
+        assert v.verdict == "pass", v.by_config
+        if v.anomalies["lost"] > 0:
             break
-    assert v["anomalies"]["lost"] > 0, "no acknowledged write lost in three seeds"
-    (cfg,) = v["by_config"]
-    assert "lost" in cfg["expected"] and cfg["promises"]["lost"]["why"].startswith("acks=1")
+    assert v.anomalies["lost"] > 0, "no acknowledged write lost in three seeds"
+    (cfg,) = v.by_config
+    assert "lost" in cfg.expected and cfg.promises["lost"].why.startswith("acks=1")
 
 
 @pytest.mark.chaos_quick
 def test_power_loss_of_the_last_isr_member_loses_committed_writes_before_elr(tmp_path):
     v, _ = run(tmp_path, "power-loss")
-    assert v["anomalies"]["lost"] > 0 and v["verdict"] == "pass", "expected: power loss without ELR"
-    (cfg,) = v["by_config"]
-    assert "power loss" in cfg["promises"]["lost"]["why"]
+    assert v.anomalies["lost"] > 0 and v.verdict == "pass", "expected: power loss without ELR"
+    (cfg,) = v.by_config
+    assert "power loss" in cfg.promises["lost"].why
 
 
 @pytest.mark.chaos_quick
 def test_power_loss_with_eligible_leader_replicas_loses_nothing(tmp_path):
     v, _ = run(tmp_path, "power-loss", kafka_version="4.1.2", mode="kraft")
-    assert v["anomalies"]["lost"] == 0 and v["anomalies"]["divergence"] == 0 and v["verdict"] == "pass"
-    assert v["by_config"][0]["settings"]["eligible_leader_replicas"] is True
+    assert v.anomalies["lost"] == 0 and v.anomalies["divergence"] == 0 and v.verdict == "pass"
+    assert v.by_config[0].settings["eligible_leader_replicas"] is True
 
 
 @pytest.mark.chaos_long
 @pytest.mark.parametrize("name", ["hw-truncation-loss", "hw-truncation-divergence"])
 def test_epochs_off_the_follower_truncates_to_its_high_watermark_while_in_the_isr(tmp_path, name):
     v, res = run(tmp_path, name)
-    assert v["verdict"] == "pass", "anomalies are expected with leader epochs off"
+    assert v.verdict == "pass", "anomalies are expected with leader epochs off"
     logs = "".join(p.read_text() for p in (res.path / "logs").glob("kafka-*.log"))
     marks = [int(x) for x in re.findall(r"Truncating partition chaos-0 to local high watermark (\d+)", logs)]
     assert any(m > 0 for m in marks), "a follower truncated to its HW after the epoch bump"
@@ -78,9 +78,9 @@ def test_safe_faults_lose_nothing(tmp_path):
     once in 11 runs: one duplicate at consecutive offsets across a leader-epoch change). Such a
     run's verdict is "fail", as it should be; this test pins that only those two can show."""
     v, _ = run(tmp_path, "safe-faults")
-    durability = {a: n for a, n in v["anomalies"].items() if a not in ("duplicate", "nonmonotonic_send")}
+    durability = {a: n for a, n in v.anomalies.items() if a not in ("duplicate", "nonmonotonic_send")}
     assert all(n == 0 for n in durability.values()), durability
-    broken = {a for c in v["by_config"] for a in c["broken"]}
+    broken = {a for c in v.by_config for a in c.broken}
     assert broken <= {"duplicate", "nonmonotonic_send"}
 
 
@@ -89,25 +89,25 @@ def test_safe_faults_lose_nothing(tmp_path):
                                   "minisr1-isr-shrink", "follower-lag-isr", "rack-outage"])
 def test_scenarios_that_must_end_clean(tmp_path, name):
     v, _ = run(tmp_path, name)
-    assert no_anomaly(v) and v["verdict"] == "pass", v["anomalies"]
+    assert no_anomaly(v) and v.verdict == "pass", v.anomalies
 
 
 @pytest.mark.chaos_long
 def test_unclean_election_loses_acknowledged_writes(tmp_path):
     v, _ = run(tmp_path, "unclean-election")
-    assert v["anomalies"]["lost"] > 0 and v["verdict"] == "pass"
-    assert v["elections"]["unclean"] >= 1
+    assert v.anomalies["lost"] > 0 and v.verdict == "pass"
+    assert v.elections.unclean >= 1
 
 
 @pytest.mark.chaos_long
 def test_elections_follow_ar_order(tmp_path):
     v, _ = run(tmp_path, "election-order")
-    assert v["elections"]["count"] >= 2 and v["elections"]["violations"] == 0
+    assert v.elections.count >= 2 and v.elections.violations == 0
     assert no_anomaly(v)
 
 
 @pytest.mark.chaos_long
 def test_zk_isolation_keeps_acks_all_writes(tmp_path):
     v, _ = run(tmp_path, "zk-isolation")
-    safe = next(c for c in v["by_config"] if c["settings"]["acks"] == "all")
-    assert safe["verdict"] == "pass" and safe["counts"]["lost"] == 0
+    safe = next(c for c in v.by_config if c.settings["acks"] == "all")
+    assert safe.verdict == "pass" and safe.counts["lost"] == 0

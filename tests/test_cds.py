@@ -41,6 +41,7 @@ def test_archive_name_changes_with_the_spark_jars(tmp_path, monkeypatch):
     assert cds.java_options() == ""  # nothing built for these jars
 
 
+@pytest.mark.spark
 def test_the_driver_runs_on_the_bundled_java_and_maps_the_built_cache():
     """The strict option (-XX:AOTMode=on, or -Xshare:on on older runtimes) makes the JVM refuse to
     start unless it can use the cache for Spark's class path."""
@@ -57,6 +58,7 @@ def test_the_driver_runs_on_the_bundled_java_and_maps_the_built_cache():
     assert "[warning]" not in out.stderr  # 25.0.2 warns of cached stubs it cannot reuse unless aot* logs are off
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("suffix", [".aot", ".jsa"])
 def test_an_unusable_cache_is_ignored_silently(tmp_path, monkeypatch, suffix):
     bad = tmp_path / f"bad{suffix}"

@@ -13,8 +13,11 @@ import pytest
 
 from harness.checker import ANOMALIES, check_runs, summarize
 from harness.checker.reference import count_anomalies
+from harness.checker.verdict import read as read_verdict
 from harness.history import HistoryError
 from tests.histories import History
+
+pytestmark = pytest.mark.spark
 
 ZERO = dict.fromkeys(ANOMALIES, 0)
 
@@ -36,7 +39,7 @@ def check_one(tmp_path, h: History, name: str = "run") -> dict:
     d = h.write(tmp_path / name)
     (v,) = check_runs([d])
     # The Spark job and the reference implementation agree on every history built here.
-    assert v["anomalies"] == count_anomalies(h.produced, h.consumed, h.replicas)
+    assert v.anomalies == count_anomalies(h.produced, h.consumed, h.replicas)
     assert nothing_cached()
     return v
 
@@ -70,10 +73,11 @@ def test_clean_history_has_no_anomaly_and_passes(tmp_path):
     h = History().clean(20)
     h.clean(7, partition=1)
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == ZERO
-    assert v["verdict"] == "pass"
-    assert v["final_log_records"] == 27
+    assert v.anomalies == ZERO
+    assert v.verdict == "pass"
+    assert v.final_log_records == 27
     assert json.loads((tmp_path / "run" / "verdict.json").read_text())["anomalies"] == ZERO
+    assert read_verdict(tmp_path / "run") == v
 
 
 @pytest.mark.parametrize("anomaly", ANOMALIES)
@@ -81,10 +85,10 @@ def test_each_anomaly_planted_alone_is_counted_once(tmp_path, anomaly):
     h = History().clean(5)
     plant(h, anomaly)
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(**{anomaly: 1})
-    assert len(v["examples"][anomaly]) == 1
+    assert v.anomalies == only(**{anomaly: 1})
+    assert len(v.examples[anomaly]) == 1
     # acks=all, min.insync=2, unclean off, idempotent: every one of these breaks a promise.
-    assert v["verdict"] == "fail"
+    assert v.verdict == "fail"
 
 
 def test_all_anomalies_together(tmp_path):
@@ -92,9 +96,9 @@ def test_all_anomalies_together(tmp_path):
     for a in ANOMALIES:
         plant(h, a)
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == dict.fromkeys(ANOMALIES, 1)
-    (row,) = v["by_config"]  # p0 and p1 share one configuration
-    assert row["producers"] == ["p0", "p1"] and set(row["broken"]) == set(ANOMALIES)
+    assert v.anomalies == dict.fromkeys(ANOMALIES, 1)
+    (row,) = v.by_config  # p0 and p1 share one configuration
+    assert row.producers == ["p0", "p1"] and set(row.broken) == set(ANOMALIES)
 
 
 def test_examples_are_the_first_ten_of_each_kind_in_order(tmp_path):
@@ -107,9 +111,9 @@ def test_examples_are_the_first_ten_of_each_kind_in_order(tmp_path):
     for o in range(12):
         h.replica(2, f"other-{o}", o)
     v = check_one(tmp_path, h)
-    assert (v["anomalies"]["lost"], v["anomalies"]["divergence"]) == (13, 12)
-    assert [e["value"] for e in v["examples"]["lost"]] == [f"v-lost-{i}" for i in range(12, 2, -1)]
-    assert [e["offset"] for e in v["examples"]["divergence"]] == list(range(10))
+    assert (v.anomalies["lost"], v.anomalies["divergence"]) == (13, 12)
+    assert [e["value"] for e in v.examples["lost"]] == [f"v-lost-{i}" for i in range(12, 2, -1)]
+    assert [e["offset"] for e in v.examples["divergence"]] == list(range(10))
 
 
 def test_examples_name_what_is_involved(tmp_path):
@@ -117,9 +121,9 @@ def test_examples_name_what_is_involved(tmp_path):
     plant(h, "lost")
     plant(h, "divergence")
     v = check_one(tmp_path, h)
-    (lost,) = v["examples"]["lost"]
+    (lost,) = v.examples["lost"]
     assert lost["value"] == "v-lost" and lost["ack_offset"] == 5 and lost["producer"] == "p0"
-    (div,) = v["examples"]["divergence"]
+    (div,) = v.examples["divergence"]
     assert (div["partition"], div["offset"]) == (0, 2)
     assert {div["v_min"], div["v_max"]} == {"v0-2", "not-v0-2"}
 
@@ -132,10 +136,10 @@ def test_acks1_loss_is_expected_not_a_failure(tmp_path):
     h.final_from_replica(0, (1, 2, 3))
     h.send("a-lost", 5, acks="1")
     v = check_one(tmp_path, h)
-    assert v["anomalies"]["lost"] == 1
-    assert v["verdict"] == "pass"
-    (row,) = v["by_config"]
-    assert row["expected"] == ["lost"] and "acks=1" in row["promises"]["lost"]["why"]
+    assert v.anomalies["lost"] == 1
+    assert v.verdict == "pass"
+    (row,) = v.by_config
+    assert row.expected == ["lost"] and "acks=1" in row.promises["lost"].why
 
 
 def two_producers() -> History:
@@ -153,11 +157,11 @@ def test_mixed_producers_are_judged_by_their_own_config(tmp_path):
     h = two_producers()
     h.send("x-lost", 2, acks="1", producer="p-one")
     v = check_one(tmp_path, h)
-    assert v["verdict"] == "pass"
+    assert v.verdict == "pass"
     h.send("y-lost", 3, acks="all", producer="p-all")
     v = check_one(tmp_path, h, "run2")
-    assert v["verdict"] == "fail"
-    broken = {r["producers"][0]: r["broken"] for r in v["by_config"]}
+    assert v.verdict == "fail"
+    broken = {r.producers[0]: r.broken for r in v.by_config}
     assert broken == {"p-one": [], "p-all": ["lost"]}
 
 
@@ -169,11 +173,11 @@ def test_acks0_and_indeterminate_writes_are_not_losses(tmp_path):
     h.send("failed-but-there", None, status="fail", error="NOT_ENOUGH_REPLICAS")
     h.read("failed-but-there", 4, phase="final", consumer="final")
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == ZERO
-    assert v["acks0_missing"] == 1
-    assert v["indeterminate_landed"]["count"] == 1
-    assert v["indeterminate_landed"]["examples"][0]["error"] == "_MSG_TIMED_OUT"
-    assert v["failed_but_present"]["count"] == 1
+    assert v.anomalies == ZERO
+    assert v.acks0_missing == 1
+    assert v.indeterminate_landed.count == 1
+    assert v.indeterminate_landed.examples[0]["error"] == "_MSG_TIMED_OUT"
+    assert v.failed_but_present.count == 1
 
 
 def test_unclean_election_makes_divergence_expected_but_never_phantoms(tmp_path):
@@ -181,7 +185,7 @@ def test_unclean_election_makes_divergence_expected_but_never_phantoms(tmp_path)
     h.run["topics"][0]["config"]["unclean.leader.election.enable"] = "true"
     plant(h, "divergence")
     v = check_one(tmp_path, h)
-    assert v["verdict"] == "pass" and v["by_config"][0]["expected"] == ["divergence"]
+    assert v.verdict == "pass" and v.by_config[0].expected == ["divergence"]
     plant(h, "phantom")
     assert check_one(tmp_path, h, "run2")["verdict"] == "fail"
 
@@ -211,9 +215,9 @@ def test_unavailability_windows_and_recovery_after_a_fault(tmp_path):
     h.events.append({"type": "fault", "kind": "kill", "name": "kill leader", "start_ms": t0 + 1000,
                      "end_ms": t0 + 3000})
     v = check_one(tmp_path, h)
-    (w,) = v["unavailability"]["windows"]
+    (w,) = v.unavailability.windows
     assert w["start_ms"] == t0 + 905 and w["end_ms"] == t0 + 4905
-    (f,) = v["unavailability"]["faults"]
+    (f,) = v.unavailability.faults
     assert f["recovery_ms"] == 3905 and f["outage_ms"] == 4000
 
 
@@ -223,7 +227,7 @@ def test_many_runs_in_one_session_from_a_parent_directory(tmp_path):
     plant(h, "lost")
     h.write(tmp_path / "all" / "b")
     vs = check_runs([tmp_path / "all"])
-    assert [v["verdict"] for v in vs] == ["pass", "fail"]
+    assert [v.verdict for v in vs] == ["pass", "fail"]
     (row,) = summarize(vs)
     assert row["runs"] == 2 and row["failed"] == 1 and row["counts"]["lost"] == 1
 
@@ -311,11 +315,11 @@ def test_lookups_give_the_same_answer_broadcast_or_shuffled(tmp_path, monkeypatc
     plant(h, "lost")
     plant(h, "duplicate")
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(uncommitted_read=2, lost=1, duplicate=1)
+    assert v.anomalies == only(uncommitted_read=2, lost=1, duplicate=1)
     got = {(e["value"], e["consumer"], e["hw"], e["not_in_final"], e["at_or_above_hw"])
-           for e in v["examples"]["uncommitted_read"]}
+           for e in v.examples["uncommitted_read"]}
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
-    assert (v["examples"]["lost"][0]["producer"], v["examples"]["duplicate"][0]["producer"]) == ("p0", "p0")
+    assert (v.examples["lost"][0]["producer"], v.examples["duplicate"][0]["producer"]) == ("p0", "p0")
 
 
 def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(tmp_path):
@@ -327,9 +331,9 @@ def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(tm
     h.topic = "x"
     h.read("x-phantom", 0, phase="final", consumer="final")
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == only(divergence=2, phantom=1)
-    assert {(e["partition"], e["offset"]) for e in v["examples"]["divergence"]} == {(5000, 0), (0, 1 << 62)}
-    assert v["examples"]["phantom"][0]["topic"] == "x"
+    assert v.anomalies == only(divergence=2, phantom=1)
+    assert {(e["partition"], e["offset"]) for e in v.examples["divergence"]} == {(5000, 0), (0, 1 << 62)}
+    assert v.examples["phantom"][0]["topic"] == "x"
 
 
 def test_footers_say_which_topics_a_file_holds_only_when_they_can(tmp_path):
@@ -375,11 +379,11 @@ def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp
     h.topic = "w"  # on two replicas only, with different values at offset 0
     h.replica(1, "w-a", 0).replica(2, "w-b", 0)
     v = check_one(tmp_path, h)
-    assert v["anomalies"] == {**dict.fromkeys(ANOMALIES, 1), "lost": 2, "divergence": 2}
-    div = {(e["topic"], e["partition"], e["offset"]) for e in v["examples"]["divergence"]}
+    assert v.anomalies == {**dict.fromkeys(ANOMALIES, 1), "lost": 2, "divergence": 2}
+    div = {(e["topic"], e["partition"], e["offset"]) for e in v.examples["divergence"]}
     assert div == {("t", 0, 2), ("w", 0, 0)}
-    assert {(e["value"], e["topic"]) for e in v["examples"]["lost"]} == {("v-lost", "t"), ("u-lost", "u")}
-    (unc,) = v["examples"]["uncommitted_read"]
-    (ph,) = v["examples"]["phantom"]
-    (dup,) = v["examples"]["duplicate"]
+    assert {(e["value"], e["topic"]) for e in v.examples["lost"]} == {("v-lost", "t"), ("u-lost", "u")}
+    (unc,) = v.examples["uncommitted_read"]
+    (ph,) = v.examples["phantom"]
+    (dup,) = v.examples["duplicate"]
     assert (unc["topic"], ph["topic"], dup["at"][0]["topic"]) == ("t", "t", "t")

@@ -12,12 +12,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.checker import check_runs
 from harness.checker.reference import count_anomalies
 from tests.histories import History
+
+pytestmark = pytest.mark.spark
 
 values = st.sampled_from([f"v{i}" for i in range(8)])
 offsets = st.integers(0, 6)
@@ -67,4 +70,4 @@ def test_spark_counts_equal_the_reference(batch):
         dirs = [h.write(Path(tmp) / f"r{i:02d}") for i, h in enumerate(hs)]
         verdicts = check_runs(dirs, write=False)
         for h, v in zip(hs, verdicts, strict=True):
-            assert v["anomalies"] == count_anomalies(h.produced, h.consumed, h.replicas)
+            assert v.anomalies == count_anomalies(h.produced, h.consumed, h.replicas)

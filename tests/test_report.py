@@ -37,10 +37,11 @@ def _assert_page(html, verdicts):
     assert page.distinct_colours > 20, "the screenshot is blank"
     assert page.plots >= len(verdicts), "every run's timeline rendered"
     for v in verdicts:
-        assert page.totals[v["run_id"]] == v["anomalies"], "the page shows verdict.json's counts"
+        assert page.totals[v.run_id] == v.anomalies, "the page shows verdict.json's counts"
     return page
 
 
+@pytest.mark.spark
 def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
     planted = _history_with_anomalies()
     planted.run["run_id"] = "planted"

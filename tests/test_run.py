@@ -70,7 +70,7 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     run = json.loads((d / "run.json").read_text())
     assert run["reproduce"].startswith("kchaos run") and run["topics"][0]["config"]["min.insync.replicas"] == "2"
     (v,) = check_runs([d])
-    assert v["anomalies"] == dict.fromkeys(v["anomalies"], 0) and v["verdict"] == "pass"
+    assert v.anomalies == dict.fromkeys(v.anomalies, 0) and v.verdict == "pass"
 
 
 def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change(tmp_path):

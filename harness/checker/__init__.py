@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.checker.promises import ANOMALIES, Config, promise_table_markdown, promises
-from harness.history import VERDICT_JSON, RunDir, find_run_dirs, validate, write_json_atomic
+from harness.checker.verdict import Verdict, write
+from harness.history import RunDir, find_run_dirs, validate
 
 DEFAULT_UNAVAILABLE_MS = 1000
 
@@ -13,38 +14,38 @@ __all__ = ["ANOMALIES", "Config", "check_runs", "promise_table_markdown", "promi
 
 
 def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int = DEFAULT_UNAVAILABLE_MS,
-               examples: int = 10, write: bool = True) -> list[dict]:
+               examples: int = 10, write_verdicts: bool = True) -> list[Verdict]:
     """Validate every run directory, reconcile them all in one Spark session, write verdict.json each.
 
     Raises HistoryError (bad input) before anything is written.
     """
     from harness.checker.analysis import analyse
+    from harness.checker.judge import build_verdict
     from harness.checker.session import spark_session
-    from harness.checker.verdict import build_verdict
 
     runs: list[RunDir] = [validate(p) for p in find_run_dirs([Path(p) for p in paths])]
     spark = spark_session(master)
     job = analyse(spark, runs, n_examples=examples)
     verdicts = [build_verdict(i, rd, job, threshold_ms) for i, rd in enumerate(runs)]
-    if write:
+    if write_verdicts:
         for rd, v in zip(runs, verdicts, strict=True):
-            write_json_atomic(rd.path / VERDICT_JSON, v)
+            write(rd.path, v)
     return verdicts
 
 
-def summarize(verdicts: list[dict]) -> list[dict]:
+def summarize(verdicts: list[Verdict]) -> list[dict]:
     """One row per configuration across runs: how many runs, how many broke a promise, total counts."""
     rows: dict[str, dict] = {}
     for v in verdicts:
-        for c in v["by_config"]:
-            r = rows.setdefault(c["config"], {
-                "config": c["config"], "runs": 0, "failed": 0,
+        for c in v.by_config:
+            r = rows.setdefault(c.config, {
+                "config": c.config, "runs": 0, "failed": 0,
                 "counts": dict.fromkeys(ANOMALIES, 0), "runs_with": dict.fromkeys(ANOMALIES, 0),
-                "promised": {a: c["promises"][a]["promised"] for a in ANOMALIES},
+                "promised": {a: c.promises[a].promised for a in ANOMALIES},
             })
             r["runs"] += 1
-            r["failed"] += c["verdict"] == "fail"
+            r["failed"] += c.verdict == "fail"
             for a in ANOMALIES:
-                r["counts"][a] += c["counts"][a]
-                r["runs_with"][a] += c["counts"][a] > 0
+                r["counts"][a] += c.counts[a]
+                r["runs_with"][a] += c.counts[a] > 0
     return list(rows.values())

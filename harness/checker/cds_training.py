@@ -17,8 +17,8 @@ def dump(out: Path) -> None:
     from pyspark import SparkContext
 
     from harness.checker.analysis import analyse
+    from harness.checker.judge import build_verdict
     from harness.checker.session import spark_session
-    from harness.checker.verdict import build_verdict
     from harness.history import (
         CONSUMED,
         CONSUMED_SCHEMA,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.faults import BEYOND_KAFKA_FAULTS
+
 ANOMALIES = (
     "lost",
     "divergence",
@@ -22,9 +24,6 @@ ANOMALIES = (
 # Anomalies attributed to the producer that wrote the value; the others belong to the partition.
 PRODUCER_ANOMALIES = ("lost", "duplicate", "nonmonotonic_send")
 
-# Fault kinds whose effects Kafka does not promise to survive: a hard kill that also drops the
-# page cache loses what was not fsynced (Kafka acknowledges before fsync by default).
-BEYOND_KAFKA_FAULTS = {"power_loss"}
 
 
 @dataclass(frozen=True)

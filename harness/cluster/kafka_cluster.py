@@ -42,13 +42,11 @@ from harness.cluster.settings import (
 )
 from harness.cluster.topology import Topology
 from harness.cluster.toxiproxy import Toxiproxy
+from harness.faults import BANDWIDTH_TOXIC, CUT_TOXIC, LATENCY_TOXIC
 
 testcontainers_config.ryuk_disabled = True
 
 LOG = logging.getLogger("kchaos.cluster")
-CUT_TOXIC = "kchaos-cut"
-LATENCY_TOXIC = "kchaos-latency"
-BANDWIDTH_TOXIC = "kchaos-bandwidth"
 STREAMS = ("upstream", "downstream")
 DATA_DIR = "/var/lib/kafka/data"
 
@@ -120,7 +118,6 @@ class KafkaCluster:
         self._paused: set[int] = set()
         self._stopped: set[int] = set()
         self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
-        self.started_at: float | None = None
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> KafkaCluster:
@@ -160,7 +157,6 @@ class KafkaCluster:
             raise ClusterError(f"images not built: {', '.join(missing)}; run `kchaos images`")
         reaper.reap_orphans(client)
         reaper.start_watchdog()
-        self.started_at = time.time()
         try:
             self._start(timeout_s)
         except BaseException:
@@ -501,11 +497,6 @@ class KafkaCluster:
         self._killed.discard(b)
         return waited
 
-    def restart(self, b: int, clean: bool = True) -> None:
-        """Clean restart (controlled shutdown) or a hard one (kill -9 then start)."""
-        self.stop_broker(b) if clean else self.kill(b)
-        self.start_broker(b)
-
     def pause(self, b: int) -> None:
         """Freeze every process of the broker (SIGSTOP-like, via the cgroup freezer)."""
         self._broker(b).pause()
@@ -545,12 +536,6 @@ class KafkaCluster:
         for link, st in self.topo.one_way(src, dst):
             self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
 
-    def reject(self, links: Iterable[str]) -> None:
-        """Disable links: connections are refused or reset at once (a crashed peer's host)."""
-        assert self.toxi is not None
-        for link in self._check_links(links):
-            self.toxi.set_enabled(link, False)
-
     def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0, tag: str = "") -> None:
         """Add ``ms`` (+- jitter) to each direction of the links."""
         assert self.toxi is not None
@@ -576,9 +561,6 @@ class KafkaCluster:
             for t in self.toxi.toxics(link):
                 if (only is None or t["name"].startswith(only)) and (tag is None or t["name"].endswith(f"-{tag}")):
                     self.toxi.remove_toxic(link, t["name"])
-
-    def isolate(self, b: int) -> None:
-        self.cut(self.topo.isolation_links(b))
 
     def heal_network(self) -> None:
         assert self.toxi is not None

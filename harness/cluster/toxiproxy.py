@@ -49,9 +49,6 @@ class Toxiproxy:
         body = [{"name": p.name, "listen": p.listen, "upstream": p.upstream, "enabled": True} for p in proxies]
         self._req("POST", "/populate", json=body)
 
-    def proxies(self) -> dict:
-        return self._req("GET", "/proxies").json()
-
     def set_enabled(self, proxy: str, enabled: bool) -> None:
         """Disabled: the listener closes and live connections are reset (connection refused)."""
         self._req("POST", f"/proxies/{proxy}", json={"enabled": enabled})

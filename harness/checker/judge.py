@@ -1,0 +1,238 @@
+"""From the analysis's findings and run.json to a Verdict: counts, examples, promises, unavailability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from harness.checker.analysis import JobResult
+from harness.checker.measures import BUCKET_MS
+from harness.checker.promises import ANOMALIES, PRODUCER_ANOMALIES, Config, promises
+from harness.checker.verdict import Verdict
+from harness.history import RunDir, read_events
+
+OLD_IBP_PREFIXES = ("0.8", "0.9", "0.10")
+
+
+@dataclass
+class RunConfigs:
+    topics: dict[str, Config]
+    producers: dict[str, Config]
+    producer_topic: dict[str, str]
+    notes: list[str]
+
+
+def _bool(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "yes", "on")
+
+
+def fault_kinds(run: dict, events: list[dict]) -> frozenset[str]:
+    kinds = {str(f.get("kind")) for f in run.get("faults", []) if isinstance(f, dict) and f.get("kind")}
+    kinds |= {str(e.get("kind")) for e in events if e.get("type") == "fault" and e.get("kind")}
+    return frozenset(kinds)
+
+
+def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], events: list[dict]) -> RunConfigs:
+    """The Config of every topic and producer, from run.json, with stated assumptions where it is silent."""
+    notes: list[str] = []
+    version = str(run.get("kafka_version", ""))
+    broker_cfg = {str(k): str(v) for k, v in (run.get("broker_config") or {}).items()}
+    ibp = broker_cfg.get("inter.broker.protocol.version", "")
+    epochs = not (ibp.startswith(OLD_IBP_PREFIXES) or version.startswith(OLD_IBP_PREFIXES))
+    elr = _bool(run.get("eligible_leader_replicas", False))
+    faults = fault_kinds(run, events)
+
+    topics_raw = run.get("topics")
+    if topics_raw is None and isinstance(run.get("topic"), dict):
+        topics_raw = [run["topic"]]
+    topics: dict[str, Config] = {}
+    for t in topics_raw or []:
+        cfg = {str(k): str(v) for k, v in (t.get("config") or {}).items()}
+        topics[str(t.get("name"))] = Config(
+            acks="all",
+            min_insync=int(cfg.get("min.insync.replicas", broker_cfg.get("min.insync.replicas", 1))),
+            replication_factor=int(t.get("replication_factor", 3)),
+            unclean_election=_bool(cfg.get("unclean.leader.election.enable",
+                                           broker_cfg.get("unclean.leader.election.enable", False))),
+            leader_epochs=epochs,
+            eligible_leader_replicas=elr,
+            faults=faults,
+        )
+    default_topic = Config(leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults)
+    if not topics:
+        notes.append("run.json names no topics: assumed Kafka defaults (min.insync.replicas=1, unclean off)")
+
+    declared = {str(p.get("name")): p for p in run.get("producers", []) if isinstance(p, dict)}
+    producers: dict[str, Config] = {}
+    producer_topic: dict[str, str] = {}
+    for name, seen in producers_seen.items():
+        d = declared.get(name, {})
+        topic = str(d.get("topic") or sorted(seen["topics"])[0])
+        if name not in declared:
+            notes.append(f"producer {name} is not in run.json: assumed not idempotent, acks as recorded")
+        # The weakest acks level the producer actually used decides what it was promised.
+        acks = str(d.get("acks") or min(seen["acks"], key=lambda a: {"0": 0, "1": 1}.get(a, 2)))
+        idem = _bool(d.get("idempotence", d.get("enable.idempotence", False)))
+        producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem)
+        producer_topic[name] = topic
+    return RunConfigs(topics, producers, producer_topic, notes)
+
+
+def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshold_ms: int,
+                   faults: list[dict]) -> dict:
+    """Spans with no successful acknowledgement longer than threshold_ms, overall and per partition,
+    and the recovery time after each fault (fault start to the end of the outage it overlaps)."""
+    if threshold_ms < BUCKET_MS:
+        raise ValueError(f"unavailability threshold must be >= {BUCKET_MS} ms")
+
+    def windows(bs: list[tuple[int, int]]) -> list[dict]:
+        bs = sorted(bs)
+        out = []
+        prev_end = lo
+        for first, last in bs:
+            if prev_end is not None and first - prev_end > threshold_ms:
+                out.append({"start_ms": prev_end, "end_ms": first, "duration_ms": first - prev_end})
+            prev_end = last if prev_end is None else max(prev_end, last)
+        if hi is not None and prev_end is not None and hi - prev_end > threshold_ms:
+            out.append({"start_ms": prev_end, "end_ms": hi, "duration_ms": hi - prev_end, "open": True})
+        return out
+
+    by_sec: dict[int, tuple[int, int]] = {}
+    per_part: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for b in buckets:
+        s = b["sec"]
+        f, la = b["first_ack"], b["last_ack"]
+        cur = by_sec.get(s)
+        by_sec[s] = (min(cur[0], f), max(cur[1], la)) if cur else (f, la)
+        per_part.setdefault((b["topic"], b["partition"]), []).append((f, la))
+    overall = windows(list(by_sec.values()))
+    partitions = [{"topic": t, "partition": p, "windows": w}
+                  for (t, p), bs in sorted(per_part.items()) if (w := windows(bs))]
+    recovery = []
+    for f in faults:
+        start, end = f.get("start_ms"), f.get("end_ms") or f.get("start_ms")
+        if start is None:
+            continue
+        hit = next((w for w in overall if w["start_ms"] <= end and w["end_ms"] >= start), None)
+        recovery.append({
+            "fault": f.get("name") or f.get("kind"), "kind": f.get("kind"), "start_ms": start, "end_ms": end,
+            "brokers": f.get("brokers", f.get("targets")),
+            "recovery_ms": max(0, hit["end_ms"] - start) if hit else 0,
+            "outage_ms": hit["duration_ms"] if hit else 0,
+        })
+    return {"threshold_ms": threshold_ms, "windows": overall, "partitions": partitions, "faults": recovery}
+
+
+def elections(events: list[dict]) -> dict:
+    """Every leader change seen in the state samples, checked against Kafka's election rule.
+
+    Rule: the new leader is the first replica in assignment (AR) order that was in the ISR sampled
+    last under the old leader and is alive when the new leader is first seen. A new leader outside
+    that ISR is an unclean election (allowed only with unclean election on). Preferred-leader
+    elections (back to the first AR replica while the old leader lives) are reported as such.
+    """
+    last: dict[int, dict] = {}  # partition -> last sample with a live leader
+    out: list[dict] = []
+    for e in events:
+        if e.get("type") != "state" or "partitions" not in e:
+            continue
+        alive = set(e.get("brokers") or [])
+        for p in e["partitions"]:
+            part, leader = p["partition"], p["leader"]
+            if leader < 0:
+                continue
+            before = last.get(part)
+            last[part] = {"leader": leader, "isr": p["isr"], "replicas": p["replicas"], "ts_ms": e["ts_ms"]}
+            if before is None or before["leader"] == leader:
+                continue
+            ar, isr = before["replicas"], before["isr"]
+            live_isr = [r for r in ar if r in isr and r in alive and r != before["leader"]]
+            if before["leader"] in alive and leader == ar[0]:
+                kind, expected = "preferred", ar[0]
+            elif leader not in isr:
+                kind, expected = "unclean", (live_isr[0] if live_isr else None)
+            else:
+                kind, expected = "clean", (live_isr[0] if live_isr else leader)
+            out.append({"partition": part, "ts_ms": e["ts_ms"], "old_leader": before["leader"],
+                        "new_leader": leader, "replicas": ar, "isr_before": isr, "alive": sorted(alive),
+                        "kind": kind, "expected": expected,
+                        "ok": kind == "preferred" or (kind == "clean" and leader == expected)})
+    return {"count": len(out), "violations": sum(not x["ok"] and x["kind"] == "clean" for x in out),
+            "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
+
+
+def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
+    events = read_events(rd.path)
+    cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
+    counts = {a: job.of(a).count(idx) for a in ANOMALIES}
+
+    # Judge each anomaly against the configuration it belongs to.
+    rows: dict[str, dict] = {}
+    by_producer_cfg: dict[str, list[str]] = {}
+    for name, cfg in cfgs.producers.items():
+        by_producer_cfg.setdefault(cfg.label(), []).append(name)
+    label_cfg = {cfg.label(): cfg for cfg in cfgs.producers.values()}
+    for label, members in sorted(by_producer_cfg.items()):
+        cfg = label_cfg[label]
+        prom = promises(cfg)
+        row_counts = {}
+        for a in ANOMALIES:
+            if a in PRODUCER_ANOMALIES:
+                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in members)
+            else:
+                topics = {cfgs.producer_topic[m] for m in members}
+                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in topics)
+        broken = [a for a in ANOMALIES if prom[a].promised and row_counts[a] > 0]
+        rows[label] = {
+            "config": label,
+            "settings": {"acks": cfg.acks, "min_insync": cfg.min_insync, "replication_factor": cfg.replication_factor,
+                         "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
+                         "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
+                         "faults": sorted(cfg.faults)},
+            "producers": sorted(members),
+            "counts": row_counts,
+            "promises": {a: {"promised": prom[a].promised, "why": prom[a].why} for a in ANOMALIES},
+            "broken": broken,
+            "expected": [a for a in ANOMALIES if not prom[a].promised and row_counts[a] > 0],
+            "verdict": "fail" if broken else "pass",
+        }
+    # Partition-level anomalies in topics no producer config covers still count against the phantom rule etc.
+    orphan_topics = {who for a in ANOMALIES if a not in PRODUCER_ANOMALIES
+                     for (r, who) in job.of(a).counts if r == idx} - set(cfgs.producer_topic.values())
+    extra_broken = []
+    for t in sorted(orphan_topics):
+        prom = promises(cfgs.topics.get(t, Config()))
+        for a in ANOMALIES:
+            n = job.of(a).counts.get((idx, t), 0)
+            if a not in PRODUCER_ANOMALIES and n and prom[a].promised:
+                extra_broken.append({"anomaly": a, "topic": t, "count": n, "why": prom[a].why})
+
+    verdict = "fail" if any(r["broken"] for r in rows.values()) or extra_broken else "pass"
+    fault_events = [e for e in events if e.get("type") == "fault"]
+    lo, hi = job.span.get(idx, (None, None))
+    wl = rd.run.get("workload") or {}
+    lo = wl.get("start_ms", lo)
+    hi = wl.get("end_ms", hi)
+    return Verdict.model_validate({
+        "run_id": rd.run_id,
+        "run_dir": str(rd.path),
+        "verdict": verdict,
+        "anomalies": counts,
+        "examples": {a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
+        "by_config": list(rows.values()),
+        "broken_outside_configs": extra_broken,
+        "indeterminate_landed": {
+            "count": job.of("landed_info").count(idx),
+            "examples": job.of("landed_info").examples.get(idx, []),
+        },
+        "failed_but_present": {
+            "count": job.of("landed_fail").count(idx),
+            "examples": job.of("landed_fail").examples.get(idx, []),
+            "note": "writes the client reported as definitely failed that are in the final log",
+        },
+        "acks0_missing": job.of("acks0_missing").count(idx),
+        "final_log_records": job.final_rows.get(idx, 0),
+        "rows": rd.rows,
+        "unavailability": unavailability(job.buckets.get(idx, []), lo, hi, threshold_ms, fault_events),
+        "elections": elections(events),
+        "assumptions": cfgs.notes,
+    })

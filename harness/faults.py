@@ -1,0 +1,198 @@
+"""Every fault kind in one place: its links, how it is applied and healed, whether Kafka promises to
+survive it, and its colour in the report; and targets, parsed once into a typed value.
+
+Scenario validation, the schedule, the nemesis, the promise table and the report all read this
+registry, so a new fault kind is one entry in FAULTS (with its apply function) and nothing else.
+Apply and heal act on one broker of a fault; a network fault's heal is always the same (its own
+toxics come off its links), so only process faults name a heal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+    from harness.schedule import PlannedFault
+
+# The toxics a network fault puts on a link; each carries the fault's tag, so a heal removes its own.
+CUT_TOXIC = "kchaos-cut"
+LATENCY_TOXIC = "kchaos-latency"
+BANDWIDTH_TOXIC = "kchaos-bandwidth"
+
+TARGET_HELP = "leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME"
+PARTITION_ROLES = ("leader", "follower", "followers")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a fault is aimed: a role resolved when it fires (leader, follower K of the partition,
+    every follower, the controller), a broker chosen at plan time (random), a broker, or a rack."""
+
+    role: str  # leader | follower | followers | controller | random | broker | rack
+    number: int = 0  # follower K (1 = the first) or broker N
+    rack: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """The target a scenario spells, or ValueError naming what is allowed."""
+        head, _, tail = text.partition(":")
+        if not tail and head in ("leader", "follower", "followers", "controller", "random"):
+            return cls(head, 1 if head == "follower" else 0)
+        if head in ("follower", "broker") and tail.isdigit() and int(tail) >= 1:
+            return cls(head, int(tail))
+        if head == "rack" and tail:
+            return cls("rack", rack=tail)
+        raise ValueError(f"target {text!r} is not a target (allowed: {TARGET_HELP})")
+
+    def __str__(self) -> str:
+        if self.role == "rack":
+            return f"rack:{self.rack}"
+        if self.role == "broker" or (self.role == "follower" and self.number != 1):
+            return f"{self.role}:{self.number}"
+        return self.role
+
+    @property
+    def of_partition(self) -> bool:
+        """Whether the target is a role in one partition (leader or follower), named in reports."""
+        return self.role in PARTITION_ROLES
+
+
+@dataclass
+class Applied:
+    """One fault as applied: the brokers it hit, the links it put toxics on, what it found."""
+
+    fault: PlannedFault
+    brokers: list[int]
+    links: list[str] = field(default_factory=list)
+    start_ms: int = 0
+    detail: dict = field(default_factory=dict)
+    tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
+
+
+Action = Callable[["KafkaCluster", Applied, int], None]
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    help: str
+    colour: str
+    apply: Action
+    heal: Action | None = None  # process faults; a network fault's heal takes its toxics off
+    toxic: str | None = None  # the toxics a network fault adds
+    beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
+
+
+# ---------------------------------------------------------------- process faults
+
+def _kill(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.kill(b)
+
+
+def _power_loss(c: KafkaCluster, a: Applied, b: int) -> None:
+    cuts = c.power_loss(b)
+    a.detail.setdefault("power_loss", {})[str(b)] = [
+        {"file": x.path.rsplit("/", 2)[-2] + "/" + x.path.rsplit("/", 1)[-1], "kept_until": x.kept_until,
+         "removed": x.size < 0} for x in cuts]
+
+
+def _stop(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.stop_broker(b)
+
+
+def _start(c: KafkaCluster, a: Applied, b: int) -> None:
+    waited = c.start_broker(b)
+    if waited >= 0.5:
+        a.detail.setdefault("restart_waited_s", {})[str(b)] = round(waited, 2)
+
+
+def _pause(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.pause(b)
+
+
+def _resume(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.resume(b)
+
+
+# ---------------------------------------------------------------- network faults
+
+def _cut(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
+    def apply(c: KafkaCluster, a: Applied, b: int) -> None:
+        chosen = links(c, a, b)
+        a.links += chosen  # before the toxics go on, so a failure halfway takes them back
+        c.cut(chosen, tag=a.tag)
+    return apply
+
+
+def _slow(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
+    def apply(c: KafkaCluster, a: Applied, b: int) -> None:
+        chosen = links(c, a, b)
+        a.links += chosen
+        c.latency(chosen, a.fault.latency_ms, a.fault.jitter_ms, tag=a.tag)
+    return apply
+
+
+def _throttle(c: KafkaCluster, a: Applied, b: int) -> None:
+    chosen = c.topo.isolation_links(b)
+    a.links += chosen
+    c.bandwidth(chosen, a.fault.rate_kbps, tag=a.tag)
+
+
+def _one_way(c: KafkaCluster, a: Applied, b: int) -> None:
+    for other in c.settings.broker_ids:
+        if other != b:
+            a.links += [link for link, _ in c.topo.one_way(b, other)]
+            c.cut_one_way(b, other, tag=a.tag)
+
+
+def _to_leader(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    """The broker's fetch link to the partition's leader (as it was when the fault fired)."""
+    leader = a.detail["leader_before"]
+    return [c.topo.repl(b, leader)] if leader > 0 and leader != b else []
+
+
+def _every_link(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    return c.topo.isolation_links(b)
+
+
+FAULTS: dict[str, FaultKind] = {f.name: f for f in (
+    FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start),
+    FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
+              "duration_s", "#7f0000", _power_loss, _start, beyond_kafka=True),
+    FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume),
+    FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start),
+    FaultKind("isolate", "every link of the broker black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC),
+    FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
+              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC),
+    FaultKind("cut_fetch", "the broker's connection to the partition's leader (its fetches), both directions",
+              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC),
+    FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
+              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC),
+    FaultKind("cut_coordination", "broker to ZooKeeper / to the KRaft controller", "#bcbd22",
+              _cut(lambda c, a, b: [c.topo.coordination(b)]), toxic=CUT_TOXIC),
+    FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: [c.topo.client(b)]),
+              toxic=CUT_TOXIC),
+    FaultKind("one_way", "bytes from the broker to every other broker dropped; the other way flows", "#ffbb78",
+              _one_way, toxic=CUT_TOXIC),
+    FaultKind("latency", "latency_ms +- jitter_ms on every link of the broker", "#aec7e8", _slow(_every_link),
+              toxic=LATENCY_TOXIC),
+    FaultKind("bandwidth", "rate_kbps on every link of the broker", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
+)}
+FAULT_KINDS = tuple(FAULTS)
+BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
+UNKNOWN_COLOUR = "#7f7f7f"
+
+
+def colour(kind: str) -> str:
+    f = FAULTS.get(kind)
+    return f.colour if f else UNKNOWN_COLOUR
+
+
+def check_kind(kind: str) -> FaultKind:
+    """The registered kind, or ValueError naming the allowed ones."""
+    if kind not in FAULTS:
+        raise ValueError(f"kind {kind!r} is not a fault (allowed: {', '.join(FAULT_KINDS)})")
+    return FAULTS[kind]
