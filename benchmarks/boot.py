@@ -11,11 +11,12 @@ import statistics
 import time
 
 from harness.cluster import ClusterSettings, KafkaCluster
+from harness.setup import cluster_images
 
 
 def boot_once(settings: ClusterSettings) -> tuple[float, float]:
     t0 = time.monotonic()
-    c = KafkaCluster(settings)
+    c = KafkaCluster(settings, cluster_images(settings.kafka_version))
     try:
         c.start()
         t_ready = time.monotonic() - t0

@@ -204,7 +204,7 @@ def setting() -> str:
 
     import pyspark
 
-    from harness.checker import java
+    from harness.setup import java
 
     jv = java.binary()
     info = Path("/proc/cpuinfo")

@@ -27,9 +27,10 @@ import statistics
 import threading
 import time
 
-from harness import engine, images, reaper
+from harness import reaper
 from harness.cluster import ClusterSettings, KafkaCluster
 from harness.scenario import ProducerSpec
+from harness.setup import cluster_images, engine, images
 from harness.workload import RecordingProducer
 
 SETTINGS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
@@ -82,7 +83,8 @@ def main() -> None:
     a = ap.parse_args()
     ours: list[float] = []
     theirs: list[float] = []
-    with KafkaCluster(ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)) as c:
+    settings = ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)
+    with KafkaCluster(settings, cluster_images(a.kafka_version)) as c:
         for t in ("rec", "perf"):
             c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
             c.wait_full_isr(t)

@@ -42,8 +42,8 @@ def _log(msg: str) -> None:
 @app.command()
 def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
-    from harness import doctor as doctor_mod
-    from harness import engine, images
+    from harness.setup import doctor as doctor_mod
+    from harness.setup import engine, images
 
     if fix:
         try:
@@ -68,7 +68,7 @@ def images_cmd(
     version: list[str] = typer.Option(None, "--version", "-v", help=f"Kafka versions ({VERSIONS_HELP})"),
 ) -> None:
     """Build every image locally (JRE base, Toxiproxy, Kafka per version); a no-op when up to date."""
-    from harness import engine, images
+    from harness.setup import engine, images
 
     for v in version or []:
         if v not in KAFKA_VERSIONS:
@@ -95,8 +95,9 @@ def up(
     """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
     from pydantic import ValidationError
 
-    from harness import engine, reaper
+    from harness import reaper
     from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
+    from harness.setup import cluster_images, engine
 
     try:
         settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers)
@@ -105,7 +106,7 @@ def up(
         raise typer.Exit(EXIT_BAD_INPUT) from e
     reaper.install_signal_handlers()
     try:
-        with KafkaCluster(settings) as c:
+        with KafkaCluster(settings, cluster_images(kafka_version)) as c:
             console.print(f"session {reaper.SESSION_ID} cluster {c.name} ready")
             console.print(f"bootstrap.servers={c.bootstrap_servers}")
             console.print(f"toxiproxy API {c.toxi.url if c.toxi else '?'}; Ctrl-C stops and removes everything")
@@ -121,8 +122,8 @@ def up(
 @contextlib.contextmanager
 def _refusing_bad_input():
     """Bad scenarios exit 2 and a missing engine exits 3, both before any container starts."""
-    from harness import engine
     from harness import scenario as scenario_mod
+    from harness.setup import engine
 
     try:
         yield
@@ -136,7 +137,7 @@ def _refusing_bad_input():
 
 def _require_images(source: str, versions: list[str]) -> None:
     """A Kafka version whose image is not built is bad input (exit 2), named with the fix."""
-    from harness import engine, images
+    from harness.setup import engine, images
 
     missing = [r.tag for r in images.missing(engine.client(timeout=10), versions) if r.kind != "base"]
     if missing:
@@ -158,9 +159,10 @@ def run(
     """Run a scenario against a real cluster, record its history, then check it.
 
     Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed."""
-    from harness import engine, reaper, runner
+    from harness import reaper, runner
     from harness import scenario as scenario_mod
     from harness.cluster import ClusterError
+    from harness.setup import engine
 
     overrides = list(set_ or [])
     with _refusing_bad_input():

@@ -122,8 +122,9 @@ def run_cells(p: Plan, out: Path, announce: Announce) -> list[Path]:
     """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
     matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
     Returns the run directories of every finished cell (this call's and earlier calls')."""
-    from harness import engine, runner
+    from harness import runner
     from harness.cluster import ClusterError
+    from harness.setup import engine
 
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ Fixtures:
 - ``kafka_cluster``: a real cluster per module and per ``--kafka-version`` x ``--mode`` (comma lists
   parametrise the tests that use it);
 - ``nemesis``: faults on that cluster, each logged to an events file; everything healed afterwards;
-- ``workload``: recording producers and HW-recording consumers on that cluster;
+- ``workload``: recording producers and HW-recording consumers on that cluster; ``stop()`` heals,
+  reads back and checks, and returns the run as ``chaos_run`` does;
 - ``chaos_run``: a whole scenario (its own cluster, workload, schedule, check) -> its verdict.
 
 Markers ``chaos_quick`` and ``chaos_long`` pick suites: ``pytest -m chaos_quick``.
@@ -17,14 +18,18 @@ Markers ``chaos_quick`` and ``chaos_long`` pick suites: ``pytest -m chaos_quick`
 from __future__ import annotations
 
 import os
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
+
+if TYPE_CHECKING:
+    from harness.checker.verdict import Verdict
+    from harness.scenario import TopicSpec
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,7 +76,7 @@ def kafka_target(request) -> tuple[str, str]:
 
 
 def _require_engine() -> None:
-    from harness import engine
+    from harness.setup import engine
 
     try:
         engine.client(timeout=10)
@@ -85,25 +90,32 @@ def _require_engine() -> None:
 def kafka_cluster(kafka_target):
     """A running cluster (3 brokers) for the module; removed afterwards."""
     from harness.cluster import ClusterSettings, KafkaCluster
+    from harness.setup import cluster_images
 
     _require_engine()
     version, mode = kafka_target
-    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode)) as c:
+    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode), cluster_images(version)) as c:
         yield c
 
 
 @pytest.fixture
-def nemesis(kafka_cluster, tmp_path):
-    """Faults on ``kafka_cluster``: ``nemesis.fault(kind, target, ...)`` or ``nemesis.run(plan)``.
-
-    Every fault lands in ``nemesis.events_path``; whatever is still applied is healed afterwards."""
+def kchaos_events(tmp_path):
+    """The events log a test's nemesis and workload share (faults, samples, workload start and end)."""
     from harness.nemesis import EventLog
 
     events = EventLog(tmp_path / "events.jsonl")
-    n = _Nemesis(kafka_cluster, events)
+    yield events
+    events.close()
+
+
+@pytest.fixture
+def nemesis(kafka_cluster, kchaos_events):
+    """Faults on ``kafka_cluster``: ``nemesis.fault(kind, target, ...)``, healed by ``nemesis.heal(hit)``.
+
+    Every fault lands in ``nemesis.events_path``; whatever is still applied is healed afterwards."""
+    n = _Nemesis(kafka_cluster, kchaos_events)
     yield n
     n.heal_all()
-    events.close()
 
 
 class _Nemesis:
@@ -137,78 +149,92 @@ class _Nemesis:
 
 
 @dataclass
-class Workload:
-    """Recording producers and consumers on one topic; ``stop()`` returns what they recorded."""
-
-    cluster: object
-    topic: str
-    partitions: int
-    producers: list = field(default_factory=list)
-    consumers: list = field(default_factory=list)
-    _stop_p: threading.Event = field(default_factory=threading.Event)
-    _stop_c: threading.Event = field(default_factory=threading.Event)
-
-    def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int = 1) -> Workload:
-        from harness.scenario import ConsumerSpec, ProducerSpec
-        from harness.workload import RecordingConsumer, RecordingProducer
-
-        spec = ProducerSpec(name=f"p{len(self.producers)}", acks=acks, idempotence=idempotence, rate=rate)
-        for i in range(consumers):
-            c = RecordingConsumer(f"c{len(self.consumers) + i}", ConsumerSpec(), self.cluster, self.topic,
-                                  self.partitions, self._stop_c)
-            c.start()
-            self.consumers.append(c)
-        p = RecordingProducer(spec.name, spec, self.cluster, self.topic, self.partitions, self._stop_p)
-        p.start()
-        self.producers.append(p)
-        return self
-
-    def stop(self) -> dict:
-        self._stop_p.set()
-        for p in self.producers:
-            p.join(timeout=60)
-        time.sleep(1.0)
-        self._stop_c.set()
-        for c in self.consumers:
-            c.join(timeout=30)
-        produced = []
-        for p in self.producers:
-            cols = p.columns()
-            produced += [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
-        return {"produced": produced, "consumed": [r for c in self.consumers for r in c.rows]}
-
-
-@pytest.fixture
-def workload(kafka_cluster):
-    """Factory: ``workload(topic, partitions=3, rf=3, min_insync=2).start(acks="all")``; stopped afterwards."""
-    made: list[Workload] = []
-
-    def make(topic: str = "chaos", partitions: int = 3, replication_factor: int = 3, min_insync: int = 2,
-             config: dict | None = None) -> Workload:
-        kafka_cluster.create_topic(topic, partitions, replication_factor,
-                                   {"min.insync.replicas": str(min_insync), **(config or {})})
-        kafka_cluster.wait_full_isr(topic, timeout_s=60)
-        w = Workload(kafka_cluster, topic, partitions)
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:
-        w._stop_p.set()
-        w._stop_c.set()
-
-
-@dataclass
 class ChaosResult:
+    """A checked run directory: its path and its verdict."""
+
     path: Path
-    verdict: dict
+    verdict: Verdict
 
     @property
     def anomalies(self) -> dict[str, int]:
         return self.verdict.anomalies
 
+    def rows(self, name: str) -> list[dict]:
+        """The rows of one history file of the run: ``produced``, ``consumed`` or ``replicas``."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.path / f"{name}.parquet").to_pylist()
+
     def assert_promises_held(self) -> None:
         assert not self.verdict.failed, f"promises broken in {self.path}: {self.verdict.broken()}"
+
+
+class Workload:
+    """Recording producers and consumers on one topic, started by ``start`` and ended by ``stop``,
+    which heals the cluster and returns the checked run, as a scenario run does."""
+
+    def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path):
+        self.cluster, self.topic, self.nemesis, self.out = cluster, topic, nemesis, out
+        self.recording = None
+
+    def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int = 1,
+              producers: int = 1) -> Workload:
+        from harness.recording import Recording
+        from harness.scenario import ConsumerSpec, ProducerSpec
+
+        if self.recording is not None:
+            raise RuntimeError(f"the workload on {self.topic.name} is already started")
+        spec = ProducerSpec(name="p", count=producers, acks=acks, idempotence=idempotence, rate=rate)
+        self.recording = Recording(self.cluster, self.topic, [spec], ConsumerSpec(count=consumers),
+                                   self.nemesis.events)
+        self.recording.start()
+        return self
+
+    def stop(self) -> ChaosResult:
+        """Stop sending, heal every fault, read back what survived, write and check the run directory."""
+        from harness import logs
+        from harness.checker import check_runs
+        from harness.history import RUN_JSON, write_json_atomic
+
+        rec = self.recording
+        if rec is None:
+            raise RuntimeError("stop() before start()")
+        rec.stop_producers()
+        self.nemesis.heal_all()
+        rec.heal_and_settle()
+        d = self.out / f"run-{self.topic.name}"
+        with logs.clients_to(d / "logs" / logs.CLIENTS_LOG):
+            rec.read_back(d)
+        (d / "events.jsonl").write_text(self.nemesis.events_path.read_text())
+        s = self.cluster.settings
+        write_json_atomic(d / RUN_JSON, {"run_id": d.name, "kafka_version": s.kafka_version, "mode": s.mode,
+                                         "broker_config": s.broker_config, **rec.run_info()})
+        (v,) = check_runs([d])
+        return ChaosResult(d, v)
+
+
+@pytest.fixture
+def workload(kafka_cluster, nemesis, tmp_path):
+    """Factory: ``workload(topic, partitions=3, replication_factor=3, min_insync=2).start(acks="all")``;
+    ``stop()`` heals, reads back, checks and returns a ChaosResult, as ``chaos_run`` does."""
+    from harness.scenario import TopicSpec
+
+    made: list[Workload] = []
+
+    def make(topic: str = "chaos", partitions: int = 3, replication_factor: int = 3, min_insync: int = 2,
+             config: dict | None = None) -> Workload:
+        spec = TopicSpec(name=topic, partitions=partitions, replication_factor=replication_factor,
+                         min_insync_replicas=min_insync, config=config or {})
+        kafka_cluster.create_topic(topic, partitions, replication_factor, spec.topic_config())
+        kafka_cluster.wait_full_isr(topic, timeout_s=60)
+        w = Workload(kafka_cluster, spec, nemesis, tmp_path)
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        if w.recording is not None:
+            w.recording.abort()
 
 
 @pytest.fixture

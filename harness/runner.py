@@ -8,38 +8,23 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-
-from harness import images, logs, schedule
+from harness import logs, schedule
 from harness.cluster import KafkaCluster
-from harness.history import (
-    CONSUMED,
-    CONSUMED_SCHEMA,
-    EVENTS,
-    PRODUCED,
-    PRODUCED_SCHEMA,
-    REPLICAS,
-    REPLICAS_SCHEMA,
-    RUN_JSON,
-    write_json_atomic,
-    write_table,
-)
-from harness.nemesis import EventLog, Nemesis, StateSampler
-from harness.replicas import read_checkpoints, read_replica_logs
+from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
+from harness.nemesis import EventLog, Nemesis
+from harness.recording import Recorded, Recording, RecordingError
 from harness.scenario import Scenario
-from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
-
-REPLICAS_WITH_EPOCH = REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
+from harness.setup import cluster_images, images
 
 
 class RunError(RuntimeError):
     """The run itself could not be carried out (exit 3)."""
+
 
 
 @dataclass
@@ -86,106 +71,56 @@ def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides:
 def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrides: list[str],
              log: Callable[[str], None]) -> RunResult:
     plan = schedule.plan(s)
-    topic = s.topic
     repro = reproduce_command(scenario_file, s, overrides)
     log(f"schedule ({len(plan)} faults, seed {s.seed}): " + "; ".join(
         f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" for f in plan))
     log(f"repeat with: {repro}")
     events = EventLog(d / EVENTS)
-    settings = s.cluster_settings()
     try:
-        with logs.clients_to(d / "logs" / logs.CLIENTS_LOG), KafkaCluster(settings) as c:
+        with (logs.clients_to(d / "logs" / logs.CLIENTS_LOG),
+              KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c):
             log(f"cluster {c.name} up: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
-            c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
-            c.wait_full_isr(topic.name, timeout_s=60)
-            stop_producers, stop_consumers = threading.Event(), threading.Event()
-            producers = [RecordingProducer(f"{p.name}{i}" if p.count > 1 else p.name, p, c, topic.name,
-                                           topic.partitions, stop_producers)
-                         for p in s.producers for i in range(p.count)]
-            consumers = [RecordingConsumer(f"c{i}", s.consumers, c, topic.name, topic.partitions, stop_consumers)
-                         for i in range(s.consumers.count)]
-            sampler = StateSampler(c, topic.name, events)
-            nemesis = Nemesis(c, topic.name, events)
-            sampler.start()
-            for t in consumers:
-                t.start()
-            t0 = time.monotonic()
-            start_ms = now_ms()
-            events.write({"type": "workload_start", "ts_ms": start_ms})
-            for t in producers:
-                t.start()
-            nemesis.start(plan, t0)
-            time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
-            stop_producers.set()
-            for t in producers:
-                t.join(timeout=s.producers[0].delivery_timeout_ms / 1000 + 30)
-            end_ms = now_ms()
-            events.write({"type": "workload_end", "ts_ms": end_ms})
-            nemesis.stop()
-            log("workload done; healing and waiting for a full ISR")
-            c.heal()
-            c.wait_ready(120)
-            try:
-                c.wait_full_isr(topic.name, timeout_s=120)
-            except Exception as e:  # recorded: the final read still tells what survived
-                events.write({"type": "note", "ts_ms": now_ms(), "msg": f"ISR not full after healing: {e}"})
-            time.sleep(1.0)  # let live consumers see the healed HW
-            stop_consumers.set()
-            for t in consumers:
-                t.join(timeout=30)
-            sampler.stop_event.set()
-            sampler.join(timeout=5)
-            for t in [*producers, *consumers]:
-                if t.failure is not None:
-                    raise RunError(f"{t.name} failed: {t.failure!r}")
-            if nemesis.error is not None:
-                raise RunError(f"nemesis failed: {nemesis.error!r}")
-            log("final read of every partition from offset 0")
-            final = final_read(c, topic.name, topic.partitions)
-            log("reading every replica's log from its broker's files")
-            replica_rows = read_replica_logs(c, topic.name)
-            checkpoints = read_checkpoints(c, topic.name)
+            rec, counts = _record(s, plan, c, events, d, log)
             cluster_info = c.describe_settings()
-            # Every container's own log, for whoever has to explain an anomaly.
-            for key in c.container_keys():
-                (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
     finally:
         events.close()
-
-    produced_cols: dict[str, list] = {f.name: [] for f in PRODUCED_SCHEMA}
-    for p in producers:
-        for k, v in p.columns().items():
-            produced_cols[k] += v
-    live_rows = [r for t in consumers for r in t.rows]
-    write_table(d / PRODUCED, produced_cols, PRODUCED_SCHEMA)
-    write_table(d / CONSUMED, live_rows + final, CONSUMED_SCHEMA)
-    write_table(d / REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
-    write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
-    n_faults = sum(1 for line in (d / EVENTS).read_text().splitlines() if '"type": "fault"' in line)
-    run = {
-        "run_id": out.name,
-        "scenario": s.name,
-        "description": s.description,
-        "kafka_version": s.kafka_version,
-        "mode": s.mode,
-        "brokers": s.brokers,
-        "racks": s.racks,
-        "seed": s.seed,
-        "reproduce": repro,
+    n_faults = sum(e.get("type") == "fault" for e in read_events(d))
+    write_json_atomic(d / RUN_JSON, {
+        "run_id": out.name, "scenario": s.name, "description": s.description, "kafka_version": s.kafka_version,
+        "mode": s.mode, "brokers": s.brokers, "racks": s.racks, "seed": s.seed, "reproduce": repro,
         "images": {"kafka": images.kafka_ref(s.kafka_version).tag, "toxiproxy": images.toxiproxy_ref().tag},
-        "topics": [{"name": topic.name, "partitions": topic.partitions, "replication_factor": topic.replication_factor,
-                    "config": topic.topic_config()}],
-        "broker_config": s.broker_config,
-        "producers": [{"name": p.pname, "topic": topic.name, **{k: v for k, v in p.spec.model_dump().items()
-                                                                if k not in ("name", "count")}}
-                      for p in producers],
-        "consumers": s.consumers.model_dump(),
+        "broker_config": s.broker_config, **rec.run_info(),
         "eligible_leader_replicas": s.cluster_settings().elr_enabled,
         "faults": [f.to_dict() for f in plan],
-        "workload": {"start_ms": start_ms, "end_ms": end_ms, "duration_s": s.duration_s},
-        "cluster": cluster_info,
-        "scenario_config": s.model_dump(),
-    }
-    write_json_atomic(d / RUN_JSON, run)
-    return RunResult(d, len(produced_cols["value"]), produced_cols["status"].count("ok"),
-                     len(live_rows), len(final), len(replica_rows), n_faults)
+        "workload": {"start_ms": counts.start_ms, "end_ms": counts.end_ms, "duration_s": s.duration_s},
+        "cluster": cluster_info, "scenario_config": s.model_dump(),
+    })
+    return RunResult(d, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas, n_faults)
+
+
+def _record(s: Scenario, plan: list, c: KafkaCluster, events: EventLog, d: Path,
+            log: Callable[[str], None]) -> tuple[Recording, Recorded]:
+    """The workload under the fault schedule, then healing and reading back into ``d``."""
+    topic = s.topic
+    c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
+    c.wait_full_isr(topic.name, timeout_s=60)
+    rec = Recording(c, topic, s.producers, s.consumers, events)
+    nemesis = Nemesis(c, topic.name, events)
+    try:
+        t0 = rec.start()
+        nemesis.start(plan, t0)
+        time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
+        rec.stop_producers()
+        nemesis.stop()
+        log("workload done; healing and waiting for a full ISR")
+        rec.heal_and_settle()
+    except RecordingError as e:
+        rec.abort()
+        raise RunError(str(e)) from e
+    except BaseException:
+        rec.abort()
+        raise
+    if nemesis.error is not None:
+        raise RunError(f"nemesis failed: {nemesis.error!r}")
+    log("final read of every partition from offset 0; every replica's log from its broker's files")
+    return rec, rec.read_back(d)

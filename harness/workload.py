@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Pro
 
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, ProducerSpec
+from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.workload")
 
@@ -317,15 +318,14 @@ def final_read(cluster: KafkaCluster, topic: str, partitions: int, timeout_s: fl
             _, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
             ends[p] = hi
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def at_the_end() -> bool:
             reader.poll_once(c, timeout=0.5)
             positions = {tp.partition: tp.offset for tp in c.position(
                 [TopicPartition(topic, p) for p in range(partitions)])}
-            if all(ends[p] <= 0 or positions[p] >= ends[p] for p in range(partitions)):
-                break
-        else:
-            raise TimeoutError(f"final read did not reach the end offsets {ends} within {timeout_s:.0f} s")
+            return all(ends[p] <= 0 or positions[p] >= ends[p] for p in range(partitions))
+
+        until(at_the_end, timeout_s, f"final read did not reach the end offsets {ends}", interval_s=0)
     finally:
         c.close()
     return reader.rows

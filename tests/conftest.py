@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from harness import engine, images
 from harness.cluster import ClusterSettings, KafkaCluster
+from harness.setup import cluster_images, engine, images
 from harness.workload import ACKS0_LINGER_S
 
 DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3)
@@ -30,7 +30,7 @@ def require_docker(versions: list[str] | None = None) -> None:
 def cluster():
     """One ZooKeeper-mode cluster shared by a module's tests; each test heals what it broke."""
     require_docker([DEFAULT_SETTINGS.kafka_version])
-    with KafkaCluster(DEFAULT_SETTINGS) as c:
+    with KafkaCluster(DEFAULT_SETTINGS, cluster_images(DEFAULT_SETTINGS.kafka_version)) as c:
         yield c
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker import cds, java
+from harness.setup import cds, java
 
 # Starts the driver JVM with the given extra options and runs one small job; prints "ok <n>".
 SESSION = """

@@ -10,9 +10,11 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.cluster import ClusterSettings, KafkaCluster, TopicError
-from harness.cluster.kafka_cluster import CUT_TOXIC, STREAMS, toxic_name
+from harness.cluster.kafka_cluster import STREAMS, toxic_name
+from harness.faults import CUT_TOXIC
 from harness.nemesis import EventLog, Nemesis
 from harness.schedule import PlannedFault
+from harness.setup import cluster_images
 from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
 
@@ -128,7 +130,7 @@ def test_replication_factor_above_broker_count_is_a_clear_error(cluster):
 @pytest.mark.parametrize(("version", "mode"), version_mode_pairs(), ids=lambda x: x)
 def test_round_trip_on_every_version(version, mode):
     require_docker([version])
-    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode)) as c:
+    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode), cluster_images(version)) as c:
         round_trip(c, n=100)
 
 

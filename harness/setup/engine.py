@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 from docker.errors import DockerException
+
+from harness.waiting import until
 
 DOCKERD_LOG = Path(os.environ.get("KCHAOS_DOCKERD_LOG", "/var/log/kchaos-dockerd.log"))
 # Debian packages the set-up needs: the engine, and debootstrap for the base image.
@@ -94,13 +95,11 @@ def start_dockerd(log=print, wait_s: float = 60.0) -> None:
         subprocess.Popen(
             [dockerd], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if status().ok:
-            return
-        time.sleep(0.5)
-    tail = DOCKERD_LOG.read_text(errors="replace").strip().splitlines()[-10:]
-    raise EngineError("dockerd did not answer within {:.0f} s; last log lines:\n{}".format(wait_s, "\n".join(tail)))
+    try:
+        until(lambda: status().ok, wait_s, "dockerd did not answer", 0.5, error=EngineError)
+    except EngineError as e:
+        tail = DOCKERD_LOG.read_text(errors="replace").strip().splitlines()[-10:]
+        raise EngineError(f"{e}; last log lines:\n" + "\n".join(tail)) from None
 
 
 def ensure_engine(install: bool = True, log=print) -> docker.DockerClient:

@@ -24,7 +24,7 @@ from docker.errors import BuildError, ImageNotFound
 
 from harness.versions import KafkaVersion, all_versions, get_version
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
