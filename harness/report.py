@@ -54,40 +54,52 @@ def _per_second(ts: pa.Array, t0: int) -> pa.Array:
     return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
 
 
-def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
-    """Plotly figure (as a dict) of one run: five panels on one time axis, faults shaded."""
-    produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
-    t0 = _t0(run, produced, events)
-    traces: list[dict] = []
+PANELS = [("y", "acked/s"), ("y2", "latency ms"), ("y3", "errors/s"), ("y4", "ISR size"), ("y5", "leader"),
+          ("y6", "offset")]
+PANEL_GAP = 0.02
 
+
+def ack_traces(produced: pa.Table, t0: int) -> list[dict]:
+    """Acknowledged writes per second, and the p50 and p99 of their latency."""
     ok = produced.filter(pc.equal(produced["status"], "ok"))
     ok = ok.filter(pc.is_valid(ok["ack_ts_ms"]))
-    if ok.num_rows:
-        sec = _per_second(ok["ack_ts_ms"], t0)
-        lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
-        g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
-            [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
-        secs = g["sec"].to_pylist()
-        traces.append({"type": "scatter", "mode": "lines", "name": "acknowledged / s", "x": secs,
-                       "y": g["lat_count"].to_pylist(), "yaxis": "y", "line": {"shape": "hv", "color": "#1f77b4"}})
-        q = g["lat_tdigest"].to_pylist()
-        traces.append({"type": "scatter", "mode": "lines", "name": "latency p50 ms", "x": secs,
-                       "y": [v[0] if v else None for v in q], "yaxis": "y2", "line": {"color": "#2ca02c"}})
-        traces.append({"type": "scatter", "mode": "lines", "name": "latency p99 ms", "x": secs,
-                       "y": [v[1] if v else None for v in q], "yaxis": "y2", "line": {"color": "#d62728"}})
-    bad = produced.filter(pc.not_equal(produced["status"], "ok"))
-    if bad.num_rows:
-        ts = pc.coalesce(bad["ack_ts_ms"], bad["send_ts_ms"])
-        g = pa.table({"sec": _per_second(ts, t0), "error": pc.coalesce(bad["error"], pa.scalar("(none)")),
-                      "status": bad["status"]}).group_by(["error", "status", "sec"]).aggregate(
-            [("sec", "count")]).sort_by("sec")
-        kinds = sorted({(e, s) for e, s in zip(g["error"].to_pylist(), g["status"].to_pylist(), strict=True)})
-        for e, s in kinds:
-            sub = g.filter(pc.and_(pc.equal(g["error"], e), pc.equal(g["status"], s)))
-            traces.append({"type": "bar", "name": f"{e} ({s})", "x": sub["sec"].to_pylist(),
-                           "y": sub["sec_count"].to_pylist(), "yaxis": "y3"})
+    if not ok.num_rows:
+        return []
+    sec = _per_second(ok["ack_ts_ms"], t0)
+    lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
+    g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
+        [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
+    secs = g["sec"].to_pylist()
+    q = g["lat_tdigest"].to_pylist()
+    return [
+        {"type": "scatter", "mode": "lines", "name": "acknowledged / s", "x": secs, "y": g["lat_count"].to_pylist(),
+         "yaxis": "y", "line": {"shape": "hv", "color": "#1f77b4"}},
+        {"type": "scatter", "mode": "lines", "name": "latency p50 ms", "x": secs,
+         "y": [v[0] if v else None for v in q], "yaxis": "y2", "line": {"color": "#2ca02c"}},
+        {"type": "scatter", "mode": "lines", "name": "latency p99 ms", "x": secs,
+         "y": [v[1] if v else None for v in q], "yaxis": "y2", "line": {"color": "#d62728"}},
+    ]
 
-    # ISR size and leader per partition, from the state samples.
+
+def error_traces(produced: pa.Table, t0: int) -> list[dict]:
+    """Writes that were not acknowledged, per second, by error and status."""
+    bad = produced.filter(pc.not_equal(produced["status"], "ok"))
+    if not bad.num_rows:
+        return []
+    ts = pc.coalesce(bad["ack_ts_ms"], bad["send_ts_ms"])
+    g = pa.table({"sec": _per_second(ts, t0), "error": pc.coalesce(bad["error"], pa.scalar("(none)")),
+                  "status": bad["status"]}).group_by(["error", "status", "sec"]).aggregate(
+        [("sec", "count")]).sort_by("sec")
+    out = []
+    for e, s in sorted({(e, s) for e, s in zip(g["error"].to_pylist(), g["status"].to_pylist(), strict=True)}):
+        sub = g.filter(pc.and_(pc.equal(g["error"], e), pc.equal(g["status"], s)))
+        out.append({"type": "bar", "name": f"{e} ({s})", "x": sub["sec"].to_pylist(),
+                    "y": sub["sec_count"].to_pylist(), "yaxis": "y3"})
+    return out
+
+
+def state_traces(events: list[dict], t0: int) -> list[dict]:
+    """ISR size and leader per partition, from the state samples."""
     series: dict[int, dict[str, list]] = {}
     for e in events:
         if e.get("type") != "state" or "partitions" not in e:
@@ -98,64 +110,91 @@ def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
             s["x"].append(x)
             s["isr"].append(len(p["isr"]))
             s["leader"].append(p["leader"] if p["leader"] >= 0 else None)
+    out = []
     for part, s in sorted(series.items()):
-        traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],
-                       "yaxis": "y4", "line": {"shape": "hv"}, "legendgroup": f"p{part}"})
-        traces.append({"type": "scatter", "mode": "markers", "name": f"p{part} leader", "x": s["x"],
-                       "y": s["leader"], "yaxis": "y5", "marker": {"size": 4}, "legendgroup": f"p{part}"})
+        out.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],
+                    "yaxis": "y4", "line": {"shape": "hv"}, "legendgroup": f"p{part}"})
+        out.append({"type": "scatter", "mode": "markers", "name": f"p{part} leader", "x": s["x"],
+                    "y": s["leader"], "yaxis": "y5", "marker": {"size": 4}, "legendgroup": f"p{part}"})
+    return out
 
-    # High watermark against each consumer's position, per partition (live phase).
+
+def position_traces(d: Path, t0: int) -> list[dict]:
+    """The high watermark against each consumer's position, per partition (live phase)."""
     consumed = pq.read_table(d / CONSUMED, columns=["consumer", "partition", "offset", "hw", "poll_ts_ms", "phase"])
     live = consumed.filter(pc.equal(consumed["phase"], "live"))
-    if live.num_rows:
-        g = pa.table({"sec": _per_second(live["poll_ts_ms"], t0), "consumer": live["consumer"],
-                      "partition": live["partition"], "offset": live["offset"],
-                      "hw": pc.coalesce(live["hw"], pa.scalar(-1, pa.int64()))}).group_by(
-            ["consumer", "partition", "sec"]).aggregate([("offset", "max"), ("hw", "max")]).sort_by("sec")
-        for c in sorted(set(g["consumer"].to_pylist())):
-            for part in sorted(set(g["partition"].to_pylist())):
-                sub = g.filter(pc.and_(pc.equal(g["consumer"], c), pc.equal(g["partition"], part)))
-                if not sub.num_rows:
-                    continue
-                x = sub["sec"].to_pylist()
-                traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} HW ({c})", "x": x,
-                               "y": [v if v >= 0 else None for v in sub["hw_max"].to_pylist()], "yaxis": "y6",
-                               "line": {"dash": "dot"}, "legendgroup": f"p{part}"})
-                traces.append({"type": "scatter", "mode": "lines", "name": f"p{part} {c} position", "x": x,
-                               "y": [v + 1 for v in sub["offset_max"].to_pylist()], "yaxis": "y6",
-                               "legendgroup": f"p{part}"})
+    if not live.num_rows:
+        return []
+    g = pa.table({"sec": _per_second(live["poll_ts_ms"], t0), "consumer": live["consumer"],
+                  "partition": live["partition"], "offset": live["offset"],
+                  "hw": pc.coalesce(live["hw"], pa.scalar(-1, pa.int64()))}).group_by(
+        ["consumer", "partition", "sec"]).aggregate([("offset", "max"), ("hw", "max")]).sort_by("sec")
+    out = []
+    for c in sorted(set(g["consumer"].to_pylist())):
+        for part in sorted(set(g["partition"].to_pylist())):
+            sub = g.filter(pc.and_(pc.equal(g["consumer"], c), pc.equal(g["partition"], part)))
+            if not sub.num_rows:
+                continue
+            x = sub["sec"].to_pylist()
+            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} HW ({c})", "x": x,
+                        "y": [v if v >= 0 else None for v in sub["hw_max"].to_pylist()], "yaxis": "y6",
+                        "line": {"dash": "dot"}, "legendgroup": f"p{part}"})
+            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} {c} position", "x": x,
+                        "y": [v + 1 for v in sub["offset_max"].to_pylist()], "yaxis": "y6", "legendgroup": f"p{part}"})
+    return out
 
-    panels = [("y", "acked/s"), ("y2", "latency ms"), ("y3", "errors/s"), ("y4", "ISR size"), ("y5", "leader"),
-              ("y6", "offset")]
-    n = len(panels)
-    gap = 0.02
-    h = (1 - gap * (n - 1)) / n
+
+def panel_layout() -> dict:
+    """The panels stacked on one shared time axis."""
+    n = len(PANELS)
+    h = (1 - PANEL_GAP * (n - 1)) / n
     layout: dict = {"height": 150 * n + 80, "margin": {"l": 60, "r": 10, "t": 60, "b": 40},
                     "legend": {"orientation": "h", "y": -0.06, "font": {"size": 10}}, "barmode": "stack",
                     "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": "y6"},
                     "hovermode": "x unified", "shapes": [], "annotations": [], "font": {"size": 11}}
-    for i, (ax, title) in enumerate(panels):
-        top = 1 - i * (h + gap)
+    for i, (ax, title) in enumerate(PANELS):
+        top = 1 - i * (h + PANEL_GAP)
         key = "yaxis" if ax == "y" else f"yaxis{ax[1:]}"
         layout[key] = {"domain": [top - h, top], "title": {"text": title, "font": {"size": 10}}, "zeroline": False}
     layout["yaxis5"]["dtick"] = 1
+    return layout
+
+
+def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
+    """Every fault shaded across the panels in its kind's colour, and labelled."""
     for i, f in enumerate(e for e in events if e.get("type") == "fault"):
         x0, x1 = (f["start_ms"] - t0) / 1000, ((f.get("end_ms") or f["start_ms"]) - t0) / 1000
         colour = faults.colour(f.get("kind", ""))
         layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
                                  "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
         layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
-                                      "xanchor": "left",
-                                      "yanchor": "bottom", "showarrow": False, "font": {"size": 9, "color": colour},
+                                      "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+                                      "font": {"size": 9, "color": colour},
                                       "text": f"{f.get('name', f.get('kind'))} {f.get('brokers', '')}"})
+
+
+def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
+    """Each window without an acknowledgement, outlined on the first panel."""
+    top = layout["yaxis"]["domain"][0]
     for w in verdict.unavailability.windows:
         x0, x1 = (w["start_ms"] - t0) / 1000, (w["end_ms"] - t0) / 1000
-        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 1 - h,
-                                 "y1": 1, "fillcolor": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#d62728",
-                                                                                   "dash": "dash"}})
-        layout["annotations"].append({"x": (x0 + x1) / 2, "y": 1 - h, "xref": "x", "yref": "paper",
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": top,
+                                 "y1": 1, "fillcolor": "rgba(0,0,0,0)",
+                                 "line": {"width": 2, "color": "#d62728", "dash": "dash"}})
+        layout["annotations"].append({"x": (x0 + x1) / 2, "y": top, "xref": "x", "yref": "paper",
                                       "showarrow": False, "yanchor": "bottom", "font": {"size": 9, "color": "#d62728"},
                                       "text": f"unavailable {w['duration_ms'] / 1000:.1f} s"})
+
+
+def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
+    """Plotly figure (as a dict) of one run: six panels on one time axis, faults shaded."""
+    produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
+    t0 = _t0(run, produced, events)
+    traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
+              *position_traces(d, t0)]
+    layout = panel_layout()
+    shade_faults(layout, events, t0)
+    outline_unavailability(layout, verdict, t0)
     return {"data": traces, "layout": layout}
 
 

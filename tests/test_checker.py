@@ -187,20 +187,20 @@ def test_unclean_election_makes_divergence_expected_but_never_phantoms(tmp_path)
     v = check_one(tmp_path, h)
     assert v.verdict == "pass" and v.by_config[0].expected == ["divergence"]
     plant(h, "phantom")
-    assert check_one(tmp_path, h, "run2")["verdict"] == "fail"
+    assert check_one(tmp_path, h, "run2").verdict == "fail"
 
 
 def test_old_ibp_and_power_loss_excuse_loss(tmp_path):
     h = History().clean(5)
     h.run["broker_config"] = {"inter.broker.protocol.version": "0.10.2"}
     plant(h, "lost")
-    assert check_one(tmp_path, h)["verdict"] == "pass"
+    assert check_one(tmp_path, h).verdict == "pass"
     h2 = History().clean(5)
     h2.events.append({"type": "fault", "kind": "power_loss", "start_ms": h2.ts, "end_ms": h2.ts + 100})
     plant(h2, "lost")
-    assert check_one(tmp_path, h2, "run2")["verdict"] == "pass"
+    assert check_one(tmp_path, h2, "run2").verdict == "pass"
     h2.run["eligible_leader_replicas"] = True
-    assert check_one(tmp_path, h2, "run3")["verdict"] == "fail"
+    assert check_one(tmp_path, h2, "run3").verdict == "fail"
 
 
 def test_unavailability_windows_and_recovery_after_a_fault(tmp_path):

@@ -20,8 +20,7 @@ pytestmark = pytest.mark.spark
 def test_a_standalone_cluster_gives_the_verdicts_local_spark_gives(tmp_path):
     dirs = []
     for i, anomaly in enumerate(("none", *ANOMALIES)):
-        h = History().clean(6)
-        h.clean(4, partition=1)
+        h = History().clean(5)
         if anomaly != "none":
             plant(h, anomaly)
         dirs.append(h.write(tmp_path / "runs" / f"r{i}-{anomaly}"))
@@ -37,4 +36,4 @@ def test_a_standalone_cluster_gives_the_verdicts_local_spark_gives(tmp_path):
         v = json.loads((d / "verdict.json").read_text())
         remote[v["run_id"] + v["run_dir"]] = (v["verdict"], v["anomalies"])
     assert remote == local
-    assert sum(n for _, counts in remote.values() for n in counts.values()) == len(ANOMALIES)
+    assert sorted(sum(counts.values()) for _, counts in remote.values()) == [0] + [1] * len(ANOMALIES)

@@ -68,6 +68,6 @@ def test_spark_counts_equal_the_reference(batch):
     with tempfile.TemporaryDirectory() as tmp:
         hs = [build(*x) for x in batch]
         dirs = [h.write(Path(tmp) / f"r{i:02d}") for i, h in enumerate(hs)]
-        verdicts = check_runs(dirs, write=False)
+        verdicts = check_runs(dirs, write_verdicts=False)
         for h, v in zip(hs, verdicts, strict=True):
             assert v.anomalies == count_anomalies(h.produced, h.consumed, h.replicas)

@@ -7,7 +7,15 @@ from dataclasses import dataclass, replace
 from harness.checker.analysis import JobResult
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import ANOMALIES, PRODUCER_ANOMALIES, Config, promises
-from harness.checker.verdict import Verdict
+from harness.checker.verdict import (
+    BrokenOutside,
+    ConfigVerdict,
+    Elections,
+    PromiseOutcome,
+    Reported,
+    Unavailability,
+    Verdict,
+)
 from harness.history import RunDir, read_events
 
 OLD_IBP_PREFIXES = ("0.8", "0.9", "0.10")
@@ -160,79 +168,74 @@ def elections(events: list[dict]) -> dict:
             "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
 
 
-def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
-    events = read_events(rd.path)
-    cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
-    counts = {a: job.of(a).count(idx) for a in ANOMALIES}
-
-    # Judge each anomaly against the configuration it belongs to.
-    rows: dict[str, dict] = {}
-    by_producer_cfg: dict[str, list[str]] = {}
+def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVerdict]:
+    """One row per configuration the run's producers used: each anomaly counted against it (a
+    producer's anomalies for its own writes, a partition's for its topic) and judged by its promises."""
+    by_label: dict[str, list[str]] = {}
     for name, cfg in cfgs.producers.items():
-        by_producer_cfg.setdefault(cfg.label(), []).append(name)
+        by_label.setdefault(cfg.label(), []).append(name)
     label_cfg = {cfg.label(): cfg for cfg in cfgs.producers.values()}
-    for label, members in sorted(by_producer_cfg.items()):
-        cfg = label_cfg[label]
+    rows = []
+    for label, members in sorted(by_label.items()):
+        cfg, topics = label_cfg[label], {cfgs.producer_topic[m] for m in members}
         prom = promises(cfg)
-        row_counts = {}
-        for a in ANOMALIES:
-            if a in PRODUCER_ANOMALIES:
-                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in members)
-            else:
-                topics = {cfgs.producer_topic[m] for m in members}
-                row_counts[a] = sum(n for (r, who), n in job.of(a).counts.items() if r == idx and who in topics)
-        broken = [a for a in ANOMALIES if prom[a].promised and row_counts[a] > 0]
-        rows[label] = {
-            "config": label,
-            "settings": {"acks": cfg.acks, "min_insync": cfg.min_insync, "replication_factor": cfg.replication_factor,
-                         "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
-                         "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
-                         "faults": sorted(cfg.faults)},
-            "producers": sorted(members),
-            "counts": row_counts,
-            "promises": {a: {"promised": prom[a].promised, "why": prom[a].why} for a in ANOMALIES},
-            "broken": broken,
-            "expected": [a for a in ANOMALIES if not prom[a].promised and row_counts[a] > 0],
-            "verdict": "fail" if broken else "pass",
-        }
-    # Partition-level anomalies in topics no producer config covers still count against the phantom rule etc.
+        counts = {a: sum(n for (r, who), n in job.of(a).counts.items()
+                         if r == idx and who in (members if a in PRODUCER_ANOMALIES else topics)) for a in ANOMALIES}
+        broken = [a for a in ANOMALIES if prom[a].promised and counts[a] > 0]
+        rows.append(ConfigVerdict(
+            config=label,
+            settings={"acks": cfg.acks, "min_insync": cfg.min_insync, "replication_factor": cfg.replication_factor,
+                      "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
+                      "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
+                      "faults": sorted(cfg.faults)},
+            producers=sorted(members), counts=counts,
+            promises={a: PromiseOutcome(promised=prom[a].promised, why=prom[a].why) for a in ANOMALIES},
+            broken=broken, expected=[a for a in ANOMALIES if not prom[a].promised and counts[a] > 0],
+            verdict="fail" if broken else "pass"))
+    return rows
+
+
+def broken_outside(idx: int, job: JobResult, cfgs: RunConfigs) -> list[BrokenOutside]:
+    """Partition-level anomalies in topics no producer's configuration covers, judged by the topic's."""
     orphan_topics = {who for a in ANOMALIES if a not in PRODUCER_ANOMALIES
                      for (r, who) in job.of(a).counts if r == idx} - set(cfgs.producer_topic.values())
-    extra_broken = []
+    out = []
     for t in sorted(orphan_topics):
         prom = promises(cfgs.topics.get(t, Config()))
         for a in ANOMALIES:
             n = job.of(a).counts.get((idx, t), 0)
             if a not in PRODUCER_ANOMALIES and n and prom[a].promised:
-                extra_broken.append({"anomaly": a, "topic": t, "count": n, "why": prom[a].why})
+                out.append(BrokenOutside(anomaly=a, topic=t, count=n, why=prom[a].why))
+    return out
 
-    verdict = "fail" if any(r["broken"] for r in rows.values()) or extra_broken else "pass"
-    fault_events = [e for e in events if e.get("type") == "fault"]
-    lo, hi = job.span.get(idx, (None, None))
+
+def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> Reported:
+    return Reported(count=job.of(kind).count(idx), examples=job.of(kind).examples.get(idx, []), note=note)
+
+
+def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
+    """Run ``idx`` of the analysis, judged: counts, examples, a verdict per configuration."""
+    events = read_events(rd.path)
+    cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
+    rows = config_verdicts(idx, job, cfgs)
+    outside = broken_outside(idx, job, cfgs)
     wl = rd.run.get("workload") or {}
-    lo = wl.get("start_ms", lo)
-    hi = wl.get("end_ms", hi)
-    return Verdict.model_validate({
-        "run_id": rd.run_id,
-        "run_dir": str(rd.path),
-        "verdict": verdict,
-        "anomalies": counts,
-        "examples": {a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
-        "by_config": list(rows.values()),
-        "broken_outside_configs": extra_broken,
-        "indeterminate_landed": {
-            "count": job.of("landed_info").count(idx),
-            "examples": job.of("landed_info").examples.get(idx, []),
-        },
-        "failed_but_present": {
-            "count": job.of("landed_fail").count(idx),
-            "examples": job.of("landed_fail").examples.get(idx, []),
-            "note": "writes the client reported as definitely failed that are in the final log",
-        },
-        "acks0_missing": job.of("acks0_missing").count(idx),
-        "final_log_records": job.final_rows.get(idx, 0),
-        "rows": rd.rows,
-        "unavailability": unavailability(job.buckets.get(idx, []), lo, hi, threshold_ms, fault_events),
-        "elections": elections(events),
-        "assumptions": cfgs.notes,
-    })
+    lo, hi = job.span.get(idx, (None, None))
+    faults = [e for e in events if e.get("type") == "fault"]
+    return Verdict(
+        run_id=rd.run_id, run_dir=str(rd.path),
+        verdict="fail" if any(r.broken for r in rows) or outside else "pass",
+        anomalies={a: job.of(a).count(idx) for a in ANOMALIES},
+        examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
+        by_config=rows, broken_outside_configs=outside,
+        indeterminate_landed=_reported(job, "landed_info", idx),
+        failed_but_present=_reported(job, "landed_fail", idx,
+                                     "writes the client reported as definitely failed that are in the final log"),
+        acks0_missing=job.of("acks0_missing").count(idx),
+        final_log_records=job.final_rows.get(idx, 0),
+        rows=rd.rows,
+        unavailability=Unavailability(**unavailability(job.buckets.get(idx, []), wl.get("start_ms", lo),
+                                                       wl.get("end_ms", hi), threshold_ms, faults)),
+        elections=Elections.model_validate(elections(events)),
+        assumptions=cfgs.notes,
+    )
