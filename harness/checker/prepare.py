@@ -187,14 +187,11 @@ def explains() -> Column:
 class Inputs:
     """The prepared frames (see the module's docstring) and the per-run facts the passes found."""
 
-    runs: list[RunDir]
     pk: PartitionKey
     produced: DataFrame
-    consumed: DataFrame
-    live: DataFrame
+    live: DataFrame  # consumed.parquet's rows of phase "live"
     offs: DataFrame
     vals: DataFrame
-    odd: DataFrame
     odd_final: DataFrame
     sends: DataFrame
     final_rows: dict[int, int]
@@ -233,6 +230,5 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     sends = hold(produced.select(*SEND_COLS)
                  .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
                  .filter(explains()))
-    return Inputs(runs, pk, produced, consumed, consumed.filter(F.col("phase") == "live"), offs, vals, odd, odd_final,
-                  sends, {i: final_rows.get(i, 0) for i in range(len(runs))},
-                  sum(r["unc"] or 0 for r in offs_stats))
+    return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends,
+                  {i: final_rows.get(i, 0) for i in range(len(runs))}, sum(r["unc"] or 0 for r in offs_stats))
