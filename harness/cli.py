@@ -40,7 +40,8 @@ def _log(msg: str) -> None:
 
 
 @app.command()
-def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing")) -> None:
+def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing"),
+           quiet: bool = typer.Option(False, "--quiet", help="print the table only when something is missing")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
     from harness.setup import doctor as doctor_mod
     from harness.setup import engine, images
@@ -52,6 +53,8 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
             err.print(f"[red]could not fix:[/red] {e}")
             raise typer.Exit(EXIT_NOT_RUN) from e
     checks = doctor_mod.run_checks()
+    if quiet and all(c.ok for c in checks):
+        raise typer.Exit(EXIT_OK)
     t = Table(show_header=True, header_style="bold")
     t.add_column("check")
     t.add_column("status")

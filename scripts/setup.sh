@@ -14,4 +14,4 @@ then
   echo "[setup] installing Python packages (pip install -e '.[test]')" >&2
   $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]' >&2
 fi
-$PY -m harness doctor --fix >&2
+$PY -m harness doctor --fix --quiet >&2
