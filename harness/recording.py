@@ -16,23 +16,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from harness import history
 from harness.cluster import KafkaCluster
-from harness.history import (
-    CONSUMED,
-    CONSUMED_SCHEMA,
-    PRODUCED,
-    PRODUCED_SCHEMA,
-    REPLICAS,
-    REPLICAS_SCHEMA,
-    write_json_atomic,
-    write_table,
-)
 from harness.nemesis import EventLog, StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
 from harness.scenario import ConsumerSpec, ProducerSpec, TopicSpec
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
-REPLICAS_WITH_EPOCH = REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
+REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
 
 
@@ -120,15 +111,15 @@ class Recording:
         for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
             (d / "logs").mkdir(exist_ok=True)
             (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
-        produced: dict[str, list] = {f.name: [] for f in PRODUCED_SCHEMA}
+        produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_SCHEMA}
         for p in self.producers:
             for k, v in p.columns().items():
                 produced[k] += v
         live = [r for t in self.consumers for r in t.rows]
-        write_table(d / PRODUCED, produced, PRODUCED_SCHEMA)
-        write_table(d / CONSUMED, live + final, CONSUMED_SCHEMA)
-        write_table(d / REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
-        write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
+        history.write_table(d / history.PRODUCED, produced, history.PRODUCED_SCHEMA)
+        history.write_table(d / history.CONSUMED, live + final, history.CONSUMED_SCHEMA)
+        history.write_table(d / history.REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
+        history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
 
