@@ -180,11 +180,14 @@ def run(
         raise typer.Exit(EXIT_NOT_RUN) from e
     _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "
          f"{res.final} in the final read, {res.replicas} replica records, {res.faults} faults")
+    _log("phases: " + ", ".join(f"{k.replace('_', ' ')} {v:g} s" for k, v in res.phases.items()))
     if no_check:
         raise typer.Exit(EXIT_OK)
     from harness.checker import check_runs, summarize
 
+    t0 = time.monotonic()
     verdicts = check_runs([res.path])
+    _log(f"checked in {time.monotonic() - t0:.1f} s")
     print_verdicts(verdicts, summarize(verdicts))
     raise typer.Exit(EXIT_BROKEN if verdicts[0].failed else EXIT_OK)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,18 @@ from harness.workload import RecordingConsumer, RecordingProducer, final_read, n
 
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
+
+
+class Phases(dict):
+    """Seconds per phase of a run, in the order they ran (run.json's "phases")."""
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self[name] = round(time.monotonic() - t0, 2)
 
 
 class RecordingError(RuntimeError):
@@ -56,6 +70,7 @@ class Recording:
                                             self._stop_consumers) for i in range(consumers.count)]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
+        self.phases = Phases()
 
     def start(self) -> float:
         """Sampler and consumers first, then the producers; returns the monotonic start time."""
@@ -105,12 +120,15 @@ class Recording:
         """The final read, the replica logs and checkpoints, and every container's log, written to ``d``
         with the live history."""
         c, topic = self.cluster, self.topic
-        final = final_read(c, topic.name, topic.partitions)
-        replica_rows = read_replica_logs(c, topic.name)
-        checkpoints = read_checkpoints(c, topic.name)
-        for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
-            (d / "logs").mkdir(exist_ok=True)
-            (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
+        with self.phases.timed("final_read"):
+            final = final_read(c, topic.name, topic.partitions)
+        with self.phases.timed("replica_logs"):
+            replica_rows = read_replica_logs(c, topic.name)
+            checkpoints = read_checkpoints(c, topic.name)
+        with self.phases.timed("container_logs"):
+            for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
+                (d / "logs").mkdir(exist_ok=True)
+                (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
         produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_SCHEMA}
         for p in self.producers:
             for k, v in p.columns().items():

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from harness.cluster import KafkaCluster
 from harness.cluster.kafka_cluster import DATA_DIR
 from harness.cluster.powerloss import parse_checkpoint
 
+T = TypeVar("T")
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
 # v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
@@ -44,47 +48,60 @@ def parse_dump(text: str, broker: int, topic: str) -> list[dict]:
     return rows
 
 
+def each_broker(cluster: KafkaCluster, read: Callable[[KafkaCluster, int], T]) -> dict[int, T]:
+    """``read(cluster, b)`` for every broker at once: each runs a tool in its own container."""
+    ids = cluster.settings.broker_ids
+    with ThreadPoolExecutor(len(ids)) as pool:
+        return dict(zip(ids, pool.map(lambda b: read(cluster, b), ids), strict=True))
+
+
+def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
+    """One broker's replicas of ``topic``, every record of every segment, with its batch's leader epoch."""
+    code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
+    files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
+    if not files:
+        return []
+    code, out = cluster.exec(f"kafka-{b}", [
+        "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
+        "--files", ",".join(sorted(files)), "--print-data-log", "--deep-iteration",
+    ])
+    if code != 0:
+        raise RuntimeError(f"DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}")
+    return parse_dump(out, b, topic)
+
+
 def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
-    rows: list[dict] = []
-    for b in cluster.settings.broker_ids:
-        code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
-        files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
-        if not files:
-            continue
-        code, out = cluster.exec(f"kafka-{b}", [
-            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
-            "--files", ",".join(sorted(files)), "--print-data-log", "--deep-iteration",
-        ])
-        if code != 0:
-            raise RuntimeError(f"DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}")
-        rows += parse_dump(out, b, topic)
-    return rows
+    """Every broker's replicas of ``topic``, read from all brokers at once."""
+    logs = each_broker(cluster, lambda c, b: replica_log(c, b, topic))
+    return [row for b in cluster.settings.broker_ids for row in logs[b]]
 
 
 def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
     """Per broker: high watermark, recovery point and log start per partition; leader epochs per partition."""
-    out: dict[int, dict] = {}
-    for b in cluster.settings.broker_ids:
-        info: dict = {}
-        for name, key in (("replication-offset-checkpoint", "high_watermark"),
-                          ("recovery-point-offset-checkpoint", "recovery_point"),
-                          ("log-start-offset-checkpoint", "log_start")):
-            code, text = cluster.exec(f"kafka-{b}", ["cat", f"{DATA_DIR}/{name}"])
-            info[key] = {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic} \
-                if code == 0 else {}
-        code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
-                                                 f"for d in {DATA_DIR}/{shlex.quote(topic)}-*; do "
-                                                 "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
-        epochs: dict[str, list[list[int]]] = {}
-        current = None
-        for line in text.splitlines() if code == 0 else []:
-            if line.startswith("== "):
-                current = line[3:].strip()
-                epochs[current] = []
-            elif current is not None:
-                parts = line.split()
-                if len(parts) == 2:
-                    epochs[current].append([int(parts[0]), int(parts[1])])
-        info["leader_epochs"] = epochs
-        out[b] = info
-    return out
+    return each_broker(cluster, lambda c, b: checkpoints(c, b, topic))
+
+
+def checkpoints(cluster: KafkaCluster, b: int, topic: str) -> dict:
+    """One broker's checkpoint files for ``topic``."""
+    info: dict = {}
+    for name, key in (("replication-offset-checkpoint", "high_watermark"),
+                      ("recovery-point-offset-checkpoint", "recovery_point"),
+                      ("log-start-offset-checkpoint", "log_start")):
+        code, text = cluster.exec(f"kafka-{b}", ["cat", f"{DATA_DIR}/{name}"])
+        info[key] = {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic} \
+            if code == 0 else {}
+    code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
+                                             f"for d in {DATA_DIR}/{shlex.quote(topic)}-*; do "
+                                             "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
+    epochs: dict[str, list[list[int]]] = {}
+    current = None
+    for line in text.splitlines() if code == 0 else []:
+        if line.startswith("== "):
+            current = line[3:].strip()
+            epochs[current] = []
+        elif current is not None:
+            parts = line.split()
+            if len(parts) == 2:
+                epochs[current].append([int(parts[0]), int(parts[1])])
+    info["leader_epochs"] = epochs
+    return info

@@ -17,7 +17,7 @@ from harness import logs, schedule
 from harness.cluster import KafkaCluster
 from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
 from harness.nemesis import EventLog, Nemesis
-from harness.recording import Recorded, Recording, RecordingError
+from harness.recording import Phases, Recorded, Recording, RecordingError
 from harness.scenario import Scenario
 from harness.setup import cluster_images, images
 
@@ -36,6 +36,7 @@ class RunResult:
     final: int
     replicas: int
     faults: int
+    phases: dict[str, float]  # seconds per phase, as in run.json
 
 
 def reproduce_command(scenario_file: str | None, s: Scenario, overrides: list[str]) -> str:
@@ -76,11 +77,14 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
         f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" for f in plan))
     log(f"repeat with: {repro}")
     events = EventLog(d / EVENTS)
+    t_cluster = time.monotonic()
     try:
         with (logs.clients_to(d / "logs" / logs.CLIENTS_LOG),
               KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c):
-            log(f"cluster {c.name} up: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
+            up_s = round(time.monotonic() - t_cluster, 2)
+            log(f"cluster {c.name} up in {up_s:g} s: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
             rec, counts = _record(s, plan, c, events, d, log)
+            rec.phases = Phases({"cluster_up": up_s, **rec.phases})
             cluster_info = c.describe_settings()
     finally:
         events.close()
@@ -93,27 +97,31 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
         "eligible_leader_replicas": s.cluster_settings().elr_enabled,
         "faults": [f.to_dict() for f in plan],
         "workload": {"start_ms": counts.start_ms, "end_ms": counts.end_ms, "duration_s": s.duration_s},
-        "cluster": cluster_info, "scenario_config": s.model_dump(),
+        "cluster": cluster_info, "scenario_config": s.model_dump(), "phases": rec.phases,
     })
-    return RunResult(d, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas, n_faults)
+    return RunResult(d, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas, n_faults,
+                     dict(rec.phases))
 
 
 def _record(s: Scenario, plan: list, c: KafkaCluster, events: EventLog, d: Path,
             log: Callable[[str], None]) -> tuple[Recording, Recorded]:
     """The workload under the fault schedule, then healing and reading back into ``d``."""
     topic = s.topic
-    c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
-    c.wait_full_isr(topic.name, timeout_s=60)
     rec = Recording(c, topic, s.producers, s.consumers, events)
+    with rec.phases.timed("topic_ready"):
+        c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
+        c.wait_full_isr(topic.name, timeout_s=60)
     nemesis = Nemesis(c, topic.name, events)
     try:
-        t0 = rec.start()
-        nemesis.start(plan, t0)
-        time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
-        rec.stop_producers()
-        nemesis.stop()
+        with rec.phases.timed("workload"):
+            t0 = rec.start()
+            nemesis.start(plan, t0)
+            time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
+            rec.stop_producers()
+            nemesis.stop()
         log("workload done; healing and waiting for a full ISR")
-        rec.heal_and_settle()
+        with rec.phases.timed("heal"):
+            rec.heal_and_settle()
     except RecordingError as e:
         rec.abort()
         raise RunError(str(e)) from e

@@ -69,6 +69,9 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     assert all(r["hw"] is not None and r["offset"] < r["hw"] for r in consumed if r["phase"] == "live")
     run = json.loads((d / "run.json").read_text())
     assert run["reproduce"].startswith("kchaos run") and run["topics"][0]["config"]["min.insync.replicas"] == "2"
+    assert list(run["phases"]) == ["cluster_up", "topic_ready", "workload", "heal", "final_read", "replica_logs",
+                                   "container_logs"]
+    assert run["phases"]["workload"] >= s.duration_s and run["phases"] == res.phases
     (v,) = check_runs([d])
     assert v.anomalies == dict.fromkeys(v.anomalies, 0) and v.verdict == "pass"
 
