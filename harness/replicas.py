@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 
 from harness.cluster import KafkaCluster
 from harness.cluster.kafka_cluster import DATA_DIR
 from harness.cluster.powerloss import parse_checkpoint
 
-T = TypeVar("T")
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
 # v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
@@ -48,13 +44,6 @@ def parse_dump(text: str, broker: int, topic: str) -> list[dict]:
     return rows
 
 
-def each_broker(cluster: KafkaCluster, read: Callable[[KafkaCluster, int], T]) -> dict[int, T]:
-    """``read(cluster, b)`` for every broker at once: each runs a tool in its own container."""
-    ids = cluster.settings.broker_ids
-    with ThreadPoolExecutor(len(ids)) as pool:
-        return dict(zip(ids, pool.map(lambda b: read(cluster, b), ids), strict=True))
-
-
 def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
     """One broker's replicas of ``topic``, every record of every segment, with its batch's leader epoch."""
     code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
@@ -71,14 +60,14 @@ def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
 
 
 def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
-    """Every broker's replicas of ``topic``, read from all brokers at once."""
-    logs = each_broker(cluster, lambda c, b: replica_log(c, b, topic))
-    return [row for b in cluster.settings.broker_ids for row in logs[b]]
+    """Every broker's replicas of ``topic``, one broker after another: DumpLogSegments is a JVM per
+    broker, and on two cores three of them at once took longer than one after another."""
+    return [row for b in cluster.settings.broker_ids for row in replica_log(cluster, b, topic)]
 
 
 def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
     """Per broker: high watermark, recovery point and log start per partition; leader epochs per partition."""
-    return each_broker(cluster, lambda c, b: checkpoints(c, b, topic))
+    return {b: checkpoints(cluster, b, topic) for b in cluster.settings.broker_ids}
 
 
 def checkpoints(cluster: KafkaCluster, b: int, topic: str) -> dict:
