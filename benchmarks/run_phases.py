@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import reaper, runner
+from harness import logs, reaper, runner
 from harness import scenario as scenario_mod
 
 
@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     a = ap.parse_args()
     reaper.install_signal_handlers()
+    logs.quiet_clients()  # client lines go to each run's logs/clients.log, as under the CLI
     with tempfile.TemporaryDirectory(prefix="kchaos-phases-") as d:
         for i in range(a.runs):
             fig = one_run(a.scenario, Path(d) / f"run{i}")
