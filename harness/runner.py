@@ -19,7 +19,7 @@ from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
 from harness.nemesis import EventLog, Nemesis
 from harness.recording import Phases, Recorded, Recording, RecordingError
 from harness.scenario import Scenario
-from harness.setup import cluster_images, images
+from harness.setup import cluster_images
 
 
 class RunError(RuntimeError):
@@ -77,10 +77,10 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
         f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" for f in plan))
     log(f"repeat with: {repro}")
     events = EventLog(d / EVENTS)
+    settings, imgs = s.cluster_settings(), cluster_images(s.kafka_version)
     t_cluster = time.monotonic()
     try:
-        with (logs.clients_to(d / "logs" / logs.CLIENTS_LOG),
-              KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c):
+        with logs.clients_to(d / "logs" / logs.CLIENTS_LOG), KafkaCluster(settings, imgs) as c:
             up_s = round(time.monotonic() - t_cluster, 2)
             log(f"cluster {c.name} up in {up_s:g} s: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
             rec, counts = _record(s, plan, c, events, d, log)
@@ -92,9 +92,9 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
     write_json_atomic(d / RUN_JSON, {
         "run_id": out.name, "scenario": s.name, "description": s.description, "kafka_version": s.kafka_version,
         "mode": s.mode, "brokers": s.brokers, "racks": s.racks, "seed": s.seed, "reproduce": repro,
-        "images": {"kafka": images.kafka_ref(s.kafka_version).tag, "toxiproxy": images.toxiproxy_ref().tag},
+        "images": {"kafka": imgs.kafka, "toxiproxy": imgs.toxiproxy},
         "broker_config": s.broker_config, **rec.run_info(),
-        "eligible_leader_replicas": s.cluster_settings().elr_enabled,
+        "eligible_leader_replicas": settings.elr_enabled,
         "faults": [f.to_dict() for f in plan],
         "workload": {"start_ms": counts.start_ms, "end_ms": counts.end_ms, "duration_s": s.duration_s},
         "cluster": cluster_info, "scenario_config": s.model_dump(), "phases": rec.phases,

@@ -219,7 +219,7 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     flags = {r["run"]: {CONSUMED: r["f"]} for r in offs_stats}
     for r in vals_stats:
         flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
-    final_rows = {r["run"]: r["final_rows"] or 0 for r in offs_stats}
+    final_rows = dict.fromkeys(range(len(runs)), 0) | {r["run"]: r["final_rows"] or 0 for r in offs_stats}
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
 
     odd = hold(odd_values(vals))
@@ -230,5 +230,5 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     sends = hold(produced.select(*SEND_COLS)
                  .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
                  .filter(explains()))
-    return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends,
-                  {i: final_rows.get(i, 0) for i in range(len(runs))}, sum(r["unc"] or 0 for r in offs_stats))
+    return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends, final_rows,
+                  sum(r["unc"] or 0 for r in offs_stats))
