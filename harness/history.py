@@ -1,4 +1,4 @@
-"""Run-directory I/O: the history contract (v1) as schemas, validation, readers and writers.
+"""Run-directory I/O: the history contract (v1 and v2) as schemas, validation, readers and writers.
 
 The reconciler reads only what the contract names, so histories recorded elsewhere
 can be checked too. Validation is done on Parquet metadata (no data is loaded) and
@@ -22,6 +22,8 @@ REPLICAS = "replicas.parquet"
 RUN_JSON = "run.json"
 VERDICT_JSON = "verdict.json"
 EVENTS = "events.jsonl"
+TXNS = "txns.parquet"  # v2: one row per transaction
+OFFSETS = "offsets.parquet"  # v2: committed group offsets
 
 # Required columns: name -> (arrow type, nullable)
 PRODUCED_SCHEMA = pa.schema([
@@ -60,6 +62,34 @@ STATUSES = ("ok", "fail", "info")
 ACKS = ("0", "1", "all")
 PHASES = ("live", "final")
 
+# v2 only adds: optional columns of the v1 files (null when absent) and two optional files.
+OPTIONAL_COLUMNS = {
+    PRODUCED: pa.schema([pa.field("txn", pa.string(), True), pa.field("source", pa.string(), True)]),
+    CONSUMED: pa.schema([pa.field("isolation", pa.string(), True), pa.field("group", pa.string(), True),
+                         pa.field("generation", pa.int64(), True)]),
+}
+TXNS_SCHEMA = pa.schema([
+    pa.field("txn", pa.string(), False),
+    pa.field("producer", pa.string(), False),
+    pa.field("outcome", pa.string(), False),
+    pa.field("begin_ts_ms", pa.int64(), False),
+    pa.field("commit_ts_ms", pa.int64(), True),
+    pa.field("end_ts_ms", pa.int64(), True),
+])
+OFFSETS_SCHEMA = pa.schema([
+    pa.field("group", pa.string(), False),
+    pa.field("topic", pa.string(), False),
+    pa.field("partition", pa.int32(), False),
+    pa.field("offset", pa.int64(), False),
+    pa.field("ts_ms", pa.int64(), False),
+    pa.field("phase", pa.string(), False),
+])
+OPTIONAL_FILES = {TXNS: TXNS_SCHEMA, OFFSETS: OFFSETS_SCHEMA}
+PRODUCED_V2_SCHEMA = pa.schema([*PRODUCED_SCHEMA, *OPTIONAL_COLUMNS[PRODUCED]])
+CONSUMED_V2_SCHEMA = pa.schema([*CONSUMED_SCHEMA, *OPTIONAL_COLUMNS[CONSUMED]])
+OUTCOMES = ("committed", "aborted", "unknown")
+ISOLATIONS = ("read_committed", "read_uncommitted")
+
 
 class HistoryError(ValueError):
     """A run directory that breaks the contract; the message names the file and column."""
@@ -80,15 +110,45 @@ def _type_name(t: pa.DataType) -> str:
 
 @dataclass(frozen=True)
 class RunDir:
-    """A validated run directory."""
+    """A validated run directory: rows per file (the optional v2 files only when present), the v2
+    columns its files have, and run.json."""
 
     path: Path
     rows: dict[str, int]
     run: dict
+    optional: frozenset[str] = frozenset()  # "file:column" of each v2 column present
 
     @property
     def run_id(self) -> str:
         return str(self.run.get("run_id") or self.path.name)
+
+    def has_column(self, name: str, column: str) -> bool:
+        return f"{name}:{column}" in self.optional
+
+    @property
+    def v2(self) -> bool:
+        """Whether any v2 column or file is present (run.json then says "contract": "v2")."""
+        return bool(self.optional) or any(n in self.rows for n in OPTIONAL_FILES)
+
+
+def _check_columns(f: Path, schema: pa.Schema, required: bool) -> list[str]:
+    """The columns of ``schema`` that ``f`` has, each with the contract's type; raise HistoryError."""
+    try:
+        actual = pq.ParquetFile(f).schema_arrow
+    except Exception as e:  # corrupt or not Parquet
+        raise HistoryError(f"{f}: not a readable Parquet file ({e})") from e
+    present = []
+    for field in schema:
+        idx = actual.get_field_index(field.name)
+        if idx < 0:
+            if required:
+                raise HistoryError(f"{f}: missing column '{field.name}' (expected {_type_name(field.type)})")
+            continue
+        got = actual.field(idx).type
+        if not _type_ok(got, field.type) and not pa.types.is_null(got):
+            raise HistoryError(f"{f}: column '{field.name}' has type {got}, expected {_type_name(field.type)}")
+        present.append(field.name)
+    return present
 
 
 def validate(path: Path) -> RunDir:
@@ -97,23 +157,20 @@ def validate(path: Path) -> RunDir:
     if not path.is_dir():
         raise HistoryError(f"{path}: not a directory")
     rows = {}
+    optional: set[str] = set()
     for name, schema in SCHEMAS.items():
         f = path / name
         if not f.exists():
             raise HistoryError(f"{f}: missing (a run directory needs {', '.join(SCHEMAS)} and {RUN_JSON})")
-        try:
-            meta = pq.ParquetFile(f)
-        except Exception as e:  # corrupt or not Parquet
-            raise HistoryError(f"{f}: not a readable Parquet file ({e})") from e
-        actual = meta.schema_arrow
-        for field in schema:
-            idx = actual.get_field_index(field.name)
-            if idx < 0:
-                raise HistoryError(f"{f}: missing column '{field.name}' (expected {_type_name(field.type)})")
-            got = actual.field(idx).type
-            if not _type_ok(got, field.type):
-                raise HistoryError(f"{f}: column '{field.name}' has type {got}, expected {_type_name(field.type)}")
-        rows[name] = meta.metadata.num_rows
+        _check_columns(f, schema, required=True)
+        if name in OPTIONAL_COLUMNS:
+            optional |= {f"{name}:{c}" for c in _check_columns(f, OPTIONAL_COLUMNS[name], required=False)}
+        rows[name] = pq.ParquetFile(f).metadata.num_rows
+    for name, schema in OPTIONAL_FILES.items():
+        f = path / name
+        if f.exists():
+            _check_columns(f, schema, required=True)
+            rows[name] = pq.ParquetFile(f).metadata.num_rows
     if rows[PRODUCED] == 0:
         raise HistoryError(f"{path / PRODUCED}: empty history (no rows)")
     run_file = path / RUN_JSON
@@ -125,7 +182,23 @@ def validate(path: Path) -> RunDir:
         raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
     if not isinstance(run, dict):
         raise HistoryError(f"{run_file}: must hold a JSON object")
-    return RunDir(path, rows, run)
+    _check_copiers(run_file, run.get("copiers"))
+    return RunDir(path, rows, run, frozenset(optional))
+
+
+def _check_copiers(run_file: Path, copiers: object) -> None:
+    """run.json's "copiers": a list of {producer, group, input_topics, output_topics}."""
+    if copiers is None:
+        return
+    shape = "a list of {producer: string, group: string, input_topics: [string], output_topics: [string]}"
+    if not isinstance(copiers, list):
+        raise HistoryError(f"{run_file}: key 'copiers' must be {shape}")
+    for i, c in enumerate(copiers):
+        ok = (isinstance(c, dict) and isinstance(c.get("producer"), str) and isinstance(c.get("group"), str)
+              and all(isinstance(c.get(k), list) and all(isinstance(t, str) for t in c[k])
+                      for k in ("input_topics", "output_topics")))
+        if not ok:
+            raise HistoryError(f"{run_file}: key 'copiers.{i}' must be {shape.removeprefix('a list of ')}")
 
 
 def read_events(run_dir: Path) -> list[dict]:

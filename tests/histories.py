@@ -9,13 +9,22 @@ from pathlib import Path
 from harness.history import (
     CONSUMED,
     CONSUMED_SCHEMA,
+    CONSUMED_V2_SCHEMA,
+    OFFSETS,
+    OFFSETS_SCHEMA,
     PRODUCED,
     PRODUCED_SCHEMA,
+    PRODUCED_V2_SCHEMA,
     REPLICAS,
     REPLICAS_SCHEMA,
     RUN_JSON,
+    TXNS,
+    TXNS_SCHEMA,
     write_table,
 )
+
+V2_PRODUCED = ("txn", "source")
+V2_CONSUMED = ("isolation", "group", "generation")
 
 
 class History:
@@ -27,6 +36,8 @@ class History:
         self.consumed: list[dict] = []
         self.replicas: list[dict] = []
         self.events: list[dict] = []
+        self.txns: list[dict] = []
+        self.offsets: list[dict] = []
         self.run = run if run is not None else {
             "run_id": "test",
             "kafka_version": "3.9.1",
@@ -39,7 +50,8 @@ class History:
         self.ts = 1_700_000_000_000
 
     def send(self, value: str, offset: int | None, status: str = "ok", partition: int = 0, producer: str = "p0",
-             acks: str = "all", error: str | None = None, ts: int | None = None) -> History:
+             acks: str = "all", error: str | None = None, ts: int | None = None, txn: str | None = None,
+             source: str | None = None) -> History:
         ts = self.ts if ts is None else ts
         self.ts = ts + 10
         self.produced.append({
@@ -47,16 +59,19 @@ class History:
             "partition": partition, "acks": acks, "status": status,
             "offset": offset if status == "ok" and acks != "0" else None,
             "send_ts_ms": ts, "ack_ts_ms": ts + 5 if status == "ok" else None, "error": error,
+            "txn": txn, "source": source,
         })
         self._pseq[producer] += 1
         return self
 
     def read(self, value: str, offset: int, phase: str = "live", partition: int = 0, consumer: str = "c0",
-             hw: int | None = None) -> History:
+             hw: int | None = None, isolation: str | None = None, group: str | None = None,
+             generation: int | None = None, ts: int | None = None) -> History:
         self.consumed.append({
             "consumer": consumer, "seq": self._cseq[consumer], "topic": self.topic, "partition": partition,
-            "offset": offset, "value": value, "poll_ts_ms": self.ts, "hw": hw if hw is not None else offset + 1,
-            "phase": phase,
+            "offset": offset, "value": value, "poll_ts_ms": self.ts if ts is None else ts,
+            "hw": hw if hw is not None else offset + 1, "phase": phase,
+            "isolation": isolation, "group": group, "generation": generation,
         })
         self._cseq[consumer] += 1
         return self
@@ -82,11 +97,48 @@ class History:
                     self.replica(b, r["value"], r["offset"], partition)
                 self.read(r["value"], r["offset"], phase="final", partition=partition, consumer="final")
 
+    def txn(self, txn: str, outcome: str, producer: str = "p0", begin: int | None = None, commit: int | None = None,
+            end: int | None = None) -> History:
+        """A transaction's row; commit defaults to after every send so far, for committed ones."""
+        begin = self.ts - 100 if begin is None else begin
+        if commit is None and outcome == "committed":
+            commit = self.ts + 1
+        self.txns.append({"txn": txn, "producer": producer, "outcome": outcome, "begin_ts_ms": begin,
+                          "commit_ts_ms": commit, "end_ts_ms": end if end is not None else (commit or self.ts) + 5})
+        return self
+
+    def commit(self, group: str, offset: int, partition: int = 0, phase: str = "live",
+               ts: int | None = None) -> History:
+        """A row of offsets.parquet for the current topic."""
+        self.offsets.append({"group": group, "topic": self.topic, "partition": partition, "offset": offset,
+                             "ts_ms": self.ts if ts is None else ts, "phase": phase})
+        self.ts += 1
+        return self
+
+    def reference(self) -> dict[str, int]:
+        """The reference implementation's counts of this history."""
+        from harness.checker.reference import count_anomalies
+
+        return count_anomalies(self.produced, self.consumed, self.replicas, self.txns, self.offsets,
+                               self.run.get("copiers"))
+
+    @property
+    def v2(self) -> bool:
+        return bool(self.txns or self.offsets or self.run.get("copiers")) or any(
+            r.get(c) is not None for r in self.produced for c in V2_PRODUCED) or any(
+            r.get(c) is not None for r in self.consumed for c in V2_CONSUMED)
+
     def write(self, path: Path) -> Path:
+        """The run directory: v1 files unless the history uses anything of v2."""
         path.mkdir(parents=True, exist_ok=True)
-        write_table(path / PRODUCED, self.produced, PRODUCED_SCHEMA)
-        write_table(path / CONSUMED, self.consumed, CONSUMED_SCHEMA)
+        v2 = self.v2
+        write_table(path / PRODUCED, self.produced, PRODUCED_V2_SCHEMA if v2 else PRODUCED_SCHEMA)
+        write_table(path / CONSUMED, self.consumed, CONSUMED_V2_SCHEMA if v2 else CONSUMED_SCHEMA)
         write_table(path / REPLICAS, self.replicas, REPLICAS_SCHEMA)
+        if self.txns:
+            write_table(path / TXNS, self.txns, TXNS_SCHEMA)
+        if self.offsets:
+            write_table(path / OFFSETS, self.offsets, OFFSETS_SCHEMA)
         (path / RUN_JSON).write_text(json.dumps(self.run))
         if self.events:
             (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in self.events))

@@ -97,7 +97,7 @@ def analyse(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         # Small results beside the findings' action, on the cores it leaves idle.
         buckets_rows = side.submit(_rows, ack_buckets(inputs.produced))
         usage_rows = side.submit(_rows, producer_usage(inputs.produced))
-        found = [f(inputs) for f in (*ANOMALY_FINDINGS.values(), *REPORTED_FINDINGS.values())]
+        found = [df for f in (*ANOMALY_FINDINGS.values(), *REPORTED_FINDINGS.values()) if (df := f(inputs)) is not None]
         findings = collect_findings(found, n_examples)
         buckets: dict[int, list[dict]] = {}
         for row in buckets_rows.result():

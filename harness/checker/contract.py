@@ -7,10 +7,24 @@ pass over that file, for the message that names the file, the column and what is
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.history import ACKS, CONSUMED, PHASES, PRODUCED, STATUSES, HistoryError, RunDir
+from harness.history import (
+    ACKS,
+    CONSUMED,
+    ISOLATIONS,
+    OFFSETS,
+    OUTCOMES,
+    PHASES,
+    PRODUCED,
+    STATUSES,
+    TXNS,
+    HistoryError,
+    RunDir,
+)
 
 # Breaches take the flag bits above those each aggregation uses for itself.
 BAD_SHIFT = {PRODUCED: 6, CONSUMED: 3}
@@ -60,3 +74,58 @@ def raise_if_invalid(runs: list[RunDir], frames: dict[str, DataFrame], flags: di
         if not final_rows.get(i):
             raise HistoryError(f"{r.path / CONSUMED}: no rows with phase 'final' (the full read after healing "
                                "that every count is measured against)")
+
+
+def _two_isolations(consumed: DataFrame, who: str) -> DataFrame:
+    iso = F.coalesce(F.col("isolation"), F.lit("read_uncommitted"))
+    return (consumed.filter(F.col(who).isNotNull() & (F.col("phase") == "live")).groupBy("run", who)
+            .agg(F.countDistinct(iso).alias("n")).filter(F.col("n") > 1))
+
+
+def v2_breaches(produced: DataFrame, consumed: DataFrame, txns: DataFrame | None, offsets: DataFrame | None,
+                copiers: DataFrame | None) -> list[tuple[str, str, DataFrame]]:
+    """(file, rule, rows breaking it) for each v2 rule the schema cannot express: enumerations, every
+    txn in txns.parquet, one isolation level per consumer and per group, ``source`` only on a
+    copier's sends."""
+    bad_iso = F.col("isolation").isNotNull() & ~F.col("isolation").isin(*ISOLATIONS)
+    out = [(CONSUMED, f"column 'isolation' outside the contract (allowed: {', '.join(ISOLATIONS)}, null)",
+            consumed.filter(bad_iso))]
+    if txns is not None:
+        out.append((TXNS, f"column 'outcome' outside the contract (allowed: {', '.join(OUTCOMES)})",
+                     txns.filter(_bad_enum("outcome", OUTCOMES))))
+    if offsets is not None:
+        out.append((OFFSETS, f"column 'phase' outside the contract (allowed: {', '.join(PHASES)})",
+                    offsets.filter(_bad_enum("phase", PHASES))))
+        out.append((OFFSETS, "two rows of phase 'final' for one (group, topic, partition) (the final read gives one)",
+                    offsets.filter(F.col("phase") == "final").groupBy("run", "group", "topic", "partition")
+                    .count().filter(F.col("count") > 1)))
+    in_txn = produced.filter(F.col("txn").isNotNull()).select("run", "txn").distinct()
+    orphans = in_txn if txns is None else in_txn.join(txns.select("run", "txn"), on=["run", "txn"], how="left_anti")
+    out.append((PRODUCED, f"a non-null txn has no row in {TXNS} (every transaction needs one)", orphans))
+    txn_or_none = F.coalesce(F.col("txn"), F.lit(""))
+    out.append((PRODUCED, "a value is sent in two transactions, or in one and outside any (a value is unique)",
+                produced.groupBy("run", "value").agg(F.countDistinct(txn_or_none).alias("n")).filter(F.col("n") > 1)))
+    out.append((CONSUMED, "a consumer returned rows of two isolation levels (one consumer has one)",
+                _two_isolations(consumed, "consumer")))
+    out.append((CONSUMED, "a group's consumers returned rows of two isolation levels (one group has one)",
+                _two_isolations(consumed, "group")))
+    sourced = produced.filter(F.col("source").isNotNull()).select("run", "producer").distinct()
+    if copiers is not None:
+        sourced = sourced.join(copiers.select("run", "producer").distinct(), on=["run", "producer"], how="left_anti")
+    out.append((PRODUCED, "column 'source' is set on a send whose producer is no copier's (run.json 'copiers')",
+                sourced))
+    return out
+
+
+def raise_if_invalid_v2(runs: list[RunDir], produced: DataFrame, consumed: DataFrame, txns: DataFrame | None,
+                        offsets: DataFrame | None, copiers: DataFrame | None) -> None:
+    """Raise HistoryError naming the file and the rule of the first v2 breach (in v2_breaches' order),
+    all rules checked in one Spark job."""
+    rules = v2_breaches(produced, consumed, txns, offsets, copiers)
+    found = reduce(DataFrame.unionByName, [df.select("run", F.lit(k).alias("rule")) for k, (_, _, df)
+                                           in enumerate(rules)])
+    hits = found.groupBy("rule").agg(F.min("run").alias("run")).collect()
+    if hits:
+        first = min(hits, key=lambda r: r["rule"])
+        name, rule, _ = rules[first["rule"]]
+        raise HistoryError(f"{runs[first['run']].path / name}: {rule}")

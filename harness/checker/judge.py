@@ -11,6 +11,7 @@ from harness.checker.verdict import (
     BrokenOutside,
     ConfigVerdict,
     Elections,
+    KnownIssue,
     PromiseOutcome,
     Reported,
     Unavailability,
@@ -70,6 +71,7 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
         notes.append("run.json names no topics: assumed Kafka defaults (min.insync.replicas=1, unclean off)")
 
     declared = {str(p.get("name")): p for p in run.get("producers", []) if isinstance(p, dict)}
+    copier_producers = {str(c.get("producer")) for c in run.get("copiers") or [] if isinstance(c, dict)}
     producers: dict[str, Config] = {}
     producer_topic: dict[str, str] = {}
     for name, seen in producers_seen.items():
@@ -79,8 +81,9 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
             notes.append(f"producer {name} is not in run.json: assumed not idempotent, acks as recorded")
         # The weakest acks level the producer actually used decides what it was promised.
         acks = str(d.get("acks") or min(seen["acks"], key=lambda a: {"0": 0, "1": 1}.get(a, 2)))
-        idem = _bool(d.get("idempotence", d.get("enable.idempotence", False)))
-        producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem)
+        txn = _bool(d.get("transactional", False)) or name in copier_producers
+        idem = txn or _bool(d.get("idempotence", d.get("enable.idempotence", False)))
+        producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn)
         producer_topic[name] = topic
     return RunConfigs(topics, producers, producer_topic, notes)
 
@@ -187,6 +190,7 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
             settings={"acks": cfg.acks, "min_insync": cfg.min_insync, "replication_factor": cfg.replication_factor,
                       "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
                       "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
+                      "transactional": cfg.transactional,
                       "faults": sorted(cfg.faults)},
             producers=sorted(members), counts=counts,
             promises={a: PromiseOutcome(promised=prom[a].promised, why=prom[a].why) for a in ANOMALIES},
@@ -209,6 +213,30 @@ def broken_outside(idx: int, job: JobResult, cfgs: RunConfigs) -> list[BrokenOut
     return out
 
 
+# Known bugs whose symptoms are v2 anomalies: (issue, anomalies, when it applies, why).
+KNOWN_ISSUES = (
+    ("KAFKA-17754", ("aborted_read", "torn_txn", "lost", "precommitted_read"), "transactional",
+     "a delayed produce or AddPartitions request from one transaction can land in the next, so read_committed "
+     "readers see aborted records and committed transactions lose records or tear; KIP-890 (transaction "
+     "version 2, Kafka 4.0+) fences such requests only with client support, which librdkafka lacks"),
+    ("KAFKA-17582", ("eos_lost", "group_unseen"), "copier",
+     "after an aborted transaction the consumer does not rewind to the committed offsets, so a later commit "
+     "can skip input records that were never copied"),
+)
+
+
+def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
+    """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
+    uses = {"transactional": any(c.transactional for c in cfgs.producers.values()),
+            "copier": bool(run.get("copiers"))}
+    out = []
+    for issue, names, needs, why in KNOWN_ISSUES:
+        seen = [a for a in names if anomalies.get(a)]
+        if seen and uses[needs]:
+            out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
+    return out
+
+
 def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> Reported:
     return Reported(count=job.of(kind).count(idx), examples=job.of(kind).examples.get(idx, []), note=note)
 
@@ -222,10 +250,12 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     wl = rd.run.get("workload") or {}
     lo, hi = job.span.get(idx, (None, None))
     faults = [e for e in events if e.get("type") == "fault"]
+    counts = {a: job.of(a).count(idx) for a in ANOMALIES}
     return Verdict(
+        contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
         verdict="fail" if any(r.broken for r in rows) or outside else "pass",
-        anomalies={a: job.of(a).count(idx) for a in ANOMALIES},
+        anomalies=counts,
         examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
         by_config=rows, broken_outside_configs=outside,
         indeterminate_landed=_reported(job, "landed_info", idx),
@@ -238,4 +268,5 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
                                                        wl.get("end_ms", hi), threshold_ms, faults)),
         elections=Elections.model_validate(elections(events)),
         assumptions=cfgs.notes,
+        known_issues=known_issues(rd.run, cfgs, counts),
     )

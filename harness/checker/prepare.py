@@ -25,12 +25,24 @@ from pyspark.sql import types as T
 from harness.checker.contract import bad_bits, raise_if_invalid
 from harness.checker.footers import topics_in
 from harness.checker.keys import KEY, PartitionKey
-from harness.history import CONSUMED, PRODUCED, REPLICAS, SCHEMAS, RunDir
+from harness.checker.prepare_v2 import V2Inputs, prepare_v2
+from harness.history import (
+    CONSUMED,
+    OFFSETS,
+    OPTIONAL_COLUMNS,
+    OPTIONAL_FILES,
+    PRODUCED,
+    REPLICAS,
+    SCHEMAS,
+    TXNS,
+    RunDir,
+)
 
 BROADCAST_ROWS = 200_000  # rows up to which a lookup's small side is broadcast instead of shuffled
 
 # Row flags, OR-ed together by the aggregations (one int column instead of a column per flag).
 SENT, OK_ACKED, INFO, FAIL, ACKS0, ACKS1 = 1, 2, 4, 8, 16, 32  # per_value
+NOT_COMMITTED = 1 << 16  # per_value: sent in a transaction whose outcome is not "committed" (v2)
 IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
 
 SEND_COLS = ["run", "value", "producer", "topic", "partition", "acks", "status", "offset", "send_ts_ms", "ack_ts_ms",
@@ -58,6 +70,12 @@ def small(df: DataFrame, rows: int) -> DataFrame:
 def in_final() -> Column:
     """A per_value row whose value is in the final log of its partition."""
     return F.col("first_offset").isNotNull()
+
+
+def acked_missing() -> Column:
+    """A per_value row of a committed value acknowledged (acks other than "0") but absent from the final
+    log of its partition: what ``lost`` counts (v2 narrows it to committed values)."""
+    return has(OK_ACKED) & ~has(NOT_COMMITTED) & ~in_final()
 
 
 def uncommitted() -> Column:
@@ -90,13 +108,27 @@ def holding() -> Iterator[Held]:
         held.release()
 
 
-def read(spark: SparkSession, runs: list[RunDir], name: str) -> DataFrame:
-    """One contract file of every run, cast to the contract's types, with a run column."""
+def _cast(name: str, type_: object) -> Column:
+    return F.col(f"`{name}`").cast(_SPARK_TYPES[str(type_)]).alias(name)
+
+
+def read(spark: SparkSession, runs: list[RunDir], name: str) -> DataFrame | None:
+    """One contract file of every run, cast to the contract's types, with a run column. The v2
+    columns of a v1 file are null where a run lacks them; an optional file is read from the runs
+    that have it (None when none has)."""
+    schema = SCHEMAS.get(name) or OPTIONAL_FILES[name]
     frames = []
     for i, r in enumerate(runs):
+        if name not in r.rows:
+            continue
         df = spark.read.parquet(str((r.path / name).resolve()))
-        cols = [F.col(f.name).cast(_SPARK_TYPES[str(f.type)]).alias(f.name) for f in SCHEMAS[name]]
+        cols = [_cast(f.name, f.type) for f in schema]
+        cols += [_cast(f.name, f.type) if r.has_column(name, f.name)
+                 else F.lit(None).cast(_SPARK_TYPES[str(f.type)]).alias(f.name)
+                 for f in OPTIONAL_COLUMNS.get(name, [])]
         frames.append(df.select(F.lit(i).alias("run"), *cols))
+    if not frames:
+        return None
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -124,6 +156,7 @@ def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> Da
 def per_value(produced: DataFrame, offs: DataFrame, pk: PartitionKey) -> DataFrame:
     """One row per (run, partition, value) produced there or in its final log: what the producer said
     of it (flags) and where the final log holds it (first and last offset; null: absent).
+    ``produced`` carries each send's transaction outcome (``with_outcome``).
 
     The final log comes from ``offs``, which holds each of its records once. Clustered by
     (run, value), so the questions that cross partitions (is a value in two partitions' logs? was
@@ -131,14 +164,24 @@ def per_value(produced: DataFrame, offs: DataFrame, pk: PartitionKey) -> DataFra
     """
     status, acks = F.col("status"), F.col("acks")
     ok = (status == "ok") & (acks != "0")
+    not_committed = F.col("txn").isNotNull() & ~F.col("outcome").eqNullSafe(F.lit("committed"))
     sends = pk.encode(produced.select(*KEY, "value", F.lit(None).cast("long").alias("offset"), mask([
         (F.lit(True), SENT), (ok, OK_ACKED), (status == "info", INFO), (status == "fail", FAIL),
-        (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), *bad_bits(PRODUCED)]).alias("flags")))
+        (acks == "0", ACKS0), (ok & (acks == "1"), ACKS1), (not_committed, NOT_COMMITTED),
+        *bad_bits(PRODUCED)]).alias("flags")))
     finals = offs.filter(has(IN_FINAL)).select(*pk.cols, "value", "offset", F.lit(0).alias("flags"))
     return (sends.unionByName(finals).repartition("run", "value")
             .groupBy(*pk.cols, "value")
             .agg(F.bit_or("flags").alias("flags"),
                  F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
+
+
+def with_outcome(produced: DataFrame, txns: DataFrame | None, n_txns: int) -> DataFrame:
+    """``produced`` with the outcome of each send's transaction (null outside transactions, and for
+    every send of a run without txns.parquet)."""
+    if txns is None:
+        return produced.withColumn("outcome", F.lit(None).cast("string"))
+    return produced.join(small(txns.select("run", "txn", "outcome"), n_txns), on=["run", "txn"], how="left")
 
 
 def odd_values(vals: DataFrame) -> DataFrame:
@@ -159,7 +202,7 @@ def targets(vals: DataFrame, odd: DataFrame, pk: PartitionKey) -> DataFrame:
     """The values whose sends a finding names, with what explains them (``explains``): acknowledged
     writes absent from the final log ("lost"), indeterminate or failed writes present in it
     ("landed_info", "landed_fail") and duplicated values ("dup", every send)."""
-    kinds = F.array(F.when(has(OK_ACKED) & ~in_final(), F.lit("lost")),
+    kinds = F.array(F.when(acked_missing(), F.lit("lost")),
                     F.when(has(INFO) & in_final(), F.lit("landed_info")),
                     F.when(has(FAIL) & in_final(), F.lit("landed_fail")))
     per_partition = pk.decode(vals.select(*pk.cols, "value", "first_offset", F.explode(kinds).alias("kind"))
@@ -196,6 +239,7 @@ class Inputs:
     sends: DataFrame
     final_rows: dict[int, int]
     uncommitted_rows: int
+    v2: V2Inputs
 
 
 def _run_flags(df: DataFrame, extra: dict[str, Column]) -> list[dict]:
@@ -208,19 +252,23 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     """Read ``runs``, build and cache the shared frames, and raise HistoryError on a contract breach
     before any finding is computed."""
     pk = PartitionKey(topics_in(runs))
-    produced, consumed, replicas = (read(spark, runs, n) for n in (PRODUCED, CONSUMED, REPLICAS))
+    produced, consumed, replicas, txns, offsets = (read(spark, runs, n)
+                                                   for n in (PRODUCED, CONSUMED, REPLICAS, TXNS, OFFSETS))
     offs = hold(per_offset(replicas, consumed, pk))
     offs_stats = _run_flags(offs, {"final_rows": has(IN_FINAL), "unc": uncommitted()})
-    vals = hold(per_value(produced, offs, pk))
+    vals = hold(per_value(with_outcome(produced, txns, sum(r.rows.get(TXNS, 0) for r in runs)), offs, pk))
     # The targets of the send lookup (see targets), counted to choose how the lookup joins.
     landed = (has(INFO) | has(FAIL)) & in_final()
-    vals_stats = _run_flags(vals, {"targets": ((has(OK_ACKED) & ~in_final()) | landed).cast("long")
+    vals_stats = _run_flags(vals, {"targets": (acked_missing() | landed).cast("long")
                                    + (has(INFO) & has(FAIL) & in_final()).cast("long")})
     flags = {r["run"]: {CONSUMED: r["f"]} for r in offs_stats}
     for r in vals_stats:
         flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
     final_rows = dict.fromkeys(range(len(runs)), 0) | {r["run"]: r["final_rows"] or 0 for r in offs_stats}
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
+    v2 = prepare_v2(spark, runs, produced, consumed, txns, offsets,
+                    offs.filter(has(IN_FINAL)).select(*pk.cols, "offset", "value"))
+    hold(v2.polls)
 
     odd = hold(odd_values(vals))
     n_odd, n_dup = odd.agg(F.count(F.lit(1)), F.sum(F.col("is_dup").cast("long"))).first()
@@ -231,4 +279,4 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
                  .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
                  .filter(explains()))
     return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends, final_rows,
-                  sum(r["unc"] or 0 for r in offs_stats))
+                  sum(r["unc"] or 0 for r in offs_stats), v2)

@@ -20,9 +20,21 @@ ANOMALIES = (
     "nonmonotonic_send",
     "nonmonotonic_poll",
     "phantom",
+    # v2: transactions, copiers and groups (0 on histories without their files and columns, except
+    # poll_skip, which every consumer gets)
+    "aborted_read",
+    "torn_txn",
+    "precommitted_read",
+    "poll_skip",
+    "group_unseen",
+    "offset_regression",
+    "eos_duplicate",
+    "eos_lost",
 )
-# Anomalies attributed to the producer that wrote the value; the others belong to the partition.
-PRODUCER_ANOMALIES = ("lost", "duplicate", "nonmonotonic_send")
+V1_ANOMALIES = ANOMALIES[:7]
+# Anomalies attributed to the producer that wrote the value (a copier's to its producer); the others
+# belong to the partition.
+PRODUCER_ANOMALIES = ("lost", "duplicate", "nonmonotonic_send", "torn_txn", "eos_duplicate", "eos_lost")
 
 
 
@@ -38,11 +50,13 @@ class Config:
     leader_epochs: bool = True  # inter.broker.protocol.version >= 0.11
     eligible_leader_replicas: bool = False  # KIP-966 (Kafka 4.x with ELR enabled)
     faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
+    transactional: bool = False  # writes in transactions (a copier's producer always is)
 
     def label(self) -> str:
         return (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
                 f"unclean={'on' if self.unclean_election else 'off'} "
                 f"idempotent={'yes' if self.idempotence else 'no'}"
+                + (" txn" if self.transactional else "")
                 + ("" if self.leader_epochs else " epochs=off")
                 # What changes the promises must change the label, or a summary mixes their rows.
                 + (" elr=on" if self.eligible_leader_replicas else "")
@@ -104,7 +118,34 @@ def promises(c: Config) -> dict[str, Promise]:
         out["duplicate"] = Promise("duplicate", True, "idempotent producer: the broker drops retried batches")
         out["nonmonotonic_send"] = Promise("nonmonotonic_send", True,
                                            "idempotent producer: sequence numbers keep order within a partition")
+    out |= _v2_promises(loss, part)
     return {a: out[a] for a in ANOMALIES}
+
+
+def _v2_promises(loss: str | None, part: str | None) -> dict[str, Promise]:
+    """Transactions (KIP-98), the exactly-once copier and group commits: Kafka promises each of these
+    wherever it keeps what it acknowledged. A transaction is only as durable as its writes, so the
+    excuses for loss and for a partition's replicas disagreeing excuse these too."""
+    either = loss or part
+    safe = "acks=all, min.insync>=2, unclean off, leader epochs on"
+    return {
+        "aborted_read": Promise("aborted_read", part is None,
+                                part or "read_committed readers stop at the LSO and drop aborted transactions"),
+        "torn_txn": Promise("torn_txn", either is None,
+                            either or f"{safe}: the markers commit every partition of a transaction together"),
+        "precommitted_read": Promise("precommitted_read", part is None,
+                                     part or "the LSO passes a transaction only after its commit marker"),
+        "poll_skip": Promise("poll_skip", part is None,
+                             part or "a consumer's position only passes records it returned"),
+        "group_unseen": Promise("group_unseen", either is None,
+                                either or f"{safe}: a group commits only what its members returned"),
+        "offset_regression": Promise("offset_regression", part is None,
+                                     part or "a group's committed offsets only move forward"),
+        "eos_duplicate": Promise("eos_duplicate", either is None,
+                                 either or f"{safe}: a copy and its input offsets commit in one transaction"),
+        "eos_lost": Promise("eos_lost", either is None,
+                            either or f"{safe}: a copy and its input offsets commit in one transaction"),
+    }
 
 
 # Rows of the table as documented: (configuration, faults) -> anomalies promised absent.
@@ -122,12 +163,27 @@ DOC_CASES: list[tuple[str, Config]] = [
 ]
 
 
-def promise_table_markdown() -> str:
-    """The table the README and the report show: 'never' = promised absent, 'may' = expected."""
-    head = "| configuration (crashes, pauses, network faults) | " + " | ".join(ANOMALIES) + " |"
-    sep = "|---|" + "---|" * len(ANOMALIES)
-    rows = [head, sep]
-    for name, cfg in DOC_CASES:
+# The transactional rows, for the v2 anomalies (a transactional producer is idempotent with acks=all).
+DOC_CASES_V2: list[tuple[str, Config]] = [
+    ("transactional, min.insync>=2, unclean off (and the copier)", Config("all", True, 2, transactional=True)),
+    ("transactional, min.insync=1", Config("all", True, 1, transactional=True)),
+    ("transactional, unclean election on", Config("all", True, 2, unclean_election=True, transactional=True)),
+    ("transactional + power loss, no ELR",
+     Config("all", True, 2, faults=frozenset({"power_loss"}), transactional=True)),
+]
+
+
+def _table(cases: list[tuple[str, Config]], anomalies: tuple[str, ...]) -> list[str]:
+    rows = ["| configuration (crashes, pauses, network faults) | " + " | ".join(anomalies) + " |",
+            "|---|" + "---|" * len(anomalies)]
+    for name, cfg in cases:
         p = promises(cfg)
-        rows.append(f"| {name} | " + " | ".join("never" if p[a].promised else "may" for a in ANOMALIES) + " |")
-    return "\n".join(rows)
+        rows.append(f"| {name} | " + " | ".join("never" if p[a].promised else "may" for a in anomalies) + " |")
+    return rows
+
+
+def promise_table_markdown() -> str:
+    """The tables the README and the report show: 'never' = promised absent, 'may' = expected. The
+    replication anomalies for every configuration, then the v2 ones for transactional writers."""
+    v2 = tuple(a for a in ANOMALIES if a not in V1_ANOMALIES)
+    return "\n".join([*_table(DOC_CASES, V1_ANOMALIES), "", *_table(DOC_CASES_V2, v2)])

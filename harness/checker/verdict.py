@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.history import VERDICT_JSON, write_json_atomic
 
-CONTRACT = "v1"
+CONTRACTS = ("v1", "v2")
 Example = dict[str, Any]
 
 
@@ -73,8 +73,17 @@ class Elections(_Model):
     changes: list[dict[str, Any]] = Field(default_factory=list, alias="list")
 
 
+class KnownIssue(_Model):
+    """A known Kafka or client bug whose symptoms a run shows. The run still fails where the bug
+    breaks a promise (the promise is Kafka's); this names the likely cause."""
+
+    issue: str  # e.g. "KAFKA-17754"
+    anomalies: list[str]  # the counted anomalies it explains
+    why: str
+
+
 class Verdict(_Model):
-    contract: str = CONTRACT
+    contract: str = "v1"  # "v2" when the run directory has any v2 file or column
     run_id: str
     run_dir: str
     verdict: Literal["pass", "fail"]
@@ -90,6 +99,7 @@ class Verdict(_Model):
     unavailability: Unavailability
     elections: Elections = Field(default_factory=Elections)
     assumptions: list[str] = Field(default_factory=list)
+    known_issues: list[KnownIssue] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:

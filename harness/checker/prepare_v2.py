@@ -1,0 +1,106 @@
+"""The frames the v2 anomalies read (transactions, copiers, groups), built once per check.
+
+A v1 history has none of v2's files or columns; its v2 frames are then None (the anomalies that
+need them count 0) except the two every consumer gets: the poll marks (``poll_marks``, which
+nonmonotonic_poll reads too) and the final log with each value's readability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from harness.checker.contract import raise_if_invalid_v2
+from harness.history import RunDir
+
+READ_COMMITTED = "read_committed"
+POLL_COLS = ["run", "consumer", "topic", "partition", "generation", "isolation", "seq", "offset", "value",
+             "poll_ts_ms"]
+COPIER_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("producer", T.StringType()),
+                              T.StructField("group", T.StringType()), T.StructField("topic", T.StringType()),
+                              T.StructField("role", T.StringType())])
+
+
+@dataclass
+class V2Inputs:
+    consumed: DataFrame  # every consumed row, v2 columns included (null where absent)
+    polls: DataFrame  # poll_marks: the live rows a poll finding starts from (cached)
+    final: DataFrame  # the final log keyed by pk: (pk, offset, value, committed)
+    outcomes: DataFrame | None  # (run, value, txn, outcome, commit_ts_ms, producer) of transactional sends
+    txns: DataFrame | None
+    offsets: DataFrame | None
+    copiers: DataFrame | None  # (run, producer, group, topic, role "in" or "out"), from run.json
+
+
+def committed(outcome: str = "outcome") -> Column:
+    """A committed value: outside any transaction (outcome null) or in a committed one."""
+    return F.col(outcome).isNull() | (F.col(outcome) == "committed")
+
+
+def readable(isolation: str = "isolation") -> Column:
+    """Whether a reader of ``isolation`` may return the row's value (``committed`` column)."""
+    return ~F.col(isolation).eqNullSafe(F.lit(READ_COMMITTED)) | F.col("committed")
+
+
+def poll_marks(live: DataFrame, by_generation: bool) -> DataFrame:
+    """The live rows where a poll finding starts, from one pass of windows in seq order:
+
+    - ``regressed``: read at an offset lower than or equal to the consumer's row before it in that
+      partition (prev_offset, prev_seq): nonmonotonic_poll;
+    - ``gap``: the next row of the same (consumer, partition, generation) is at an offset above the
+      highest read so far there (high) plus one (next_offset, next_seq): where poll_skip looks.
+
+    Without generations both windows are one (same partitioning and order), so v1 pays one sort.
+    """
+    part = ["run", "consumer", "topic", "partition"]
+    w = Window.partitionBy(*part).orderBy("seq")
+    wg = Window.partitionBy(*part, "generation").orderBy("seq") if by_generation else w
+    rows = (live.select(*POLL_COLS)
+            .withColumn("prev_offset", F.lag("offset").over(w)).withColumn("prev_seq", F.lag("seq").over(w))
+            .withColumn("high", F.max("offset").over(wg.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .withColumn("next_offset", F.lead("offset").over(wg)).withColumn("next_seq", F.lead("seq").over(wg)))
+    regressed = F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset"))
+    gap = F.col("next_offset").isNotNull() & (F.col("next_offset") > F.col("high") + 1)
+    return rows.filter(regressed | gap).withColumn("regressed", regressed).withColumn("gap", gap)
+
+
+def copiers_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
+    """run.json's copiers as rows: one per (run, copier, topic it reads or writes)."""
+    rows = [(i, c["producer"], c["group"], t, role)
+            for i, r in enumerate(runs) for c in r.run.get("copiers") or []
+            for role, key in (("in", "input_topics"), ("out", "output_topics")) for t in c[key]]
+    return spark.createDataFrame(rows, COPIER_SCHEMA) if rows else None
+
+
+def transactional_sends(produced: DataFrame, txns: DataFrame | None) -> DataFrame | None:
+    """Each value sent in a transaction, with its outcome and commit time (one row per value)."""
+    if txns is None:
+        return None
+    t = txns.select("run", "txn", "outcome", "commit_ts_ms")
+    return (produced.filter(F.col("txn").isNotNull()).select("run", "value", "txn", "producer")
+            .join(t, on=["run", "txn"], how="inner")
+            .dropDuplicates(["run", "value"]))
+
+
+def final_log(offs_final: DataFrame, outcomes: DataFrame | None) -> DataFrame:
+    """The final log keyed by partition key, with whether each value is committed."""
+    if outcomes is None:
+        return offs_final.withColumn("committed", F.lit(True))
+    o = outcomes.select("run", "value", "outcome")
+    return offs_final.join(o, on=["run", "value"], how="left").withColumn("committed", committed()).drop("outcome")
+
+
+def prepare_v2(spark: SparkSession, runs: list[RunDir], produced: DataFrame, consumed: DataFrame,
+               txns: DataFrame | None, offsets: DataFrame | None, offs_final: DataFrame) -> V2Inputs:
+    """The v2 frames; raises HistoryError when a v2 file breaks the contract's rules. ``offs_final``
+    is the final log keyed by partition key (pk, offset, value)."""
+    copiers = copiers_frame(spark, runs)
+    if any(r.v2 for r in runs):
+        raise_if_invalid_v2(runs, produced, consumed, txns, offsets, copiers)
+    by_generation = any(r.has_column("consumed.parquet", "generation") for r in runs)
+    polls = poll_marks(consumed.filter(F.col("phase") == "live"), by_generation)
+    outcomes = transactional_sends(produced, txns)
+    return V2Inputs(consumed, polls, final_log(offs_final, outcomes), outcomes, txns, offsets, copiers)

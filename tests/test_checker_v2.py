@@ -1,0 +1,228 @@
+"""The v2 anomalies (transactions, the exactly-once copier, group commits) on histories built here:
+a clean transactional history, each anomaly planted alone, the promises they break, v2 bad input.
+
+The clean history, partition 0 of topic t (markers take offsets 2, 5 and 8 and hold no record):
+
+    offset  0   1   3   4   6   7
+    value   a0  a1  b0  b1  c0  c1
+    txn     p0:0    p0:1    p0:2      (p0:1 aborted, the others committed)
+
+read live by c-ru (read_uncommitted: every record), c-rc (read_committed: a0 a1 c0 c1) and the
+copier's consumer x-in (group gx, read_committed), whose producer x copies a0 a1 c0 c1 to topic
+"out" in two committed transactions and commits gx's offsets 3 and 9 with them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.checker import ANOMALIES, check_runs
+from harness.checker.promises import V1_ANOMALIES
+from harness.history import HistoryError
+from tests.histories import History
+
+pytestmark = pytest.mark.spark
+
+V2_ANOMALIES = tuple(a for a in ANOMALIES if a not in V1_ANOMALIES)
+LOG = [("a0", 0, "p0:0"), ("a1", 1, "p0:0"), ("b0", 3, "p0:1"), ("b1", 4, "p0:1"), ("c0", 6, "p0:2"),
+       ("c1", 7, "p0:2")]
+COPIES = [("x-0", 0, "a0", "x:0"), ("x-1", 1, "a1", "x:0"), ("x-2", 3, "c0", "x:1"), ("x-3", 4, "c1", "x:1")]
+RC = "read_committed"
+
+
+def run_json() -> dict:
+    safe = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    return {
+        "run_id": "txn", "kafka_version": "3.9.1", "contract": "v2",
+        "topics": [{"name": t, "replication_factor": 3, "config": safe} for t in ("t", "out")],
+        "producers": [{"name": "p0", "acks": "all", "idempotence": True, "transactional": True, "topic": "t"},
+                      {"name": "x", "acks": "all", "idempotence": True, "transactional": True, "topic": "out"}],
+        "copiers": [{"producer": "x", "group": "gx", "input_topics": ["t"], "output_topics": ["out"]}],
+    }
+
+
+def txn_history(plant: str | None = None) -> History:
+    """The clean history above, with one anomaly planted (``plant``: its name) where it belongs."""
+    h = History(run=run_json())
+    h.topic = "t"
+    for value, offset, txn in LOG:
+        ok = not (plant == "torn_txn" and value == "c1")  # indeterminate: not acknowledged, so not "lost"
+        h.send(value, offset if ok else None, status="ok" if ok else "info", txn=txn)
+    h.txn("p0:0", "committed", commit=h.ts - 45).txn("p0:1", "aborted").txn("p0:2", "committed", commit=h.ts - 5)
+    h.ts += 100  # every live read below comes after every commit
+    final = [(v, o) for v, o, _ in LOG if not (plant == "torn_txn" and v == "c1")]
+    ru = [(v, o) for v, o in final if not (plant == "poll_skip" and v == "b0")]
+    for v, o in ru:
+        h.read(v, o, consumer="c-ru", isolation="read_uncommitted")
+    committed = [(v, o) for v, o in final if not v.startswith("b")]
+    rc = sorted(committed + ([("b0", 3)] if plant == "aborted_read" else []), key=lambda x: x[1])
+    for v, o in rc:
+        early = plant == "precommitted_read" and v == "a0"
+        h.read(v, o, consumer="c-rc", isolation=RC, ts=h.txns[0]["commit_ts_ms"] - 1 if early else None)
+    for v, o in committed:
+        if not (plant == "group_unseen" and v == "c1"):
+            h.read(v, o, consumer="x-in", isolation=RC, group="gx", generation=1)
+    for v, o in final:
+        h.read(v, o, phase="final", consumer="final")
+        for b in (1, 2, 3):
+            h.replica(b, v, o)
+    h.commit("gx", 3).commit("gx", 9)
+    if plant == "offset_regression":
+        h.commit("gx", 6)
+    h.commit("gx", 9, phase="final")
+    copier_output(h, plant)
+    return h
+
+
+def copier_output(h: History, plant: str | None) -> None:
+    """The copier's sends to "out" and their transactions; the final log of "out"."""
+    h.topic = "out"
+    copies = list(COPIES)
+    if plant == "eos_duplicate":
+        copies.append(("x-4", 6, "a0", "x:2"))
+    if plant == "eos_lost":  # c1's only copy is in a transaction of its own, aborted
+        copies[3] = ("x-3", 4, "c1", "x:9")
+    for value, offset, source, txn in copies:
+        h.send(value, offset, producer="x", txn=txn, source=source)
+        h.read(value, offset, phase="final", consumer="final")
+        for b in (1, 2, 3):
+            h.replica(b, value, offset)
+    h.txn("x:0", "committed", producer="x").txn("x:1", "committed", producer="x")
+    if plant == "eos_duplicate":
+        h.txn("x:2", "committed", producer="x")
+    if plant == "eos_lost":
+        h.txn("x:9", "aborted", producer="x")
+    h.topic = "t"
+
+
+def check(tmp_path, h: History):
+    (v,) = check_runs([h.write(tmp_path / "run")])
+    assert v.anomalies == h.reference(), "the Spark checker and the reference must agree"
+    return v
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> dict:
+    """The clean history and one with each v2 anomaly planted, checked together in one Spark job
+    (as `kchaos check` checks many runs): name -> verdict, each checked against the reference."""
+    root = tmp_path_factory.mktemp("v2")
+    hs = {name: txn_history(None if name == "clean" else name) for name in ("clean", *V2_ANOMALIES)}
+    verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
+    for h, v in zip(hs.values(), verdicts, strict=True):
+        assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
+    return dict(zip(hs, verdicts, strict=True))
+
+
+def test_clean_transactional_history_has_no_anomaly(planted):
+    """Aborted records are in the final log and read by the read_uncommitted reader: not an anomaly."""
+    v = planted["clean"]
+    assert v.contract == "v2"
+    assert v.anomalies == dict.fromkeys(ANOMALIES, 0)
+    assert v.verdict == "pass" and not v.known_issues
+    labels = {c.config for c in v.by_config}
+    assert all(" txn" in label for label in labels)
+
+
+@pytest.mark.parametrize("anomaly", V2_ANOMALIES)
+def test_each_v2_anomaly_planted_alone_is_counted_once_and_breaks_a_promise(planted, anomaly):
+    v = planted[anomaly]
+    assert v.anomalies == {**dict.fromkeys(ANOMALIES, 0), anomaly: 1}
+    assert len(v.examples[anomaly]) == 1
+    assert v.verdict == "fail"
+    assert any(anomaly in c.broken for c in v.by_config)
+
+
+def test_examples_name_the_transaction_the_reader_and_the_offsets(planted):
+    aborted = planted["aborted_read"].examples["aborted_read"][0]
+    assert (aborted["value"], aborted["txn"], aborted["consumer"], aborted["offset"]) == ("b0", "p0:1", "c-rc", 3)
+    torn = planted["torn_txn"].examples["torn_txn"][0]
+    assert (torn["txn"], torn["records"], torn["in_final"], torn["missing"]) == ("p0:2", 2, 1, ["c1"])
+    skip = planted["poll_skip"].examples["poll_skip"][0]
+    assert (skip["consumer"], skip["m"], skip["o"], skip["first_skipped"], skip["first_skipped_value"]) == (
+        "c-ru", 1, 4, 3, "b0")
+    lost = planted["eos_lost"].examples["eos_lost"][0]
+    assert (lost["value"], lost["producer"], lost["offset"], lost["committed_offset"]) == ("c1", "x", 7, 9)
+    dup = planted["eos_duplicate"].examples["eos_duplicate"][0]
+    assert (dup["source"], dup["copies"], dup["copy_values"]) == ("a0", 2, ["x-0", "x-4"])
+    reg = planted["offset_regression"].examples["offset_regression"][0]
+    assert (reg["group"], reg["prev_offset"], reg["offset"]) == ("gx", 9, 6)
+
+
+def test_known_issue_is_named_where_its_symptoms_show(planted):
+    v = planted["aborted_read"]
+    assert [k.issue for k in v.known_issues] == ["KAFKA-17754"]
+    assert v.known_issues[0].anomalies == ["aborted_read"]
+
+
+def test_aborted_and_unknown_transactions_are_not_lost(tmp_path):
+    """lost is narrowed to committed values: an acknowledged send of an aborted or open transaction
+    that is absent from the final log is not a loss."""
+    h = txn_history()
+    h.send("d0", 9, txn="p0:3").send("d1", 10, txn="p0:4")
+    h.txn("p0:3", "aborted").txn("p0:4", "unknown")
+    assert check(tmp_path, h).anomalies["lost"] == 0
+
+
+def test_poll_skip_counts_v1_consumers_too(tmp_path):
+    h = History().clean(5)
+    h.read("v0-4", 4, consumer="c1")  # c1 returned offset 4 first, then nothing below it
+    h.read("v0-0", 0, consumer="c2").read("v0-3", 3, consumer="c2")  # skipped 1 and 2
+    v = check(tmp_path, h)
+    assert v.contract == "v1" and v.anomalies["poll_skip"] == 1
+    assert v.examples["poll_skip"][0]["consumer"] == "c2"
+
+
+def test_poll_skip_is_per_generation_and_spans_buckets(tmp_path):
+    """A new generation starts its own highest offset; a gap longer than a join bucket is still one pair."""
+    h = History().clean(3)
+    h.read("v0-2", 2, consumer="g", generation=1).read("v0-0", 0, consumer="g", generation=2)
+    h.read("v0-1", 1, consumer="g", generation=2)  # gen 2: 0 then 1, no skip; gen 1 alone: no pair
+    for o in range(3, 10_003):
+        h.read(f"far-{o}", o, phase="final", consumer="final")
+        h.send(f"far-{o}", o)
+    h.read("far-3", 3, consumer="h").read("far-10000", 10_000, consumer="h")
+    v = check(tmp_path, h)
+    assert v.anomalies["poll_skip"] == 1
+    assert v.examples["poll_skip"][0]["skipped"] == 9_996
+
+
+def _bad(h: History, how: str) -> None:
+    if how == "txn without row":
+        h.send("z", 12, txn="p0:77")
+    elif how == "two isolations":
+        h.read("a0", 0, consumer="c-rc", isolation="read_uncommitted")
+    elif how == "group of two isolations":
+        h.read("a0", 0, consumer="x-in-2", isolation="read_uncommitted", group="gx")
+    elif how == "source outside a copier":
+        h.send("z", 12, source="a0")
+    elif how == "bad outcome":
+        h.txns[0]["outcome"] = "done"
+    elif how == "two final offsets":
+        h.commit("gx", 8, phase="final")
+
+
+BAD_V2 = {
+    "txn without row": r"produced\.parquet: a non-null txn has no row in txns\.parquet",
+    "two isolations": r"consumed\.parquet: a consumer returned rows of two isolation levels",
+    "group of two isolations": r"consumed\.parquet: a group's consumers returned rows of two isolation levels",
+    "source outside a copier": r"produced\.parquet: column 'source' is set on a send whose producer is no copier's",
+    "bad outcome": r"txns\.parquet: column 'outcome' outside the contract \(allowed: committed, aborted, unknown\)",
+    "two final offsets": r"offsets\.parquet: two rows of phase 'final' for one \(group, topic, partition\)",
+}
+
+
+@pytest.mark.parametrize("how", list(BAD_V2))
+def test_v2_bad_input_names_the_file_and_the_rule(tmp_path, how):
+    h = txn_history()
+    _bad(h, how)
+    d = h.write(tmp_path / "run")
+    with pytest.raises(HistoryError, match=BAD_V2[how]):
+        check_runs([d])
+    assert not (d / "verdict.json").exists()
+
+
+def test_bad_copiers_in_run_json_are_bad_input(tmp_path):
+    h = txn_history()
+    h.run["copiers"] = [{"producer": "x"}]
+    with pytest.raises(HistoryError, match=r"run\.json: key 'copiers\.0' must be"):
+        check_runs([h.write(tmp_path / "run")])
