@@ -215,26 +215,27 @@ def check(
 
 
 def print_verdicts(verdicts: list, summary: list[dict]) -> None:
-    from harness.checker import ANOMALIES
+    from harness.checker import shown_anomalies
 
+    shown = shown_anomalies(verdicts)  # the columns of both tables
     t = Table(title="runs", header_style="bold")
     t.add_column("run")
     t.add_column("verdict")
-    for a in ANOMALIES:
+    for a in shown:
         t.add_column(a.replace("_", " "), justify="right")
     for v in verdicts:
         colour = "red" if v.failed else "green"
-        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", *(str(v.anomalies[a]) for a in ANOMALIES))
+        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", *(str(v.anomalies[a]) for a in shown))
     console.print(t)
     s = Table(title="per configuration (x = broke a promise, ~ = expected for this configuration)", header_style="bold")
     s.add_column("configuration")
     s.add_column("runs", justify="right")
     s.add_column("failed", justify="right")
-    for a in ANOMALIES:
+    for a in shown:
         s.add_column(a.replace("_", " "), justify="right")
     for r in summary:
         cells = []
-        for a in ANOMALIES:
+        for a in shown:
             n = r["counts"][a]
             cells.append("0" if n == 0 else (f"[red]x {n}[/red]" if r["promised"][a] else f"[yellow]~ {n}[/yellow]"))
         s.add_row(r["config"], str(r["runs"]), str(r["failed"]), *cells)

@@ -22,7 +22,8 @@ CUT_TOXIC = "kchaos-cut"
 LATENCY_TOXIC = "kchaos-latency"
 BANDWIDTH_TOXIC = "kchaos-bandwidth"
 
-TARGET_HELP = "leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME"
+TARGET_HELP = ("leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME | "
+               "txn_coordinator | txn_coordinator:CLIENT | client:CLIENT")
 PARTITION_ROLES = ("leader", "follower", "followers")
 
 
@@ -31,25 +32,30 @@ class Target:
     """Where a fault is aimed: a role resolved when it fires (leader, follower K of the partition,
     every follower, the controller), a broker chosen at plan time (random), a broker, or a rack."""
 
-    role: str  # leader | follower | followers | controller | random | broker | rack
+    role: str  # leader | follower | followers | controller | random | broker | rack | txn_coordinator | client
     number: int = 0  # follower K (1 = the first) or broker N
     rack: str = ""
+    client: str = ""  # txn_coordinator's transactional client ("" = the first), client's name
 
     @classmethod
     def parse(cls, text: str) -> Target:
         """The target a scenario spells, or ValueError naming what is allowed."""
         head, _, tail = text.partition(":")
-        if not tail and head in ("leader", "follower", "followers", "controller", "random"):
+        if not tail and head in ("leader", "follower", "followers", "controller", "random", "txn_coordinator"):
             return cls(head, 1 if head == "follower" else 0)
         if head in ("follower", "broker") and tail.isdigit() and int(tail) >= 1:
             return cls(head, int(tail))
         if head == "rack" and tail:
             return cls("rack", rack=tail)
+        if head in ("txn_coordinator", "client") and tail:
+            return cls(head, client=tail)
         raise ValueError(f"target {text!r} is not a target (allowed: {TARGET_HELP})")
 
     def __str__(self) -> str:
         if self.role == "rack":
             return f"rack:{self.rack}"
+        if self.client:
+            return f"{self.role}:{self.client}"
         if self.role == "broker" or (self.role == "follower" and self.number != 1):
             return f"{self.role}:{self.number}"
         return self.role
@@ -73,6 +79,7 @@ class Applied:
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
+ClientAction = Callable[[object], None]  # acts on a transactional client (recording.Recording.client)
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class FaultKind:
     heal: Action | None = None  # process faults; a network fault's heal takes its toxics off
     toxic: str | None = None  # the toxics a network fault adds
     beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
+    on_client: ClientAction | None = None  # a fault on a client (target client:NAME), not on brokers
 
 
 # ---------------------------------------------------------------- process faults
@@ -158,6 +166,16 @@ def _every_link(c: KafkaCluster, a: Applied, b: int) -> list[str]:
     return c.topo.isolation_links(b)
 
 
+# ---------------------------------------------------------------- client faults
+
+def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Client faults touch no broker."""
+
+
+def _kill_client(client: object) -> None:
+    client.kill()  # type: ignore[attr-defined]
+
+
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start),
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
@@ -180,7 +198,11 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the broker", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC),
     FaultKind("bandwidth", "rate_kbps on every link of the broker", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
+    FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
+              "a new instance with the same transactional.id takes over at once and fences it", "#393b79",
+              _no_broker, on_client=_kill_client),
 )}
+CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_client is not None)
 FAULT_KINDS = tuple(FAULTS)
 BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
 UNKNOWN_COLOUR = "#7f7f7f"

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
@@ -43,11 +44,25 @@ class EventLog:
             self._f.close()
 
 
+def txn_state_partition(transactional_id: str, partitions: int) -> int:
+    """The __transaction_state partition of a transactional id, as Kafka computes it:
+    Utils.abs(id.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units."""
+    data = transactional_id.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
 class Nemesis:
-    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog):
+    def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog,
+                 clients: Callable[[str], object] | None = None, first_client: str = ""):
         self.c = cluster
         self.topic = topic
         self.events = events
+        self.clients = clients  # a transactional client by name (Recording.client)
+        self.first_client = first_client  # what "txn_coordinator" alone means
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
@@ -61,6 +76,10 @@ class Nemesis:
             return [t.number]
         if t.role == "rack":
             return [b for b in self.c.settings.broker_ids if self.c.settings.rack_of(b) == t.rack]
+        if t.role == "txn_coordinator":
+            return [self.txn_coordinator(t.client or self.first_client)]
+        if t.role == "client":
+            return []
         st = self.c.describe(self.topic, timeout_s=5)
         if t.role == "controller":
             if st.controller in self.c.settings.broker_ids:
@@ -80,6 +99,18 @@ class Nemesis:
             raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {t.number}")
         return [followers[t.number - 1]]
 
+    def txn_coordinator(self, client: str) -> int:
+        """The leader of the __transaction_state partition the client's transactional.id maps to, now."""
+        tid = f"kchaos-{client}"
+        st = self.c.describe("__transaction_state", timeout_s=5)
+        parts = sorted(p.partition for p in st.partitions if p.topic == "__transaction_state")
+        if not parts:
+            raise ValueError("__transaction_state does not exist yet (no transaction has begun)")
+        p = st.partition("__transaction_state", txn_state_partition(tid, len(parts)))
+        if p.leader < 0:
+            raise ValueError(f"__transaction_state partition {p.partition} (of {tid}) has no leader")
+        return p.leader
+
     # ------------------------------------------------------------ apply / heal
     def apply(self, f: PlannedFault) -> Applied:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
@@ -88,7 +119,13 @@ class Nemesis:
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller})
         kind = FAULTS[f.kind]
+        if f.target.role == "txn_coordinator":
+            a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
         try:
+            if kind.on_client is not None:
+                if self.clients is None or f.target.role != "client":
+                    raise ValueError(f"{f.kind} needs a target client:NAME of this run's transactional clients")
+                kind.on_client(self.clients(f.target.client))
             for b in brokers:
                 kind.apply(self.c, a, b)
         except Exception:

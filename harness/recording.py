@@ -22,10 +22,12 @@ from harness import history
 from harness.cluster import KafkaCluster
 from harness.nemesis import EventLog, StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
-from harness.scenario import ConsumerSpec, ProducerSpec, TopicSpec
+from harness.scenario import ConsumerSpec, CopierSpec, ProducerSpec, TopicSpec
+from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
+SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
 
 
@@ -59,24 +61,64 @@ class Recorded:
 
 
 class Recording:
+    """Producers (transactional ones too), consumers at each isolation level, an optional copier."""
+
     def __init__(self, cluster: KafkaCluster, topic: TopicSpec, producers: list[ProducerSpec], consumers: ConsumerSpec,
-                 events: EventLog):
+                 events: EventLog, copier: CopierSpec | None = None, seed: int = 1):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
-        self.producers = [RecordingProducer(f"{p.name}{i}" if p.count > 1 else p.name, p, cluster, topic.name,
-                                            topic.partitions, self._stop_producers)
+        self.producers = [self._producer(f"{p.name}{i}" if p.count > 1 else p.name, p, seed)
                           for p in producers for i in range(p.count)]
-        self.consumers = [RecordingConsumer(f"c{i}", consumers, cluster, topic.name, topic.partitions,
-                                            self._stop_consumers) for i in range(consumers.count)]
+        levels = consumers.levels
+        self.consumers = [RecordingConsumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""),
+                                            consumers, cluster, topic.name, topic.partitions, self._stop_consumers,
+                                            isolation=level)
+                          for level in levels for i in range(consumers.count)]
+        self.copier_spec = copier
+        self.copier: Copier | None = None
+        if copier is not None:
+            self.copier = Copier(copier, cluster, topic.name, self.output_topic, topic.partitions, self._stop_consumers)
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
+
+    def _producer(self, name: str, spec: ProducerSpec, seed: int) -> RecordingProducer | TransactionalProducer:
+        t = self.topic
+        if spec.transactional:
+            return TransactionalProducer(name, spec, self.cluster, t.name, t.partitions, self._stop_producers, seed)
+        return RecordingProducer(name, spec, self.cluster, t.name, t.partitions, self._stop_producers)
+
+    @property
+    def output_topic(self) -> str:
+        c = self.copier_spec
+        return (c.output_topic or f"{self.topic.name}-copy") if c is not None else ""
+
+    @property
+    def topics(self) -> list[str]:
+        """Every topic the workload writes: the scenario's, and the copier's output."""
+        return [self.topic.name] + ([self.output_topic] if self.copier_spec is not None else [])
+
+    @property
+    def v2(self) -> bool:
+        """Whether the history needs the v2 contract (transactions, a copier, read_committed readers)."""
+        return (self.copier is not None or any(isinstance(p, TransactionalProducer) for p in self.producers)
+                or "read_committed" in self.consumer_spec.levels)
+
+    def create_topics(self) -> None:
+        """The scenario's topic and the copier's output topic (same settings), each with a full ISR."""
+        t = self.topic
+        for name in self.topics:
+            self.cluster.create_topic(name, t.partitions, t.replication_factor, t.topic_config())
+        for name in self.topics:
+            self.cluster.wait_full_isr(name, timeout_s=60)
 
     def start(self) -> float:
         """Sampler and consumers first, then the producers; returns the monotonic start time."""
         self.sampler.start()
         for t in self.consumers:
             t.start()
+        if self.copier is not None:
+            self.copier.start()
         t0 = time.monotonic()
         self.start_ms = now_ms()
         self.events.write({"type": "workload_start", "ts_ms": self.start_ms})
@@ -97,17 +139,20 @@ class Recording:
         c = self.cluster
         c.heal()
         c.wait_ready(120)
-        try:
-            c.wait_full_isr(self.topic.name, timeout_s=120)
-        except Exception as e:  # recorded: the final read still tells what survived
-            self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"ISR not full after healing: {e}"})
+        for name in self.topics:
+            try:
+                c.wait_full_isr(name, timeout_s=120)
+            except Exception as e:  # recorded: the final read still tells what survived
+                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"ISR of {name} not full after "
+                                   f"healing: {e}"})
         time.sleep(SETTLE_S)
         self._stop_consumers.set()
-        for t in self.consumers:
+        threads = [*self.consumers, *([self.copier] if self.copier is not None else [])]
+        for t in threads:
             t.join(timeout=30)
         self.sampler.stop_event.set()
         self.sampler.join(timeout=5)
-        for t in [*self.producers, *self.consumers]:
+        for t in [*self.producers, *threads]:
             if t.failure is not None:
                 raise RecordingError(f"{t.name} failed: {t.failure!r}")
 
@@ -121,35 +166,79 @@ class Recording:
         with the live history."""
         c, topic = self.cluster, self.topic
         with self.phases.timed("final_read"):
-            final = final_read(c, topic.name, topic.partitions)
+            final = [r for name in self.topics for r in final_read(c, name, topic.partitions)]
+            offsets = (self.copier.offsets + self.copier.final_offsets()) if self.copier is not None else []
         with self.phases.timed("replica_logs"):
-            replica_rows = read_replica_logs(c, topic.name)
+            replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
             checkpoints = read_checkpoints(c, topic.name)
         with self.phases.timed("container_logs"):
             for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
                 (d / "logs").mkdir(exist_ok=True)
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
-        produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_SCHEMA}
-        for p in self.producers:
-            for k, v in p.columns().items():
-                produced[k] += v
-        live = [r for t in self.consumers for r in t.rows]
-        history.write_table(d / history.PRODUCED, produced, history.PRODUCED_SCHEMA)
-        history.write_table(d / history.CONSUMED, live + final, history.CONSUMED_SCHEMA)
+        produced = self._produced()
+        live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
+        v2 = self.v2
+        history.write_table(d / history.PRODUCED, produced, history.PRODUCED_V2_SCHEMA if v2 else
+                            history.PRODUCED_SCHEMA)
+        history.write_table(d / history.CONSUMED, live + final, history.CONSUMED_V2_SCHEMA if v2 else
+                            history.CONSUMED_SCHEMA)
         history.write_table(d / history.REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
+        txns = [row for t in self._txn_clients() for row in t.log.txns]
+        if txns:
+            history.write_table(d / history.TXNS, txns, history.TXNS_SCHEMA)
+        if self.copier is not None:
+            history.write_table(d / history.OFFSETS, offsets, history.OFFSETS_SCHEMA)
         history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
 
+    def _txn_clients(self) -> list[TransactionalProducer | Copier]:
+        return [p for p in self.producers if isinstance(p, TransactionalProducer)] + (
+            [self.copier] if self.copier is not None else [])
+
+    def _produced(self) -> dict[str, list]:
+        """Every producer's sends (the copier's too) as produced.parquet's columns, v2 ones included."""
+        produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_V2_SCHEMA}
+        for p in self.producers:
+            if isinstance(p, TransactionalProducer):
+                rows = p.columns()
+                for k in produced:
+                    produced[k] += [r[k] for r in rows]
+                continue
+            cols = p.columns()
+            n = len(cols["value"])
+            for k in produced:
+                produced[k] += cols.get(k, [None] * n)
+        if self.copier is not None:
+            for k in produced:
+                produced[k] += [r[k] for r in self.copier.log.sends]
+        return produced
+
+    def client(self, name: str) -> TransactionalProducer | Copier:
+        """A transactional client by name (a producer instance or the copier), for client faults."""
+        for t in self._txn_clients():
+            if (t.spec.name if isinstance(t, Copier) else t.pname) == name:
+                return t
+        raise ValueError(f"no transactional producer or copier named {name!r}")
+
     def run_info(self) -> dict:
         """run.json's keys that describe the workload: topics, producers, consumers, its span."""
         t = self.topic
-        return {
-            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
-                        "config": t.topic_config()}],
+        info = {
+            "topics": [{"name": name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                        "config": t.topic_config()} for name in self.topics],
             "producers": [{"name": p.pname, "topic": t.name, **{k: v for k, v in p.spec.model_dump().items()
                                                                if k not in ("name", "count")}}
                           for p in self.producers],
             "consumers": self.consumer_spec.model_dump(),
             "workload": {"start_ms": self.start_ms, "end_ms": self.end_ms},
         }
+        if self.v2:
+            info["contract"] = "v2"
+        if self.copier_spec is not None:
+            c = self.copier_spec
+            info["producers"].append({"name": c.name, "topic": self.output_topic, "acks": "all", "idempotence": True,
+                                      "transactional": True})
+            info["copiers"] = [{"producer": c.name, "group": c.group, "input_topics": [t.name],
+                                "output_topics": [self.output_topic], **c.model_dump(exclude={"name", "group"})}]
+        return info

@@ -107,11 +107,11 @@ def _record(s: Scenario, plan: list, c: KafkaCluster, events: EventLog, d: Path,
             log: Callable[[str], None]) -> tuple[Recording, Recorded]:
     """The workload under the fault schedule, then healing and reading back into ``d``."""
     topic = s.topic
-    rec = Recording(c, topic, s.producers, s.consumers, events)
+    rec = Recording(c, topic, s.producers, s.consumers, events, s.copier, s.seed)
     with rec.phases.timed("topic_ready"):
-        c.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.topic_config())
-        c.wait_full_isr(topic.name, timeout_s=60)
-    nemesis = Nemesis(c, topic.name, events)
+        rec.create_topics()
+    nemesis = Nemesis(c, topic.name, events, rec.client, first_client=s.transactional_clients[0]
+                      if s.transactional_clients else "")
     try:
         with rec.phases.timed("workload"):
             t0 = rec.start()

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
 from harness.cluster.settings import ClusterSettings
-from harness.faults import FAULT_KINDS, Target, check_kind
+from harness.faults import CLIENT_FAULTS, FAULT_KINDS, Target, check_kind
 from harness.versions import KAFKA_VERSIONS
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
@@ -72,6 +72,10 @@ class ProducerSpec(_Model):
     linger_ms: int = Field(5, ge=0)
     rate: float = Field(200.0, gt=0, description="records per second per producer instance")
     delivery_timeout_ms: int = Field(20000, ge=1000)
+    transactional: bool = Field(False, description="write in transactions (idempotent, acks=all)")
+    txn_records: int = Field(10, ge=1, le=100_000, description="records per transaction, over every partition")
+    abort_ratio: float = Field(0.0, ge=0, le=1, description="share of transactions aborted (seeded)")
+    transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
 
     @model_validator(mode="before")
     @classmethod
@@ -82,14 +86,41 @@ class ProducerSpec(_Model):
 
     @model_validator(mode="after")
     def _idempotence_needs_acks_all(self) -> ProducerSpec:
+        if self.transactional and self.acks != "all":
+            raise ValueError(f"transactional: a transactional producer needs acks = \"all\" (got acks = "
+                             f"\"{self.acks}\"; allowed: all)")
         if self.idempotence and self.acks != "all":
             raise ValueError("idempotence requires acks = \"all\"")
         return self
 
 
+Isolation = Literal["read_uncommitted", "read_committed"]
+
+
 class ConsumerSpec(_Model):
-    count: int = Field(1, ge=0, le=8)
-    isolation_level: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    count: int = Field(1, ge=0, le=8, description="readers per isolation level")
+    isolation_level: Isolation | Literal["both"] | list[Isolation] = "read_uncommitted"
+
+    @property
+    def levels(self) -> list[str]:
+        """The isolation levels read at, each by ``count`` consumers side by side."""
+        if self.isolation_level == "both":
+            return ["read_committed", "read_uncommitted"]
+        return [self.isolation_level] if isinstance(self.isolation_level, str) else list(dict.fromkeys(
+            self.isolation_level))
+
+
+class CopierSpec(_Model):
+    """An exactly-once copier (consume-transform-produce): reads the scenario's topic with
+    read_committed in its own group and writes a copy of each record to ``output_topic`` in
+    transactions that carry the group's offsets (send_offsets_to_transaction)."""
+
+    name: str = "copier"
+    input_topic: str = ""  # the scenario's topic when empty
+    output_topic: str = ""  # "<topic>-copy" when empty
+    group: str = "kchaos-copier"
+    txn_records: int = Field(100, ge=1, le=10_000, description="input records per transaction at most")
+    transaction_timeout_ms: int = Field(10000, ge=1000)
 
 
 class FaultSpec(_Model):
@@ -143,6 +174,7 @@ class Scenario(_Model):
     topic: TopicSpec = Field(default_factory=TopicSpec)
     producers: list[ProducerSpec] = Field(default_factory=lambda: [ProducerSpec()])
     consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
+    copier: CopierSpec | None = None
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
@@ -168,6 +200,7 @@ class Scenario(_Model):
                              f"{', '.join(v for v in KAFKA_VERSIONS if v.startswith('2.'))})")
         racks = set(self.racks or [])
         for i, f in enumerate(self.faults):
+            self._check_client_target(i, f)
             where = f"faults.{i}.target"
             if f.target.role == "broker" and not 1 <= f.target.number <= self.brokers:
                 raise ValueError(f"{where}: broker {f.target.number} does not exist (allowed: broker:1..broker:"
@@ -184,6 +217,7 @@ class Scenario(_Model):
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
             raise ValueError(f"producers: names must differ (got {names})")
+        self._check_copier(names)
         try:
             self.cluster_settings()  # validates the cluster table too
         except ValidationError as e:
@@ -192,6 +226,51 @@ class Scenario(_Model):
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
             raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
+
+    def _check_client_target(self, i: int, f: FaultSpec) -> None:
+        """txn_coordinator and client targets name a transactional client of this scenario; client
+        faults take a client target and nothing else."""
+        where, clients = f"faults.{i}.target", self.transactional_clients
+        allowed = ", ".join(clients) or "none: make a producer transactional or add a copier"
+        if f.target.role in ("txn_coordinator", "client"):
+            if not clients:
+                raise ValueError(f"{where}: {f.target} needs a transactional producer or a copier (allowed clients: "
+                                 f"{allowed})")
+            if f.target.client and f.target.client not in clients:
+                raise ValueError(f"{where}: {f.target.client!r} is not a transactional client (allowed: {allowed})")
+        if (f.kind in CLIENT_FAULTS) != (f.target.role == "client"):
+            raise ValueError(f"{where}: {f.kind} takes a client:NAME target and client:NAME only client faults "
+                             f"({', '.join(sorted(CLIENT_FAULTS))}) (allowed clients: {allowed})")
+
+    @property
+    def transactional_clients(self) -> list[str]:
+        """Names of the transactional producer instances and the copier, as the run names them."""
+        names = [f"{p.name}{i}" if p.count > 1 else p.name for p in self.producers if p.transactional
+                 for i in range(p.count)]
+        return names + ([self.copier.name] if self.copier is not None else [])
+
+    def _check_copier(self, producer_names: list[str]) -> None:
+        c = self.copier
+        if c is None:
+            return
+        if c.input_topic and c.input_topic != self.topic.name:
+            raise ValueError(f"copier.input_topic: {c.input_topic!r} is not a topic of this scenario (allowed: "
+                             f"{self.topic.name})")
+        if c.output_topic == self.topic.name:
+            raise ValueError(f"copier.output_topic: {c.output_topic!r} is the input topic (allowed: any other name)")
+        if c.name in producer_names:
+            raise ValueError(f"copier.name: {c.name!r} is a producer's name too (names must differ)")
+
+    @property
+    def copier_topics(self) -> tuple[str, str] | None:
+        """(input, output) of the copier, if there is one."""
+        if self.copier is None:
+            return None
+        return self.copier.input_topic or self.topic.name, self.copier.output_topic or f"{self.topic.name}-copy"
+
+    @property
+    def transactional(self) -> bool:
+        return self.copier is not None or any(p.transactional for p in self.producers)
 
     def cluster_settings(self) -> ClusterSettings:
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,

@@ -32,6 +32,7 @@ DEFINITELY_NOT_WRITTEN = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError._UNKNOWN_TOPIC,
     KafkaError._UNKNOWN_PARTITION,
+    KafkaError._PURGE_QUEUE,  # dropped from the client's queue (an abort, a client that died) before it was sent
 }
 # Refused before the append, so definite, but only when no earlier attempt could have landed.
 REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
@@ -257,22 +258,24 @@ class RecordingProducer(threading.Thread):
 
 
 class RecordingConsumer(threading.Thread):
-    """Tails every partition from offset 0; ``rows`` follows consumed.parquet's columns."""
+    """Tails every partition from offset 0 at one isolation level; ``rows`` follows consumed.parquet's
+    columns (v2's isolation included; the final read's rows say null, read_uncommitted)."""
 
     def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, phase: str = "live"):
+                 stop: threading.Event, phase: str = "live", isolation: str = "read_uncommitted"):
         super().__init__(name=f"consumer-{name}", daemon=True)
         self.cname = name
         self.topic = topic
         self.partitions = partitions
         self.stop_event = stop
         self.phase = phase
+        self.isolation = isolation if phase == "live" else "read_uncommitted"  # the final read: always
         self.rows: list[dict] = []
         self.conf = cluster.client_config(**{
             "group.id": f"kchaos-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "isolation.level": spec.isolation_level,
+            "isolation.level": self.isolation,
             "fetch.wait.max.ms": 100,
             "enable.partition.eof": False,
             "topic.metadata.refresh.interval.ms": 2000,
@@ -302,6 +305,7 @@ class RecordingConsumer(threading.Thread):
                 "consumer": self.cname, "seq": self._seq, "topic": self.topic, "partition": m.partition(),
                 "offset": m.offset(), "value": m.value().decode(errors="replace") if m.value() is not None else "",
                 "poll_ts_ms": now_ms(), "hw": hw if hw is not None and hw >= 0 else None, "phase": self.phase,
+                "isolation": self.isolation if self.phase == "live" else None, "group": None, "generation": None,
             })
             self._seq += 1
             n += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pyarrow.parquet as pq
 import pytest
 
 from harness import matrix, runner
@@ -111,3 +112,45 @@ def test_zk_isolation_keeps_acks_all_writes(tmp_path):
     v, _ = run(tmp_path, "zk-isolation")
     safe = next(c for c in v.by_config if c.settings["acks"] == "all")
     assert safe.verdict == "pass" and safe.counts["lost"] == 0
+
+
+def aborted_records_in_the_final_log(run_dir) -> tuple[int, int, int]:
+    """(records of aborted transactions in the final log, of them read by a read_uncommitted reader,
+    of them read by a read_committed reader or the copier)."""
+    txns = {r["txn"]: r["outcome"] for r in pq.read_table(run_dir / "txns.parquet").to_pylist()}
+    aborted = {r["value"] for r in pq.read_table(run_dir / "produced.parquet").to_pylist()
+               if r["txn"] is not None and txns[r["txn"]] == "aborted"}
+    rows = pq.read_table(run_dir / "consumed.parquet").to_pylist()
+    final = {r["value"] for r in rows if r["phase"] == "final"} & aborted
+    ru = {r["value"] for r in rows if r["phase"] == "live" and r["isolation"] == "read_uncommitted"} & aborted
+    rc = {r["value"] for r in rows if r["phase"] == "live" and r["isolation"] == "read_committed"} & aborted
+    return len(final), len(ru), len(rc)
+
+
+def assert_clean_transactional_run(tmp_path, **fields) -> None:
+    v, res = run(tmp_path, "txn-clean", **fields)
+    assert v.contract == "v2" and v.verdict == "pass", v.by_config
+    assert all(n == 0 for n in v.anomalies.values()), v.anomalies
+    in_final, read_ru, read_rc = aborted_records_in_the_final_log(res.path)
+    assert in_final > 0 and read_ru == in_final and read_rc == 0, (in_final, read_ru, read_rc)
+    final_offsets = [r for r in pq.read_table(res.path / "offsets.parquet").to_pylist() if r["phase"] == "final"]
+    assert final_offsets, "the copier committed offsets for its group"
+
+
+@pytest.mark.chaos_quick
+def test_clean_transactional_run_on_kafka_4(tmp_path):
+    """Transactions with aborts, both isolation levels and the EOS copier, no fault: zero of every
+    anomaly; aborted records are in the final log, read by read_uncommitted and by nobody else."""
+    assert_clean_transactional_run(tmp_path, kafka_version="4.1.2")
+
+
+@pytest.mark.chaos_long
+def test_clean_transactional_run_on_kafka_3(tmp_path):
+    assert_clean_transactional_run(tmp_path, kafka_version="3.9.1")
+
+
+@pytest.mark.chaos_long
+@pytest.mark.parametrize("name", ["txn-coordinator-kill", "txn-copier-crash"])
+def test_transaction_faults_keep_every_promise(tmp_path, name):
+    v, _ = run(tmp_path, name)
+    assert v.verdict == "pass" and all(n == 0 for n in v.anomalies.values()), v.anomalies

@@ -132,7 +132,7 @@ def build_v2(p_rows, c_rows, outcomes, o_rows, txn_of) -> History:
     return h
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(v2_history, min_size=8, max_size=8))
 def test_spark_v2_counts_equal_the_reference(batch):
     with tempfile.TemporaryDirectory() as tmp:

@@ -123,3 +123,37 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
     assert all(f.target.role in ("leader", "broker") for f in a), "random resolved at plan time"
     assert all(x.end_s <= y.at_s for x, y in itertools.pairwise(a)), "generated faults do not overlap"
     assert all(f.end_s <= s.duration_s for f in a)
+
+
+@pytest.mark.parametrize(
+    ("extra", "overrides", "message"),
+    [
+        ("", ["producers.0.transactional=true", "producers.0.acks=1"],
+         r"producers\.0: transactional: a transactional producer needs acks = \"all\" \(got acks = \"1\"; "
+         r"allowed: all\)"),
+        ('[copier]\ninput_topic = "elsewhere"\n', [],
+         r"copier\.input_topic: 'elsewhere' is not a topic of this scenario \(allowed: chaos\)"),
+        ('[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "txn_coordinator"\n', [],
+         r"faults\.0\.target: txn_coordinator needs a transactional producer or a copier"),
+        ('[copier]\n[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "txn_coordinator:nobody"\n', [],
+         r"faults\.0\.target: 'nobody' is not a transactional client \(allowed: copier\)"),
+        ('[copier]\n[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "leader"\n', [],
+         r"faults\.0\.target: client_kill takes a client:NAME target"),
+        ('[copier]\n[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:copier"\n', [], None),
+        ("", ["consumers.isolation_level=both"], None),
+    ],
+)
+def test_transaction_keys_are_validated_before_anything_starts(tmp_path, extra, overrides, message):
+    p = write(tmp_path, GOOD + extra)
+    if message is None:
+        load(p, overrides)
+        return
+    with pytest.raises(ScenarioError, match=message):
+        load(p, overrides)
+
+
+def test_txn_state_partition_is_kafkas():
+    """Partitions Kafka itself reported for these ids (its log: "Initialized transactionalId ...")."""
+    from harness.nemesis import txn_state_partition
+
+    assert txn_state_partition("kchaos-t", 3) == 0 and txn_state_partition("kchaos-copier", 3) == 2
