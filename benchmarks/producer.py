@@ -57,13 +57,14 @@ def recording_producer(c: KafkaCluster, topic: str, seconds: float) -> tuple[int
     return acked, elapsed, mean_len
 
 
-def perf_test(c: KafkaCluster, topic: str, records: int, record_size: int) -> float:
+def perf_test(c: KafkaCluster, topic: str, records: int, record_size: int, extra: list[str] | None = None) -> float:
+    """kafka-producer-perf-test's records/s; ``extra`` are more of its options (transactions)."""
     props = [f"bootstrap.servers={c.bootstrap_servers}", *(f"{k}={v}" for k, v in SETTINGS.items())]
     client = engine.client()
     out = client.containers.run(
         images.kafka_ref(c.settings.kafka_version).tag,
         ["tool", "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
-         "--record-size", str(record_size), "--throughput", "-1", "--producer-props", *props],
+         "--record-size", str(record_size), "--throughput", "-1", *(extra or []), "--producer-props", *props],
         network_mode="host", remove=True, labels=reaper.labels(**{"kchaos.role": "perf-test"}),
         environment={"KCHAOS_TOOL_HEAP": "-Xmx512m"},
     ).decode()

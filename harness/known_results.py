@@ -26,10 +26,15 @@ def rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
     return list(rows.values())
 
 
+def seen(runs_with: dict[str, int]) -> str:
+    """The anomalies that showed, each with the number of runs it showed in ("none" if none did)."""
+    return ", ".join(f"{a} {k}" for a, k in runs_with.items() if k) or "none"
+
+
 def markdown(rows: list[dict]) -> str:
     head = ("| scenario | Kafka | runs | runs with loss | runs with divergence | runs with loss or divergence "
-            "| runs with any anomaly | runs that broke a promise |")
-    out = [head, "|---|---|---|---|---|---|---|---|"]
+            "| runs with any anomaly | runs that broke a promise | anomalies seen (runs with each) |")
+    out = [head, "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["scenario"], r["kafka_version"], r["mode"])):
         n = r["runs"]
 
@@ -39,5 +44,5 @@ def markdown(rows: list[dict]) -> str:
         kafka = f"{r['kafka_version']} {r['mode']}" + (" ELR" if r["elr"] else "")
         out.append(f"| {r['scenario']} | {kafka} | {n} | {pct(r['with'].get('lost', 0))} | "
                    f"{pct(r['with'].get('divergence', 0))} | {pct(r['loss_or_divergence'])} | "
-                   f"{pct(r['any_anomaly'])} | {pct(r['broke_promise'])} |")
+                   f"{pct(r['any_anomaly'])} | {pct(r['broke_promise'])} | {seen(r['with'])} |")
     return "\n".join(out)

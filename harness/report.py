@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness import faults, known_results
-from harness.checker.promises import ANOMALIES, DOC_CASES, promises
+from harness.checker import shown_anomalies
+from harness.checker.promises import ANOMALIES, DOC_CASES, DOC_CASES_V2, V1_ANOMALIES, promises
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import (
@@ -32,8 +33,15 @@ from harness.history import (
     find_run_dirs,
     read_events,
 )
+from harness.report_transactions import PANEL as TXN_PANEL
+from harness.report_transactions import has_transactions, txn_tables, txn_traces
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
+# Matrix column heads, hyphenated so they wrap (the others: the name with spaces).
+SHORT = {"divergence": "diverg&shy;ence", "uncommitted_read": "uncommit&shy;ted read", "duplicate": "dupli&shy;cate",
+         "nonmonotonic_send": "nonmono&shy;tonic send", "nonmonotonic_poll": "nonmono&shy;tonic poll",
+         "precommitted_read": "precom&shy;mitted read", "offset_regression": "offset regres&shy;sion",
+         "eos_duplicate": "eos dupli&shy;cate"}
 
 
 def _read_json(p: Path) -> dict:
@@ -144,15 +152,15 @@ def position_traces(d: Path, t0: int) -> list[dict]:
     return out
 
 
-def panel_layout() -> dict:
-    """The panels stacked on one shared time axis."""
-    n = len(PANELS)
+def panel_layout(panels: list[tuple[str, str]] = PANELS) -> dict:
+    """The panels stacked on one shared time axis (the last one carries it)."""
+    n = len(panels)
     h = (1 - PANEL_GAP * (n - 1)) / n
     layout: dict = {"height": 150 * n + 80, "margin": {"l": 60, "r": 10, "t": 60, "b": 40},
                     "legend": {"orientation": "h", "y": -0.06, "font": {"size": 10}}, "barmode": "stack",
-                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": "y6"},
+                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": panels[-1][0]},
                     "hovermode": "x unified", "shapes": [], "annotations": [], "font": {"size": 11}}
-    for i, (ax, title) in enumerate(PANELS):
+    for i, (ax, title) in enumerate(panels):
         top = 1 - i * (h + PANEL_GAP)
         key = "yaxis" if ax == "y" else f"yaxis{ax[1:]}"
         layout[key] = {"domain": [top - h, top], "title": {"text": title, "font": {"size": 10}}, "zeroline": False}
@@ -187,12 +195,17 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
 
 
 def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
-    """Plotly figure (as a dict) of one run: six panels on one time axis, faults shaded."""
+    """Plotly figure (as a dict) of one run: six panels on one time axis (seven with transactions),
+    faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
     t0 = _t0(run, produced, events)
     traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
               *position_traces(d, t0)]
-    layout = panel_layout()
+    panels = PANELS
+    if has_transactions(d):
+        traces += txn_traces(d, verdict, t0)
+        panels = [*PANELS, TXN_PANEL]
+    layout = panel_layout(panels)
     shade_faults(layout, events, t0)
     outline_unavailability(layout, verdict, t0)
     return {"data": traces, "layout": layout}
@@ -264,7 +277,8 @@ def run_section(d: Path, verdict: Verdict) -> dict:
                      if k in run},
         "cluster_settings": (run.get("cluster") or {}).get("settings"),
         "figure": json.dumps(fig, default=str), "anomalies": anomalies,
-        "divergence": divergence_tables(d, verdict), "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
+        "divergence": divergence_tables(d, verdict), "txn_records": txn_tables(d, verdict),
+        "known_issues": verdict.known_issues, "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if e.get("type") == "fault"],
         "skipped": [e for e in events if e.get("type") == "fault_skipped"],
@@ -272,7 +286,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
     }
 
 
-def matrix_rows(sections: list[dict]) -> list[dict]:
+def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> list[dict]:
     rows = []
     for s in sections:
         v = s["verdict"]
@@ -281,7 +295,7 @@ def matrix_rows(sections: list[dict]) -> list[dict]:
         for c in v.by_config:
             st = c.settings
             cells = []
-            for a in ANOMALIES:
+            for a in shown:
                 n = c.counts[a]
                 state = "clean" if n == 0 else ("broke" if c.promises[a].promised else "expected")
                 cells.append({"anomaly": a, "count": n, "state": state, "why": c.promises[a].why})
@@ -297,11 +311,13 @@ def matrix_rows(sections: list[dict]) -> list[dict]:
     return rows
 
 
-def promise_rows() -> list[dict]:
+def promise_rows(shown: tuple[str, ...] = V1_ANOMALIES) -> list[dict]:
+    """The promise table's rows for the anomaly columns shown (the transactional rows with v2's)."""
+    cases = DOC_CASES + (DOC_CASES_V2 if shown != V1_ANOMALIES else [])
     out = []
-    for name, cfg in DOC_CASES:
+    for name, cfg in cases:
         p = promises(cfg)
-        out.append({"name": name, "cells": [{"promised": p[a].promised, "why": p[a].why} for a in ANOMALIES]})
+        out.append({"name": name, "cells": [{"promised": p[a].promised, "why": p[a].why} for a in shown]})
     return out
 
 
@@ -320,12 +336,10 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
     env.filters["pretty"] = lambda o: json.dumps(o, indent=1, default=str)
     tpl = env.from_string(TEMPLATE.read_text())
     errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
-    short = {"lost": "lost", "divergence": "diverg&shy;ence", "uncommitted_read": "uncommit&shy;ted read",
-             "duplicate": "dupli&shy;cate", "nonmonotonic_send": "nonmono&shy;tonic send", "nonmonotonic_poll":
-             "nonmono&shy;tonic poll", "phantom": "phantom"}
-    short = {k: jinja2.utils.markupsafe.Markup(v) for k, v in short.items()}
-    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections), anomalies=ANOMALIES,
-                      promise_rows=promise_rows(), known=known or [], errors=errors, plotly=plotly_js(),
+    short = {a: jinja2.utils.markupsafe.Markup(SHORT.get(a, a.replace("_", " "))) for a in ANOMALIES}
+    shown = shown_anomalies([s["verdict"] for s in sections])
+    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, shown), anomalies=shown,
+                      promise_rows=promise_rows(shown), known=known or [], errors=errors, plotly=plotly_js(),
                       esc=html.escape)
 
 

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from harness.checker import ANOMALIES, check_runs
+from harness.checker import check_runs
+from harness.checker.promises import V1_ANOMALIES
 from harness.checker.standalone import standalone_cluster
 from tests.histories import History
 from tests.test_checker import plant
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 def test_a_standalone_cluster_gives_the_verdicts_local_spark_gives(tmp_path):
     dirs = []
-    for i, anomaly in enumerate(("none", *ANOMALIES)):
+    for i, anomaly in enumerate(("none", *V1_ANOMALIES)):
         h = History().clean(5)
         if anomaly != "none":
             plant(h, anomaly)
@@ -36,4 +37,4 @@ def test_a_standalone_cluster_gives_the_verdicts_local_spark_gives(tmp_path):
         v = json.loads((d / "verdict.json").read_text())
         remote[v["run_id"] + v["run_dir"]] = (v["verdict"], v["anomalies"])
     assert remote == local
-    assert sorted(sum(counts.values()) for _, counts in remote.values()) == [0] + [1] * len(ANOMALIES)
+    assert sorted(sum(counts.values()) for _, counts in remote.values()) == [0] + [1] * len(V1_ANOMALIES)

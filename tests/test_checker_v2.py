@@ -132,6 +132,19 @@ def test_each_v2_anomaly_planted_alone_is_counted_once_and_breaks_a_promise(plan
     assert any(anomaly in c.broken for c in v.by_config)
 
 
+def test_v2_counts_hold_with_topics_as_columns(tmp_path, monkeypatch):
+    """With (topic, partition) carried as columns instead of one packed number (many topics), the
+    v2 joins by partition still count what they should."""
+    import harness.checker.keys as keys
+
+    monkeypatch.setattr(keys, "PACK_TOPICS_MAX", 0)
+    names = ("poll_skip", "group_unseen", "eos_lost")
+    hs = [txn_history(a) for a in names]
+    verdicts = check_runs([h.write(tmp_path / a) for a, h in zip(names, hs, strict=True)])
+    for a, h, v in zip(names, hs, verdicts, strict=True):
+        assert v.anomalies == h.reference() == {**dict.fromkeys(ANOMALIES, 0), a: 1}
+
+
 def test_examples_name_the_transaction_the_reader_and_the_offsets(planted):
     aborted = planted["aborted_read"].examples["aborted_read"][0]
     assert (aborted["value"], aborted["txn"], aborted["consumer"], aborted["offset"]) == ("b0", "p0:1", "c-rc", 3)

@@ -37,7 +37,9 @@ def _assert_page(html, verdicts):
     assert page.distinct_colours > 20, "the screenshot is blank"
     assert page.plots >= len(verdicts), "every run's timeline rendered"
     for v in verdicts:
-        assert page.totals[v.run_id] == v.anomalies, "the page shows verdict.json's counts"
+        shown = page.totals[v.run_id]
+        assert shown == {a: v.anomalies[a] for a in shown}, "the page shows verdict.json's counts"
+        assert not any(n for a, n in v.anomalies.items() if a not in shown), "only zero counts may be left out"
     return page
 
 
@@ -71,3 +73,26 @@ def test_report_of_a_real_run(tmp_path):
     html = write_report([res.path], tmp_path / "r.html")
     page = _assert_page(html, [v])
     assert s.kafka_version in page.text and "kchaos run" in page.text, "environment and reproduce command shown"
+
+
+@pytest.mark.spark
+def test_report_of_transactions_shows_their_panel_records_and_known_issue(tmp_path):
+    """A run with a torn transaction and one with an aborted read: the transactions panel, each
+    transaction's records (the torn one's missing record "absent"), and the known issue named."""
+    from tests.test_checker_v2 import txn_history
+
+    histories = {a: txn_history(a) for a in ("torn_txn", "aborted_read")}
+    for a, h in histories.items():
+        h.run["run_id"] = a  # the page keys its totals by run id
+    dirs = [h.write(tmp_path / a) for a, h in histories.items()]
+    verdicts = check_runs(dirs)
+    html = write_report(dirs, tmp_path / "report.html")
+    page = open_report(html)
+    assert page.console_errors == []
+    for v in verdicts:
+        assert page.totals[v.run_id] == v.anomalies, "a v2 run shows every anomaly column"
+    text = html.read_text()
+    assert "transactions/s" in text and "committed transactions / s" in text
+    assert "transaction p0:2" in text and ">absent<" in text, "the torn transaction's missing record"
+    assert "transaction p0:1" in text and "c-rc (read_committed) @3" in text, "who read the aborted record"
+    assert "KAFKA-17754" in page.text

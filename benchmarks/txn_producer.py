@@ -1,0 +1,87 @@
+"""Transactional producer benchmark: kchaos's transactional producer (every send and every
+transaction recorded) against Kafka's own kafka-producer-perf-test with --transactional-id, on the
+same cluster, with the same transaction size, in one run.
+
+perf-test commits every --transaction-duration-ms; the warm-up measures how many records one of its
+transactions then holds, and the kchaos producer writes transactions of that many records. Records
+are the same size on both sides (the mean length of kchaos's payload ids). Both run flat out with
+acks=all, idempotence, linger.ms=5, no compression, and take turns for --rounds rounds, each
+perf-test round sending as many records as the kchaos producer just did; the medians are compared.
+
+Usage: python benchmarks/txn_producer.py [--seconds 10] [--rounds 3] [--txn-ms 100] [--kafka-version 3.9.1]
+                                         [--mode kraft]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+
+from producer import SETTINGS, perf_test  # benchmarks/ is on the path when run as a script
+
+from harness.cluster import ClusterSettings, KafkaCluster
+from harness.scenario import ProducerSpec
+from harness.setup import cluster_images
+from harness.transactions import TransactionalProducer
+
+
+def kchaos_txn(c: KafkaCluster, topic: str, seconds: float, txn_records: int) -> tuple[int, float, int, int]:
+    """Records acknowledged, seconds, the payloads' mean length, and transactions committed."""
+    spec = ProducerSpec(name="bench", transactional=True, txn_records=txn_records, rate=1e9, linger_ms=5)
+    stop = threading.Event()
+    p = TransactionalProducer("bench", spec, c, topic, 3, stop, seed=1)
+    p.client.conf.update({"batch.size": 65536, "compression.type": "none"})
+    t0 = time.monotonic()
+    p.start()
+    time.sleep(seconds)
+    stop.set()
+    p.join()
+    elapsed = time.monotonic() - t0
+    rows, txns = p.log.sends, p.log.txns
+    bad = [t for t in txns if t["outcome"] != "committed"]
+    if p.failure is not None or bad:
+        raise SystemExit(f"kchaos transactional producer: {len(bad)} transactions not committed ({p.failure!r})")
+    acked = sum(r["status"] == "ok" for r in rows)
+    mean_len = round(sum(len(r["value"]) for r in rows) / len(rows))
+    return acked, elapsed, mean_len, len(txns)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--txn-ms", type=int, default=100, help="perf-test's --transaction-duration-ms")
+    ap.add_argument("--kafka-version", default="3.9.1")
+    ap.add_argument("--mode", default="kraft")
+    a = ap.parse_args()
+    txn_args = ["--transactional-id", "kchaos-perf", "--transaction-duration-ms", str(a.txn_ms)]
+    ours: list[float] = []
+    theirs: list[float] = []
+    settings = ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)
+    with KafkaCluster(settings, cluster_images(a.kafka_version)) as c:
+        for t in ("rec", "perf"):
+            c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
+            c.wait_full_isr(t)
+        n, _, size, _ = kchaos_txn(c, "rec", a.seconds, 1000)  # warm-up, discarded
+        warm = perf_test(c, "perf", n, size, txn_args)
+        txn_records = max(1, round(warm * a.txn_ms / 1000))
+        print(f"warm-up: perf-test {warm:,.0f} records/s, so {txn_records} records per {a.txn_ms} ms transaction",
+              flush=True)
+        for r in range(a.rounds):
+            n, secs, size, k = kchaos_txn(c, "rec", a.seconds, txn_records)
+            ours.append(n / secs)
+            theirs.append(perf_test(c, "perf", n, size, txn_args))
+            print(f"round {r + 1}: kchaos {ours[-1]:,.0f} records/s ({n:,} in {secs:.1f} s, {k} transactions), "
+                  f"perf-test {theirs[-1]:,.0f} records/s ({size}-byte records)", flush=True)
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    print(f"kchaos transactional producer: {mo:,.0f} records/s (median of {a.rounds}; every send and transaction "
+          "recorded)")
+    print(f"kafka-producer-perf-test --transactional-id: {mt:,.0f} records/s (median of {a.rounds})")
+    print(f"ratio {mo / mt:.2f} (target >= 0.7); Kafka {a.kafka_version} {a.mode}, {txn_records} records per "
+          f"transaction, acks=all, linger.ms=5, {', '.join(f'{k}={v}' for k, v in SETTINGS.items())}")
+
+
+if __name__ == "__main__":
+    main()
