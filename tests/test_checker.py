@@ -379,7 +379,7 @@ def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp
     h.topic = "w"  # on two replicas only, with different values at offset 0
     h.replica(1, "w-a", 0).replica(2, "w-b", 0)
     v = check_one(tmp_path, h)
-    assert v.anomalies == only(**dict.fromkeys(V1_ANOMALIES, 1), lost=2, divergence=2)
+    assert v.anomalies == only(**{**dict.fromkeys(V1_ANOMALIES, 1), "lost": 2, "divergence": 2})
     div = {(e["topic"], e["partition"], e["offset"]) for e in v.examples["divergence"]}
     assert div == {("t", 0, 2), ("w", 0, 0)}
     assert {(e["value"], e["topic"]) for e in v.examples["lost"]} == {("v-lost", "t"), ("u-lost", "u")}
