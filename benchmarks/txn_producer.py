@@ -32,19 +32,19 @@ def kchaos_txn(c: KafkaCluster, topic: str, seconds: float, txn_records: int) ->
     spec = ProducerSpec(name="bench", transactional=True, txn_records=txn_records, rate=1e9, linger_ms=5)
     stop = threading.Event()
     p = TransactionalProducer("bench", spec, c, topic, 3, stop, seed=1)
-    p.client.conf.update({"batch.size": 65536, "compression.type": "none"})
+    p.conf.update({"batch.size": 65536, "compression.type": "none"})
     t0 = time.monotonic()
     p.start()
     time.sleep(seconds)
     stop.set()
     p.join()
     elapsed = time.monotonic() - t0
-    rows, txns = p.log.sends, p.log.txns
+    cols, txns = p.columns(), p.log.txns
     bad = [t for t in txns if t["outcome"] != "committed"]
     if p.failure is not None or bad:
         raise SystemExit(f"kchaos transactional producer: {len(bad)} transactions not committed ({p.failure!r})")
-    acked = sum(r["status"] == "ok" for r in rows)
-    mean_len = round(sum(len(r["value"]) for r in rows) / len(rows))
+    acked = cols["status"].count("ok")
+    mean_len = round(sum(map(len, cols["value"])) / len(cols["value"]))
     return acked, elapsed, mean_len, len(txns)
 
 

@@ -200,11 +200,6 @@ class Recording:
         """Every producer's sends (the copier's too) as produced.parquet's columns, v2 ones included."""
         produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_V2_SCHEMA}
         for p in self.producers:
-            if isinstance(p, TransactionalProducer):
-                rows = p.columns()
-                for k in produced:
-                    produced[k] += [r[k] for r in rows]
-                continue
             cols = p.columns()
             n = len(cols["value"])
             for k in produced:

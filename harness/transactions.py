@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
-from harness.workload import classify, now_ms
+from harness.workload import RecordingProducer, classify, now_ms
 
 LOG = logging.getLogger("kchaos.transactions")
 TXN_CALL_TIMEOUT_S = 10.0  # one init/begin/commit/abort call; a commit is retried up to the transaction timeout
@@ -62,17 +62,22 @@ def _on_delivery(row: dict):
     return report
 
 
+def txn_conf(cluster: KafkaCluster, name: str, timeout_ms: int, **extra) -> dict:
+    """librdkafka settings of a transactional producer named ``name``."""
+    return cluster.client_config(**{
+        "transactional.id": f"kchaos-{name}", "enable.idempotence": True, "acks": "all",
+        "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
+        "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000,
+        "topic.metadata.refresh.interval.ms": 2000, **extra})
+
+
 class TxnClient:
     """One transactional.id across the instances that hold it (a new one after each fatal error or kill)."""
 
-    def __init__(self, name: str, cluster: KafkaCluster, timeout_ms: int, linger_ms: int = 5):
-        self.name, self.instances = name, 0
-        self.conf = cluster.client_config(**{
-            "transactional.id": f"kchaos-{name}", "enable.idempotence": True, "acks": "all",
-            "transaction.timeout.ms": timeout_ms, "linger.ms": linger_ms, "request.timeout.ms": 5000,
-            "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000,
-            "topic.metadata.refresh.interval.ms": 2000})
+    def __init__(self, name: str, conf: dict, timeout_ms: int, after_call=lambda: None):
+        self.name, self.instances, self.conf = name, 0, conf
         self.timeout_s = timeout_ms / 1000
+        self.after_call = after_call  # run after each commit or abort (the producer notes its reports' arrival)
         self.dead: list[Producer] = []  # instances that died; kept so their teardown never blocks the run
         self.p: Producer | None = None
 
@@ -112,8 +117,10 @@ class TxnClient:
             try:
                 (p.abort_transaction if abort else p.commit_transaction)(TXN_CALL_TIMEOUT_S)
                 row["end_ts_ms"], row["outcome"] = now_ms(), "aborted" if abort else "committed"
+                self.after_call()
                 return row["outcome"]
             except KafkaException as e:
+                self.after_call()
                 err: KafkaError = e.args[0]
                 if err.txn_requires_abort() and not abort:
                     abort = True
@@ -135,78 +142,106 @@ class TxnClient:
         self.fresh()
 
 
-class _Killable(threading.Thread):
-    """A client thread the nemesis can kill (client_kill); a failure is kept for the recording to raise."""
+class TransactionalProducer(RecordingProducer):
+    """Writes ``txn_records`` records per transaction, in equal runs over the topic's partitions,
+    at the spec's rate; a seeded share of the transactions is aborted after their records went out.
 
-    def __init__(self, name: str):
-        super().__init__(name=name, daemon=True)
+    The recording producer's bookkeeping (runs of consecutive sequence numbers handed over with
+    produce_batch, delivery reports stored raw and matched after the workload) with, per run, the
+    transaction it belongs to.
+    """
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, seed: int):
+        super().__init__(name, spec, cluster, topic, partitions, stop)
+        self.conf.update(txn_conf(cluster, name, spec.transaction_timeout_ms, **{"linger.ms": spec.linger_ms}))
+        self.conf.pop("retries", None)  # a transactional producer retries as it must
+        self.log = TxnLog(name)  # its transactions; the sends are the columns below
+        self.client = TxnClient(name, self.conf, spec.transaction_timeout_ms, after_call=self._mark)
+        self.rng = random.Random(f"{seed}:{name}")
+        self._run_txn: list[str] = []  # per run of sends: its transaction
         self._kill = threading.Event()
-        self.failure: BaseException | None = None
 
     def kill(self) -> None:
         """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
         self._kill.set()
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # surfaced by the recording
-            self.failure = e
+    def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
+        super()._send(p, seq, n, part)
+        self._run_txn.append(self.log.txns[-1]["txn"])
 
     def _run(self) -> None:
-        raise NotImplementedError
-
-
-class TransactionalProducer(_Killable):
-    """Writes ``txn_records`` records per transaction, round-robin over the topic's partitions, at the
-    spec's rate; a seeded share of the transactions is aborted."""
-
-    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, seed: int):
-        super().__init__(f"producer-{name}")
-        self.pname, self.spec, self.topic, self.partitions, self.stop_event = name, spec, topic, partitions, stop
-        self.log = TxnLog(name)
-        self.client = TxnClient(name, cluster, spec.transaction_timeout_ms, spec.linger_ms)
-        self.rng = random.Random(f"{seed}:{name}")
-
-    def _run(self) -> None:
-        c, n, log = self.client, self.spec.txn_records, self.log
+        c, n, parts = self.client, self.spec.txn_records, self.partitions
         c.fresh()
-        t0, k = time.monotonic(), 0
+        t0, k, seq, part = time.monotonic(), 0, 0, 0
         while not self.stop_event.is_set():
             due = t0 + k * n / self.spec.rate - time.monotonic()
             if due > 0 and self.stop_event.wait(min(due, 0.5)):
                 break
-            if due > 1:  # fell behind (paused by a fault): start again from now, no burst
+            if due < -1:  # fell behind (paused by a fault): start again from now, no burst
                 t0, k = time.monotonic(), 0
-            row = log.begin(f"{self.pname}:{len(log.txns)}")
             k += 1
+            row = self.log.begin(f"{self.pname}:{len(self.log.txns)}")
             try:
                 c.p.begin_transaction()
-                for _ in range(n):
-                    send = log.send_row(self.topic, len(log.sends) % self.partitions, row["txn"])
-                    c.p.produce(self.topic, send["value"].encode(), partition=send["partition"],
-                                on_delivery=_on_delivery(send))
-                    c.p.poll(0)
+                for chunk in _spread(n, parts):
+                    self._send(c.p, seq, chunk, part)
+                    seq, part = seq + chunk, (part + 1) % parts
+                    self._poll(c.p, 0)
                 if self._kill.is_set():
                     self._kill.clear()
                     row["end_ts_ms"] = now_ms()
                     c.fresh()
                     continue
-                abort = self.rng.random() < self.spec.abort_ratio
-                if abort:  # the application gives up after its writes went out: they are in the log, aborted
-                    c.p.flush(TXN_CALL_TIMEOUT_S)
-                c.finish(row, abort=abort)
+                self._end(row)
             except KafkaException as e:
                 c.fail(row, e.args[0])
-            except BufferError:
-                c.finish(row, abort=True)
 
-    def columns(self) -> list[dict]:
-        return self.log.sends
+    def _end(self, row: dict) -> None:
+        """Commit, or (a seeded share) abort once the records went out, so they are in the log aborted."""
+        abort = self.rng.random() < self.spec.abort_ratio
+        if abort:
+            self.client.p.flush(TXN_CALL_TIMEOUT_S)
+            self._mark()
+        self.client.finish(row, abort=abort)
+
+    def columns(self) -> dict[str, list]:
+        """produced.parquet's columns, the transaction of each send included."""
+        cols = super().columns()
+        txn: list[str] = []
+        for (count, _, _), t in zip(self._runs, self._run_txn, strict=True):
+            txn += [t] * count
+        cols["txn"] = txn[: self._sent]
+        cols["source"] = [None] * self._sent
+        return cols
 
 
-class Copier(_Killable):
+def _spread(n: int, parts: int) -> list[int]:
+    """``n`` records as runs for consecutive partitions: equal runs, the remainder one by one."""
+    if n < parts:
+        return [1] * n
+    base, extra = divmod(n, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
+
+
+def committed_offsets(consumer: Consumer, parts: list[TopicPartition], timeout_s: float = 60) -> list[TopicPartition]:
+    """The group's committed offsets, asked again while its coordinator moves (a broker fault does
+    that) until ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.committed(parts, timeout=10)
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+class Copier(threading.Thread):
     """Consume-transform-produce with exactly-once semantics: reads ``input_topic`` (read_committed,
     group ``spec.group``), writes one copy of each record to ``output_topic`` (the same partition
     number modulo the output's partitions), and commits the group's offsets in the same
@@ -214,15 +249,29 @@ class Copier(_Killable):
 
     def __init__(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                  out_partitions: int, stop: threading.Event):
-        super().__init__(f"copier-{spec.name}")
+        super().__init__(name=f"copier-{spec.name}", daemon=True)
+        self._kill = threading.Event()
+        self.failure: BaseException | None = None
         self.spec, self.cluster, self.input, self.output = spec, cluster, input_topic, output_topic
         self.out_partitions, self.stop_event = out_partitions, stop
         self.log = TxnLog(spec.name)
-        self.client = TxnClient(spec.name, cluster, spec.transaction_timeout_ms)
+        self.client = TxnClient(spec.name, txn_conf(cluster, spec.name, spec.transaction_timeout_ms),
+                                spec.transaction_timeout_ms)
         self.consumed: list[dict] = []
         self.offsets: list[dict] = []
         self.generation = 0  # assignments this member received: librdkafka does not give Python the group's
         self._dead: list[Consumer] = []  # members that died; kept so their teardown never blocks the run
+        self.rewinds = 0  # seeks back to the committed offsets after an abort
+
+    def kill(self) -> None:
+        """client_kill: the member and its producer die mid-transaction; new ones take over."""
+        self._kill.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # surfaced by the recording
+            self.failure = e
 
     def _consumer(self) -> Consumer:
         c = Consumer(self.cluster.client_config(**{
@@ -250,7 +299,8 @@ class Copier(_Killable):
                     self.client.fresh()
                 msgs = [m for m in consumer.consume(self.spec.txn_records, timeout=0.2) if m.error() is None]
                 if msgs:
-                    self._copy(consumer, msgs, f"{self.spec.name}-in{instance}")
+                    self._copy(consumer, msgs, f"{self.spec.name}-in{instance}" + (
+                        f".{self.rewinds + 1}" if self.rewinds else ""))
         finally:
             consumer.close()
 
@@ -287,11 +337,14 @@ class Copier(_Killable):
 
     def _rewind(self, consumer: Consumer) -> None:
         """After an abort: back to the group's committed offsets, so nothing read in the aborted
-        transaction is skipped."""
+        transaction is skipped. The reads after it go under a new reader name ("copier-in1.2"): the
+        application moved the position back itself, which nonmonotonic_poll (a client returning
+        records out of order on its own) must not count."""
         parts = consumer.assignment()
         if not parts:
             return
-        for tp in consumer.committed(parts, timeout=10):
+        self.rewinds += 1
+        for tp in committed_offsets(consumer, parts):
             consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
     def final_offsets(self) -> list[dict]:
@@ -302,6 +355,6 @@ class Copier(_Killable):
             md = c.list_topics(self.input, timeout=10).topics[self.input]
             parts = [TopicPartition(self.input, p) for p in sorted(md.partitions)]
             return [{"group": self.spec.group, "topic": tp.topic, "partition": tp.partition, "offset": tp.offset,
-                     "ts_ms": now_ms(), "phase": "final"} for tp in c.committed(parts, timeout=30) if tp.offset >= 0]
+                     "ts_ms": now_ms(), "phase": "final"} for tp in committed_offsets(c, parts) if tp.offset >= 0]
         finally:
             c.close()

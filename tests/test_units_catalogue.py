@@ -96,6 +96,13 @@ def test_known_results_count_runs_not_records():
     (row,) = known_results.rows(v, runs)
     assert (row["runs"], row["with"]["lost"], row["loss_or_divergence"]) == (3, 2, 2)
     assert "| s | 2.8.2 zk | 3 | 2/3 (67%) |" in known_results.markdown([row])
+    assert known_results.markdown([row]).endswith("| lost 2 |"), "every anomaly seen, with its runs"
+
+
+def test_a_transaction_spreads_its_records_over_the_partitions():
+    from harness.transactions import _spread
+
+    assert _spread(10, 3) == [4, 3, 3] and _spread(2, 3) == [1, 1] and sum(_spread(15694, 3)) == 15694
 
 
 def test_new_targets_and_kinds_are_validated(tmp_path):
