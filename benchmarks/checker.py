@@ -191,8 +191,9 @@ def kchaos_check(d: Path) -> tuple[dict, float]:
 
 
 def require_equal(engine: str, counts: dict, duck: dict) -> None:
-    """Every engine's counts must equal DuckDB's: a fast wrong answer is no figure."""
-    if counts != duck:
+    """Every engine's counts of the seven v1 classes DuckDB computes must equal DuckDB's: a fast
+    wrong answer is no figure. (The v2 classes are checked against the reference in the tests.)"""
+    if {a: counts[a] for a in duck} != duck:
         raise SystemExit(f"counts differ!\n {engine}: {counts}\n duckdb: {duck}")
 
 
