@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 CUT_TOXIC = "kchaos-cut"
 LATENCY_TOXIC = "kchaos-latency"
 BANDWIDTH_TOXIC = "kchaos-bandwidth"
+HOLD_TOXIC = "kchaos-hold"
 
 TARGET_HELP = ("leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME | "
                "txn_coordinator | txn_coordinator:CLIENT | client:CLIENT")
@@ -92,6 +93,7 @@ class FaultKind:
     toxic: str | None = None  # the toxics a network fault adds
     beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
     on_client: ClientAction | None = None  # a fault on a client (target client:NAME), not on brokers
+    client_links: bool = False  # a network fault on one client's own links (target client:NAME)
 
 
 # ---------------------------------------------------------------- process faults
@@ -166,6 +168,21 @@ def _every_link(c: KafkaCluster, a: Applied, b: int) -> list[str]:
     return c.topo.isolation_links(b)
 
 
+def _own_links(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    """The target client's own link to broker b (its listener's proxy)."""
+    name = a.fault.target.client
+    if name not in c.topo.private_clients:
+        raise ValueError(f"client {name!r} has no links of its own (allowed: one of the cluster's private_clients: "
+                         f"{', '.join(c.topo.private_clients) or 'none'})")
+    return [c.topo.private_client(b, name)]
+
+
+def _hold(c: KafkaCluster, a: Applied, b: int) -> None:
+    chosen = _own_links(c, a, b)
+    a.links += chosen
+    c.hold(chosen, tag=a.tag)
+
+
 # ---------------------------------------------------------------- client faults
 
 def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -191,7 +208,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC),
     FaultKind("cut_coordination", "broker to ZooKeeper / to the KRaft controller", "#bcbd22",
               _cut(lambda c, a, b: [c.topo.coordination(b)]), toxic=CUT_TOXIC),
-    FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: [c.topo.client(b)]),
+    FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
               toxic=CUT_TOXIC),
     FaultKind("one_way", "bytes from the broker to every other broker dropped; the other way flows", "#ffbb78",
               _one_way, toxic=CUT_TOXIC),
@@ -201,8 +218,16 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
               "a new instance with the same transactional.id takes over at once and fences it", "#393b79",
               _no_broker, on_client=_kill_client),
+    FaultKind("client_pause", "a client's own links held both ways (target client:NAME): nothing it sends arrives, "
+              "nothing sent to it arrives, and all of it flows at the heal, as for a frozen client process",
+              "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True),
+    FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
+              _slow(_own_links), toxic=LATENCY_TOXIC, client_links=True),
+    FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",
+              _cut(_own_links), toxic=CUT_TOXIC, client_links=True),
 )}
-CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_client is not None)
+CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_client is not None or f.client_links)
+CLIENT_LINK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.client_links)
 FAULT_KINDS = tuple(FAULTS)
 BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
 UNKNOWN_COLOUR = "#7f7f7f"

@@ -61,7 +61,7 @@ class Nemesis:
         self.c = cluster
         self.topic = topic
         self.events = events
-        self.clients = clients  # a transactional client by name (Recording.client)
+        self.clients = clients  # a client by name (Recording.client), for faults on the client itself
         self.first_client = first_client  # what "txn_coordinator" alone means
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -78,8 +78,8 @@ class Nemesis:
             return [b for b in self.c.settings.broker_ids if self.c.settings.rack_of(b) == t.rack]
         if t.role == "txn_coordinator":
             return [self.txn_coordinator(t.client or self.first_client)]
-        if t.role == "client":
-            return []
+        if t.role == "client":  # its own links to every broker, or no broker at all (client_kill)
+            return self.c.settings.broker_ids if FAULTS[f.kind].client_links else []
         st = self.c.describe(self.topic, timeout_s=5)
         if t.role == "controller":
             if st.controller in self.c.settings.broker_ids:

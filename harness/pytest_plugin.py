@@ -88,13 +88,15 @@ def _require_engine() -> None:
 
 @pytest.fixture(scope="module")
 def kafka_cluster(kafka_target):
-    """A running cluster (3 brokers) for the module; removed afterwards."""
+    """A running cluster (3 brokers) for the module; removed afterwards. The workload's producer "p"
+    has links of its own, so ``nemesis.fault("client_latency", "client:p")`` slows it alone."""
     from harness.cluster import ClusterSettings, KafkaCluster
     from harness.setup import cluster_images
 
     _require_engine()
     version, mode = kafka_target
-    with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode), cluster_images(version)) as c:
+    settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"])
+    with KafkaCluster(settings, cluster_images(version)) as c:
         yield c
 
 

@@ -178,7 +178,12 @@ def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
         layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
                                       "xanchor": "left", "yanchor": "bottom", "showarrow": False,
                                       "font": {"size": 9, "color": colour},
-                                      "text": f"{f.get('name', f.get('kind'))} {f.get('brokers', '')}"})
+                                      "text": f"{f.get('name', f.get('kind'))} {_hit(f)}"})
+
+
+def _hit(fault: dict) -> str:
+    """The brokers a fault hit, for its label; a client's fault names the client alone."""
+    return "" if str(fault.get("target", "")).startswith("client:") else str(fault.get("brokers", ""))
 
 
 def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
 from harness.cluster.settings import ClusterSettings
-from harness.faults import CLIENT_FAULTS, FAULT_KINDS, Target, check_kind
+from harness.faults import CLIENT_FAULTS, CLIENT_LINK_FAULTS, FAULT_KINDS, TARGET_HELP, Target, check_kind
 from harness.versions import KAFKA_VERSIONS
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
@@ -157,7 +157,15 @@ class GeneratorSpec(_Model):
         bad = [k for k in self.kinds if k not in FAULT_KINDS]
         if bad:
             raise ValueError(f"kinds {bad} are not faults (allowed: {', '.join(FAULT_KINDS)})")
+        for k in self.kinds:
+            if not self.targets_for(k):
+                wanted = "a client:NAME target" if k in CLIENT_FAULTS else "a target other than client:NAME"
+                raise ValueError(f"kinds: {k} needs {wanted} in targets (allowed: {TARGET_HELP})")
         return self
+
+    def targets_for(self, kind: str) -> list[Target]:
+        """The targets a fault of this kind can be drawn on: client faults on clients, the rest on brokers."""
+        return [t for t in self.targets if (t.role == "client") == (kind in CLIENT_FAULTS)]
 
 
 class Scenario(_Model):
@@ -214,6 +222,7 @@ class Scenario(_Model):
             if f.at_s + f.duration_s > self.duration_s:
                 raise ValueError(f"faults.{i}: ends at {f.at_s + f.duration_s:g} s, after duration_s = "
                                  f"{self.duration_s:g}")
+        self._check_generator_clients()
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
             raise ValueError(f"producers: names must differ (got {names})")
@@ -228,19 +237,42 @@ class Scenario(_Model):
         return self
 
     def _check_client_target(self, i: int, f: FaultSpec) -> None:
-        """txn_coordinator and client targets name a transactional client of this scenario; client
-        faults take a client target and nothing else."""
-        where, clients = f"faults.{i}.target", self.transactional_clients
+        """txn_coordinator names a transactional client of this scenario; client faults take a client
+        target and nothing else: client_kill a transactional client, the link faults any producer
+        instance or the copier."""
+        where, txn = f"faults.{i}.target", self.transactional_clients
+        clients = self.client_names if f.kind in CLIENT_LINK_FAULTS else txn
         allowed = ", ".join(clients) or "none: make a producer transactional or add a copier"
-        if f.target.role in ("txn_coordinator", "client"):
-            if not clients:
+        if f.target.role == "txn_coordinator" or (f.target.role == "client" and f.kind not in CLIENT_LINK_FAULTS):
+            if not txn:
                 raise ValueError(f"{where}: {f.target} needs a transactional producer or a copier (allowed clients: "
                                  f"{allowed})")
-            if f.target.client and f.target.client not in clients:
+            if f.target.client and f.target.client not in txn:
                 raise ValueError(f"{where}: {f.target.client!r} is not a transactional client (allowed: {allowed})")
         if (f.kind in CLIENT_FAULTS) != (f.target.role == "client"):
             raise ValueError(f"{where}: {f.kind} takes a client:NAME target and client:NAME only client faults "
                              f"({', '.join(sorted(CLIENT_FAULTS))}) (allowed clients: {allowed})")
+        if f.kind in CLIENT_LINK_FAULTS and f.target.client not in clients:
+            raise ValueError(f"{where}: {f.target.client!r} is not a client of this scenario (allowed: {allowed})")
+
+    def _check_generator_clients(self) -> None:
+        g = self.generator
+        if g is None:
+            return
+        for t in g.targets:
+            if t.role == "client" and t.client not in self.client_names:
+                raise ValueError(f"generator.targets: {t.client!r} is not a client of this scenario (allowed: "
+                                 f"{', '.join(self.client_names)})")
+            if t.role == "client" and set(g.kinds) & (CLIENT_FAULTS - CLIENT_LINK_FAULTS) and \
+                    t.client not in self.transactional_clients:
+                raise ValueError(f"generator.targets: {t} is not a transactional client, and client_kill needs one "
+                                 f"(allowed: {', '.join(self.transactional_clients) or 'none'})")
+
+    @property
+    def client_names(self) -> list[str]:
+        """Every producer instance and the copier, as the run names them."""
+        names = [f"{p.name}{i}" if p.count > 1 else p.name for p in self.producers for i in range(p.count)]
+        return names + ([self.copier.name] if self.copier is not None else [])
 
     @property
     def transactional_clients(self) -> list[str]:
@@ -248,6 +280,14 @@ class Scenario(_Model):
         names = [f"{p.name}{i}" if p.count > 1 else p.name for p in self.producers if p.transactional
                  for i in range(p.count)]
         return names + ([self.copier.name] if self.copier is not None else [])
+
+    @property
+    def private_clients(self) -> list[str]:
+        """Clients a link fault aims at: each gets links of its own (a listener and proxies)."""
+        aimed = [f.target.client for f in self.faults if f.kind in CLIENT_LINK_FAULTS]
+        if self.generator is not None and set(self.generator.kinds) & CLIENT_LINK_FAULTS:
+            aimed += [t.client for t in self.generator.targets if t.role == "client"]
+        return list(dict.fromkeys([*self.cluster.get("private_clients", []), *aimed]))
 
     def _check_copier(self, producer_names: list[str]) -> None:
         c = self.copier
@@ -273,9 +313,10 @@ class Scenario(_Model):
         return self.copier is not None or any(p.transactional for p in self.producers)
 
     def cluster_settings(self) -> ClusterSettings:
+        extra = {**self.cluster, "private_clients": self.private_clients}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config=self.broker_config,
-                               eligible_leader_replicas=self.eligible_leader_replicas, **self.cluster)
+                               eligible_leader_replicas=self.eligible_leader_replicas, **extra)
 
 
 def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:

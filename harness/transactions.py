@@ -25,6 +25,7 @@ from harness.scenario import CopierSpec, ProducerSpec
 from harness.workload import RecordingProducer, classify, now_ms
 
 LOG = logging.getLogger("kchaos.transactions")
+ABORT_FLUSH_S = 1.0  # a seeded abort waits this long for its records' acks, then aborts what is in flight
 TXN_CALL_TIMEOUT_S = 10.0  # one init/begin/commit/abort call; a commit is retried up to the transaction timeout
 READ_COMMITTED = "read_committed"
 
@@ -64,7 +65,7 @@ def _on_delivery(row: dict):
 
 def txn_conf(cluster: KafkaCluster, name: str, timeout_ms: int, **extra) -> dict:
     """librdkafka settings of a transactional producer named ``name``."""
-    return cluster.client_config(**{
+    return cluster.client_config(name, **{
         "transactional.id": f"kchaos-{name}", "enable.idempotence": True, "acks": "all",
         "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
         "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000,
@@ -198,10 +199,12 @@ class TransactionalProducer(RecordingProducer):
                 c.fail(row, e.args[0])
 
     def _end(self, row: dict) -> None:
-        """Commit, or (a seeded share) abort once the records went out, so they are in the log aborted."""
+        """Commit, or (a seeded share) abort. An abort waits up to ABORT_FLUSH_S for the records' acks,
+        so on a healthy cluster they are in the log, aborted; a slowed client aborts with requests
+        still on their way, which is how a late request can land in the next transaction (KAFKA-17754)."""
         abort = self.rng.random() < self.spec.abort_ratio
         if abort:
-            self.client.p.flush(TXN_CALL_TIMEOUT_S)
+            self.client.p.flush(ABORT_FLUSH_S)
             self._mark()
         self.client.finish(row, abort=abort)
 
@@ -274,7 +277,7 @@ class Copier(threading.Thread):
             self.failure = e
 
     def _consumer(self) -> Consumer:
-        c = Consumer(self.cluster.client_config(**{
+        c = Consumer(self.cluster.client_config(self.spec.name, **{
             "group.id": self.spec.group, "isolation.level": READ_COMMITTED, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
             "max.poll.interval.ms": 6000, "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 2000,

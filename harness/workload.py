@@ -95,7 +95,7 @@ class RecordingProducer(threading.Thread):
         self._dr_result: list[int | KafkaError | None] = []
         self._dr_marks: list[tuple[int, int]] = []  # (reports so far, time_ns) after each poll that served some
         self._refused: dict[int, str] = {}  # seq -> the client's error, for records it would not queue
-        self.conf = cluster.client_config(**{
+        self.conf = cluster.client_config(name, **{
             "acks": spec.acks,
             "enable.idempotence": spec.idempotence,
             "retries": spec.retries,

@@ -12,7 +12,7 @@ from harness.cluster import ClusterSettings, KafkaCluster
 from harness.setup import cluster_images, engine, images
 from harness.workload import ACKS0_LINGER_S
 
-DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3)
+DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, private_clients=["solo"])
 
 pytest_plugins = ["pytester"]  # tests of the kchaos pytest plugin run user suites in a subprocess
 

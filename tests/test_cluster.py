@@ -207,3 +207,35 @@ def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_pat
     events.close()
     assert {x: healed.toxi.toxics(x) for x in links} == {x: [] for x in links}
     assert "fault_start" not in (tmp_path / "events.jsonl").read_text()
+
+
+def test_a_clients_own_links_carry_its_faults_alone(healed, tmp_path):
+    """client_cut and client_pause act on one client's own links: a producer that has them is cut
+    while one on the shared links goes on, and what a held producer sent is delivered at the heal."""
+    from confluent_kafka import Producer
+
+    topic = unique_topic("own")
+    healed.create_topic(topic, partitions=1, replication_factor=3)
+    healed.wait_full_isr(topic)
+    solo = {"bootstrap.servers": healed.client_config("solo")["bootstrap.servers"]}
+    assert [e for _, e in produce(healed, topic, 3, "all", "warm", **solo)] == [None] * 3
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(healed, topic, events)
+    cut = nem.apply(PlannedFault(0, 1, "client_cut", "client:solo"))
+    assert cut.links == [healed.topo.private_client(b, "solo") for b in healed.settings.broker_ids]
+    assert [e for _, e in produce(healed, topic, 3, "all", "shared", timeout_s=10)] == [None] * 3
+    refused = produce(healed, topic, 3, "all", "cut", timeout_s=3, **solo)
+    assert len(refused) == 3 and all(e is not None for _, e in refused)
+    nem.heal(cut)
+
+    held = nem.apply(PlannedFault(0, 1, "client_pause", "client:solo"))
+    p = Producer(healed.client_config("solo", **{"acks": "all", "message.timeout.ms": 30000}))
+    acked: list[float] = []
+    p.produce(topic, b"held", on_delivery=lambda err, msg: acked.append(time.monotonic()) if err is None else None)
+    p.flush(3)
+    assert acked == [], "nothing gets through while the client's links are held"
+    healed_at = time.monotonic()
+    nem.heal(held)
+    assert p.flush(20) == 0 and len(acked) == 1
+    print(f"held record acknowledged {acked[0] - healed_at:.2f} s after the heal")
+    events.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import schedule
+from harness.faults import CLIENT_FAULTS
 from harness.scenario import ScenarioError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,6 +142,16 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
          r"faults\.0\.target: client_kill takes a client:NAME target"),
         ('[copier]\n[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:copier"\n', [], None),
         ("", ["consumers.isolation_level=both"], None),
+        ('[[faults]]\nat_s = 1\nkind = "client_latency"\ntarget = "client:nobody"\n', [],
+         r"faults\.0\.target: 'nobody' is not a client of this scenario \(allowed: p\)"),
+        ('[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "leader"\n', [],
+         r"faults\.0\.target: client_pause takes a client:NAME target"),
+        ('[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:p"\n', [],
+         r"faults\.0\.target: client:p needs a transactional producer or a copier"),
+        ('[generator]\nkinds = ["client_cut"]\ntargets = ["leader"]\n', [],
+         r"generator: kinds: client_cut needs a client:NAME target in targets"),
+        ('[generator]\nkinds = ["client_cut", "kill"]\ntargets = ["leader", "client:q"]\n', [],
+         r"generator\.targets: 'q' is not a client of this scenario \(allowed: p\)"),
     ],
 )
 def test_transaction_keys_are_validated_before_anything_starts(tmp_path, extra, overrides, message):
@@ -150,6 +161,19 @@ def test_transaction_keys_are_validated_before_anything_starts(tmp_path, extra, 
         return
     with pytest.raises(ScenarioError, match=message):
         load(p, overrides)
+
+
+def test_a_client_aimed_at_by_a_link_fault_gets_links_of_its_own(tmp_path):
+    """Only the clients a link fault names get a listener and proxies of their own; the generator
+    draws client faults on client targets only, and the others on brokers."""
+    text = GOOD + ('[[faults]]\nat_s = 1\nkind = "client_latency"\ntarget = "client:p"\n'
+                   '[generator]\nkinds = ["client_pause", "kill"]\ntargets = ["leader", "client:p"]\nstart_s = 3\n')
+    s = load(write(tmp_path, text))
+    assert s.cluster_settings().private_clients == ["p"]
+    plan = schedule.plan(s, seed=3)
+    assert {(f.kind in CLIENT_FAULTS, f.target.role == "client") for f in plan} <= {(True, True), (False, False)}
+    assert {f.kind for f in plan} >= {"client_pause", "kill"}
+    assert load(write(tmp_path, GOOD)).cluster_settings().private_clients == []
 
 
 def test_txn_state_partition_is_kafkas():

@@ -33,6 +33,21 @@ def test_isolation_cuts_every_link_of_a_broker_but_no_other():
     assert topo.one_way(1, 2) == [("repl-1-2", "upstream"), ("repl-2-1", "downstream")]
 
 
+def test_a_private_client_has_a_proxy_per_broker_and_a_listener_of_its_own():
+    topo = Topology([1, 2, 3], "kraft", ("t", "copier"))
+    by = {s.name: s for s in topo.proxies({1: "10.0.1.2", 2: "10.0.2.2", 3: "10.0.3.2"})}
+    assert by["client-2-t"].listen == "0.0.0.0:9202" and by["client-2-t"].upstream == "kafka-2:9110"
+    assert by["client-3-copier"].listen == "0.0.0.0:9213" and by["client-3-copier"].upstream == "kafka-3:9111"
+    assert topo.client_links(1) == ["client-1", "client-1-t", "client-1-copier"]
+    assert set(topo.client_links(1)) <= set(topo.isolation_links(1)), "isolating a broker cuts every client"
+    s = ClusterSettings(mode="kraft", private_clients=["t", "copier"])
+    p = broker_properties(s, 2, 40002, [41002, 42002])
+    assert "listeners=CLIENT://0.0.0.0:9092,PRIVATE0://0.0.0.0:9110,PRIVATE1://0.0.0.0:9111,REPLICATION://" in p
+    assert ("advertised.listeners=CLIENT://127.0.0.1:40002,PRIVATE0://127.0.0.1:41002,PRIVATE1://127.0.0.1:42002,"
+            "REPLICATION://kafka-2-repl:19102") in p
+    assert "PRIVATE1:PLAINTEXT" in p
+
+
 def test_broker_properties_route_everything_through_proxies():
     s = ClusterSettings(brokers=3, mode="zk", racks=["a", "b", "c"])
     p = broker_properties(s, 2, 40002)
@@ -54,6 +69,9 @@ def test_broker_properties_route_everything_through_proxies():
         ({"brokers": 3, "racks": ["a"]}, "racks lists 1 entries but brokers = 3"),
         ({"brokers": 0}, "greater than or equal to 1"),
         ({"bogus": 1}, "Extra inputs are not permitted"),
+        ({"private_clients": ["a", "a"]}, "names must differ"),
+        ({"private_clients": ["a b"]}, "names must differ and use letters"),
+        ({"private_clients": ["a", "b", "c", "d", "e"]}, "at most 4 items"),
     ],
 )
 def test_bad_settings_are_refused_with_what_is_allowed(kwargs, message):

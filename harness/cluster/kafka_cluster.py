@@ -43,7 +43,7 @@ from harness.cluster.settings import (
 )
 from harness.cluster.topology import Topology
 from harness.cluster.toxiproxy import Toxiproxy
-from harness.faults import BANDWIDTH_TOXIC, CUT_TOXIC, LATENCY_TOXIC
+from harness.faults import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
 from harness.setup import ClusterImages
 from harness.waiting import until
 
@@ -52,6 +52,7 @@ testcontainers_config.ryuk_disabled = True
 LOG = logging.getLogger("kchaos.cluster")
 STREAMS = ("upstream", "downstream")
 DATA_DIR = "/var/lib/kafka/data"
+HOLD_MS = 3_600_000  # a client_pause holds bytes this long at most; its heal releases them at once
 
 
 def toxic_name(prefix: str, stream: str, tag: str = "") -> str:
@@ -115,7 +116,7 @@ class KafkaCluster:
 
     def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
         self.settings = settings
-        self.topo = Topology(self.settings.broker_ids, self.settings.mode)
+        self.topo = Topology(self.settings.broker_ids, self.settings.mode, tuple(self.settings.private_clients))
         self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
         self.kafka_image = images.kafka
         self.toxiproxy_image = images.toxiproxy
@@ -123,6 +124,7 @@ class KafkaCluster:
         self._containers: dict[str, DockerContainer] = {}
         self._networks: dict[str, Network] = {}
         self.client_ports: dict[int, int] = {}
+        self.private_ports: dict[str, dict[int, int]] = {}
         self.toxi: Toxiproxy | None = None
         self._admin: AdminClient | None = None
         self._zk: KazooClient | None = None
@@ -182,6 +184,8 @@ class KafkaCluster:
 
         # Toxiproxy first: brokers' advertised client ports are its published ports.
         ports = {f"{PROXY_CLIENT_BASE + b}/tcp": ("127.0.0.1", None) for b in s.broker_ids}
+        ports |= {f"{self.topo.private_port(b, n)}/tcp": ("127.0.0.1", None)
+                  for n in s.private_clients for b in s.broker_ids}
         ports["8474/tcp"] = ("127.0.0.1", None)
         tp = self._container("toxiproxy", self.toxiproxy_image, core, ["toxiproxy"])
         # with_bind_ports cannot name a host address; its dict goes to docker as is.
@@ -198,6 +202,8 @@ class KafkaCluster:
         host_ports = w.attrs["NetworkSettings"]["Ports"]
         api_port = int(host_ports["8474/tcp"][0]["HostPort"])
         self.client_ports = {b: int(host_ports[f"{PROXY_CLIENT_BASE + b}/tcp"][0]["HostPort"]) for b in s.broker_ids}
+        self.private_ports = {n: {b: int(host_ports[f"{self.topo.private_port(b, n)}/tcp"][0]["HostPort"])
+                                  for b in s.broker_ids} for n in s.private_clients}
         self.toxi = Toxiproxy(f"http://127.0.0.1:{api_port}")
         until(self._toxi_up, 20, "toxiproxy API did not answer", error=ClusterError)
         self.toxi.populate(self.topo.proxies(net_ips))
@@ -220,7 +226,8 @@ class KafkaCluster:
             ctl.start()
         for b in s.broker_ids:
             c = self._container(f"kafka-{b}", self.kafka_image, broker_nets[b], [f"kafka-{b}"], command="broker")
-            c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b]))
+            private = [self.private_ports[n][b] for n in s.private_clients]
+            c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private))
             c.start()
         self.wait_ready(timeout_s)
 
@@ -259,9 +266,13 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.client_ports.values())
 
-    def client_config(self, **extra) -> dict:
-        """Base librdkafka settings for clients of this cluster."""
-        return {"bootstrap.servers": self.bootstrap_servers, "broker.address.family": "v4", **extra}
+    def client_config(self, client: str = "", **extra) -> dict:
+        """Base librdkafka settings for clients of this cluster; a private client (one of
+        ``settings.private_clients``) gets its own listener, so every connection it makes, to any
+        broker it learns of, goes through its own proxies."""
+        ports = self.private_ports.get(client, self.client_ports)
+        servers = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+        return {"bootstrap.servers": servers, "broker.address.family": "v4", **extra}
 
     @property
     def admin(self) -> AdminClient:
@@ -542,6 +553,14 @@ class KafkaCluster:
                 self.toxi.add_toxic(link, toxic_name(LATENCY_TOXIC, st, tag), "latency", st,
                                     {"latency": ms, "jitter": jitter_ms})
 
+    def hold(self, links: Iterable[str], tag: str = "") -> None:
+        """Hold every byte on the links, both ways, until the toxic comes off; then all of it flows
+        (Toxiproxy's latency toxic passes what it holds on when it is removed)."""
+        assert self.toxi is not None
+        for link in self._check_links(links):
+            for st in STREAMS:
+                self.toxi.add_toxic(link, toxic_name(HOLD_TOXIC, st, tag), "latency", st, {"latency": HOLD_MS})
+
     def bandwidth(self, links: Iterable[str], kbytes_per_s: int, tag: str = "") -> None:
         assert self.toxi is not None
         for link in self._check_links(links):
@@ -591,6 +610,9 @@ class KafkaCluster:
             "kafka_image": self.kafka_image,
             "toxiproxy_image": self.toxiproxy_image,
             "client_ports": self.client_ports,
+            "private_client_ports": self.private_ports,
             "settings": self.settings.model_dump(),
-            "broker_properties": {b: broker_properties(self.settings, b, p) for b, p in self.client_ports.items()},
+            "broker_properties": {b: broker_properties(self.settings, b, p, [self.private_ports[n][b] for n in
+                                                                             self.settings.private_clients])
+                                  for b, p in self.client_ports.items()},
         }

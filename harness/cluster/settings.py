@@ -8,6 +8,7 @@ that make faults show within seconds instead of Kafka's production defaults.
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from typing import Literal
 
@@ -22,6 +23,10 @@ CONTROLLER_PORT = 9094  # KRaft controller listener
 ZK_PORT = 2181
 PROXY_CLIENT_BASE = 9100  # toxiproxy listens on 9100+i for broker i's clients
 PROXY_REPL_BASE = 19100  # toxiproxy listens on <ip on net_x>:19100+i for x -> i replication
+PRIVATE_PORT_BASE = 9110  # broker listener PRIVATEk for the k-th client with links of its own
+PROXY_PRIVATE_BASE = 9200  # toxiproxy listens on 9200+10k+i for that client to broker i
+MAX_PRIVATE_CLIENTS = 4
+CLIENT_NAME = r"^[A-Za-z0-9_.-]+$"
 
 
 class ClusterSettings(BaseModel):
@@ -42,6 +47,10 @@ class ClusterSettings(BaseModel):
     heap: str = "-Xms256m -Xmx512m"
     eligible_leader_replicas: bool | None = Field(
         None, description="KIP-966 ELR (KRaft, Kafka >= 4.0); None keeps the version's default (on from 4.1)")
+    private_clients: list[str] = Field(
+        default_factory=list, max_length=MAX_PRIVATE_CLIENTS,
+        description="clients with links of their own (a listener per broker, its own proxies), so a fault can "
+                    "slow, hold or cut one client alone")
     broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties")
     controller_config: dict[str, str] = Field(default_factory=dict, description="extra KRaft controller props")
 
@@ -60,6 +69,10 @@ class ClusterSettings(BaseModel):
         if self.eligible_leader_replicas and (self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0)):
             raise ValueError("eligible_leader_replicas needs KRaft on Kafka 4.0 or later (allowed: false, or "
                              "mode = \"kraft\" with kafka_version >= 4.0)")
+        bad = [n for n in self.private_clients if not re.match(CLIENT_NAME, n)]
+        if bad or len(set(self.private_clients)) != len(self.private_clients):
+            raise ValueError(f"private_clients {self.private_clients}: names must differ and use letters, digits, "
+                             f"'_', '.', '-'")
         if self.replica_socket_timeout_ms < 500:
             raise ValueError("replica_socket_timeout_ms must be >= replica.fetch.wait.max.ms (500)")
         return self
@@ -109,16 +122,28 @@ def _props(d: dict[str, object]) -> str:
     return "\n".join(f"{k}={v}" for k, v in d.items()) + "\n"
 
 
-def broker_properties(s: ClusterSettings, broker: int, client_host_port: int) -> str:
-    """server.properties for one broker; every link leaves the broker through Toxiproxy."""
+def _listeners(broker: int, client_host_port: int, private_host_ports: list[int]) -> dict[str, object]:
+    """Listeners of one broker: host clients, each private client, other brokers."""
+    names = ["CLIENT", *(f"PRIVATE{k}" for k in range(len(private_host_ports))), "REPLICATION"]
+    ports = [CLIENT_PORT, *(PRIVATE_PORT_BASE + k for k in range(len(private_host_ports))), REPLICATION_PORT]
+    # Clients on the host reach the broker via a published proxy port (a private client via its own);
+    # other brokers reach it via the name 'kafka-<i>-repl', which on their own network is Toxiproxy.
+    advertised = [f"127.0.0.1:{p}" for p in (client_host_port, *private_host_ports)]
+    advertised.append(f"kafka-{broker}-repl:{PROXY_REPL_BASE + broker}")
+    return {
+        "listeners": ",".join(f"{n}://0.0.0.0:{p}" for n, p in zip(names, ports, strict=True)),
+        "advertised.listeners": ",".join(f"{n}://{a}" for n, a in zip(names, advertised, strict=True)),
+        "listener.security.protocol.map": ",".join(f"{n}:PLAINTEXT" for n in [*names, "CONTROLLER"]),
+    }
+
+
+def broker_properties(s: ClusterSettings, broker: int, client_host_port: int,
+                      private_host_ports: list[int] | None = None) -> str:
+    """server.properties for one broker; every link leaves the broker through Toxiproxy.
+    ``private_host_ports``: the published port of broker's proxy for each of ``s.private_clients``."""
     rf = min(3, s.brokers)
     p: dict[str, object] = {
-        "listeners": f"CLIENT://0.0.0.0:{CLIENT_PORT},REPLICATION://0.0.0.0:{REPLICATION_PORT}",
-        # Clients on the host reach the broker via the published proxy port; other brokers
-        # reach it via the name 'kafka-<i>-repl', which on their own network is Toxiproxy.
-        "advertised.listeners": f"CLIENT://127.0.0.1:{client_host_port},"
-        f"REPLICATION://kafka-{broker}-repl:{PROXY_REPL_BASE + broker}",
-        "listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        **_listeners(broker, client_host_port, private_host_ports or []),
         "inter.broker.listener.name": "REPLICATION",
         "log.dirs": "/var/lib/kafka/data",
         "num.partitions": 1,
