@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from pathlib import Path
 
@@ -23,6 +24,9 @@ err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people
 
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
+SPARK_MASTER_HELP = ("where to check: the warm local Spark Connect server by default (`kchaos spark` shows it), "
+                     "local[*] for an embedded driver, sc://HOST:PORT for any Spark Connect endpoint, "
+                     "spark://HOST:PORT for a standalone cluster")
 
 
 
@@ -41,14 +45,16 @@ def _log(msg: str) -> None:
 
 @app.command()
 def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build and clean what is missing"),
-           quiet: bool = typer.Option(False, "--quiet", help="print the table only when something is missing")) -> None:
+           quiet: bool = typer.Option(False, "--quiet", help="print the table only when something is missing"),
+           keep_spark: bool = typer.Option(False, "--keep-spark", hidden=True,
+                                           help="leave the warm Spark server running (scripts/setup.sh)")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
     from harness.setup import doctor as doctor_mod
     from harness.setup import engine, images
 
     if fix:
         try:
-            doctor_mod.fix(log=_log)
+            doctor_mod.fix(log=_log, stop_spark=not keep_spark)
         except (engine.EngineError, images.ImageError) as e:
             err.print(f"[red]could not fix:[/red] {e}")
             raise typer.Exit(EXIT_NOT_RUN) from e
@@ -158,6 +164,7 @@ def run(
     set_: list[str] = typer.Option(None, "--set", help="override a field by dotted name: topic.partitions=6"),
     out: Path = typer.Option(None, "--out", help="run directory (default: runs/NAME-VERSION-MODE-sSEED-TIME)"),
     no_check: bool = typer.Option(False, "--no-check", help="record only; do not reconcile"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
 ) -> None:
     """Run a scenario against a real cluster, record its history, then check it.
 
@@ -173,6 +180,10 @@ def run(
         _require_images(str(scenario), [s.kafka_version])
     reaper.install_signal_handlers()
     out_dir = out or runner.default_out(s)
+    if not no_check and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER")):
+        from harness.checker import warm
+
+        warm.prestart()  # up by the time the run directory is complete
     try:
         res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
     except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
@@ -186,7 +197,7 @@ def run(
     from harness.checker import check_runs, summarize
 
     t0 = time.monotonic()
-    verdicts = check_runs([res.path])
+    verdicts = check_runs([res.path], master=spark_master)
     _log(f"checked in {time.monotonic() - t0:.1f} s")
     print_verdicts(verdicts, summarize(verdicts))
     raise typer.Exit(EXIT_BROKEN if verdicts[0].failed else EXIT_OK)
@@ -195,7 +206,7 @@ def run(
 @app.command()
 def check(
     run_dirs: list[Path] = typer.Argument(..., help="run directories, or parents holding them"),
-    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL (default: embedded local[*])"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
     unavailable_ms: int = typer.Option(1000, "--unavailable-ms", help="gap without acks that counts as unavailable"),
     examples: int = typer.Option(10, "--examples", help="examples kept per anomaly and run"),
 ) -> None:
@@ -282,7 +293,7 @@ def matrix(
     seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
     quick: bool = typer.Option(False, "--quick", help="the quick suite: " + ", ".join(QUICK)),
     out: Path = typer.Option(Path("reports"), "--out", help="runs go to OUT/runs, the report to OUT/index.html"),
-    spark_master: str = typer.Option(None, "--spark-master", help="Spark master URL (default: embedded local[*])"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
 ) -> None:
     """Run the cross product of scenarios, versions, modes, acks and seeds; check every run; write the report.
 
@@ -327,6 +338,27 @@ def matrix(
         err.print(f"{len(res.errors)} run(s) could not be carried out; see {out / 'matrix.json'}")
     broken = any(v.failed for v in res.verdicts)
     raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
+
+
+@app.command()
+def spark(action: str = typer.Argument("status", help="status | stop")) -> None:
+    """The warm Spark Connect server checks share: its state, or stop it now."""
+    from harness.checker import warm
+
+    if action == "stop":
+        _log("stopped the warm Spark server" if warm.stop() else "no warm Spark server was running")
+        raise typer.Exit(EXIT_OK)
+    if action != "status":
+        err.print(f"spark: {action!r} is not an action (allowed: status, stop)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    info = warm.read_info()
+    if info is None or not warm.alive(info):
+        console.print("no warm Spark server is running; the next check starts one")
+    else:
+        idle = time.time() - warm.last_use()
+        console.print(f"warm Spark {info.spark_version} at {info.url} (pid {info.pid}), idle {idle:.0f} s of "
+                      f"{warm.IDLE_S:.0f} s; log {warm.state_dir() / 'server.log'}")
+    raise typer.Exit(EXIT_OK)
 
 
 def main() -> None:

@@ -1,20 +1,26 @@
 """Every replica's log, read from each broker's own segment files after healing.
 
-Kafka's DumpLogSegments runs inside each broker container on that broker's log directory, so
-replicas that disagree show up even where consumers only ever talk to leaders. The checkpoint
-files (HW, recovery point, log start, and each partition's leader-epoch-checkpoint) are read
-from the same directory.
+Each broker's segment files are copied out of its container and their record batches decoded
+with kafka-python's record reader (every message format and codec it supports), so replicas that
+disagree show up even where consumers only ever talk to leaders, without a JVM per broker. Where
+that reader fails on a file, Kafka's own DumpLogSegments reads the broker's files instead, inside
+its container. The checkpoint files (HW, recovery point, log start, and each partition's
+leader-epoch-checkpoint) are read from the same directory.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
+
+from kafka.record import MemoryRecords
 
 from harness.cluster import KafkaCluster
 from harness.cluster.kafka_cluster import DATA_DIR
 from harness.cluster.powerloss import parse_checkpoint
 
+LOG = logging.getLogger("kchaos.replicas")
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
 # v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
@@ -44,8 +50,44 @@ def parse_dump(text: str, broker: int, topic: str) -> list[dict]:
     return rows
 
 
+def parse_segment(data: bytes, broker: int, topic: str, partition: int) -> list[dict]:
+    """Rows of replicas.parquet (plus the batch's leader epoch) from one segment file's bytes.
+    Control batches (transaction markers) hold no records of the history; a torn last batch (a
+    power loss) ends the file, as it ends Kafka's own reading of it."""
+    rows: list[dict] = []
+    records = MemoryRecords(data)
+    while (batch := records.next_batch()) is not None:
+        if getattr(batch, "is_control_batch", False):
+            continue
+        epoch = getattr(batch, "leader_epoch", None)
+        for r in batch:
+            value = r.value.decode(errors="replace") if r.value is not None else ""
+            rows.append({"broker": broker, "topic": topic, "partition": partition, "offset": r.offset,
+                         "value": value, "leader_epoch": epoch})
+    return rows
+
+
 def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
     """One broker's replicas of ``topic``, every record of every segment, with its batch's leader epoch."""
+    try:
+        files = cluster.files(f"kafka-{b}", DATA_DIR, f"{shlex.quote(topic)}-*/*.log")
+    except RuntimeError:  # tar found no file (no replica here) or failed: Kafka's tool tells which
+        return dumped_log(cluster, b, topic)
+    rows: list[dict] = []
+    try:
+        for name in sorted(files):
+            d, _ = name.split("/", 1)
+            partition = d.rsplit("-", 1)[1]
+            if d.rsplit("-", 1)[0] == topic and partition.isdigit():
+                rows += parse_segment(files[name], b, topic, int(partition))
+    except Exception as e:  # a format or codec the reader lacks: Kafka's own tool reads them
+        LOG.info("broker %s: segment reader failed (%s); DumpLogSegments instead", b, e)
+        return dumped_log(cluster, b, topic)
+    return rows
+
+
+def dumped_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
+    """``replica_log`` by Kafka's DumpLogSegments, run in the broker's container on its files."""
     code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
     files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
     if not files:
@@ -60,8 +102,7 @@ def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
 
 
 def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
-    """Every broker's replicas of ``topic``, one broker after another: DumpLogSegments is a JVM per
-    broker, and on two cores three of them at once took longer than one after another."""
+    """Every broker's replicas of ``topic``, one broker after another."""
     return [row for b in cluster.settings.broker_ids for row in replica_log(cluster, b, topic)]
 
 

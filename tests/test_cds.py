@@ -17,7 +17,7 @@ from harness.setup import cds, java
 SESSION = """
 import sys
 from harness.checker.session import spark_session
-s = spark_session(None, jvm_options=sys.argv[1])
+s = spark_session("local[*]", jvm_options=sys.argv[1])
 r = s.range(1000)
 print("ok", r.groupBy((r.id % 7).alias("k")).count().count())
 """

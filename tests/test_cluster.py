@@ -239,3 +239,30 @@ def test_a_clients_own_links_carry_its_faults_alone(healed, tmp_path):
     assert p.flush(20) == 0 and len(acked) == 1
     print(f"held record acknowledged {acked[0] - healed_at:.2f} s after the heal")
     events.close()
+
+
+def test_segment_reader_reads_what_dump_log_segments_reads(healed):
+    """The replica logs read in Python from the brokers' segment files are Kafka's own tool's rows:
+    plain, gzip-compressed and transactional batches (committed and aborted, their markers skipped)."""
+    from confluent_kafka import Producer
+
+    from harness.replicas import dumped_log, replica_log
+
+    topic = unique_topic("seg")
+    healed.create_topic(topic, partitions=2, replication_factor=3)
+    healed.wait_full_isr(topic)
+    produce(healed, topic, 50, "all", "plain")
+    produce(healed, topic, 50, "all", "gzip", **{"compression.type": "gzip"})
+    p = Producer(healed.client_config(**{"transactional.id": f"{topic}-t", "linger.ms": 5}))
+    p.init_transactions(30)
+    for outcome in ("commit", "abort"):
+        p.begin_transaction()
+        for i in range(20):
+            p.produce(topic, f"txn-{outcome}-{i}".encode(), partition=i % 2)
+        p.flush(30)
+        (p.commit_transaction if outcome == "commit" else p.abort_transaction)(30)
+    for b in healed.settings.broker_ids:
+        ours, kafkas = replica_log(healed, b, topic), dumped_log(healed, b, topic)
+        assert len(ours) == 140
+        assert sorted(ours, key=lambda r: (r["partition"], r["offset"])) == \
+            sorted(kafkas, key=lambda r: (r["partition"], r["offset"]))

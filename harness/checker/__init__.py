@@ -24,16 +24,18 @@ def shown_anomalies(verdicts: list[Verdict]) -> tuple[str, ...]:
 def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int = DEFAULT_UNAVAILABLE_MS,
                examples: int = 10, write_verdicts: bool = True) -> list[Verdict]:
     """Validate every run directory, reconcile them all in one Spark session, write verdict.json each.
+    ``master``: None for the warm local server, ``local[*]`` for an embedded driver, ``sc://HOST:PORT``
+    for any Spark Connect endpoint, ``spark://...`` for a standalone cluster.
 
     Raises HistoryError (bad input) before anything is written.
     """
     from harness.checker.analysis import analyse
     from harness.checker.judge import build_verdict
-    from harness.checker.session import spark_session
+    from harness.checker.session import checking
 
     runs: list[RunDir] = [validate(p) for p in find_run_dirs([Path(p) for p in paths])]
-    spark = spark_session(master)
-    job = analyse(spark, runs, n_examples=examples)
+    with checking(master) as spark:
+        job = analyse(spark, runs, n_examples=examples)
     verdicts = [build_verdict(i, rd, job, threshold_ms) for i, rd in enumerate(runs)]
     if write_verdicts:
         for rd, v in zip(runs, verdicts, strict=True):

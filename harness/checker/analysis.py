@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from harness.checker.anomalies import ANOMALY_FINDINGS, REPORTED_FINDINGS
 from harness.checker.measures import ack_buckets, fold_usage, producer_usage
 from harness.checker.prepare import holding, prepare
+from harness.checker.session import cores
 from harness.history import SCHEMAS, RunDir
 
 EXAMPLES = 10
@@ -53,7 +54,7 @@ def configure(spark: SparkSession, runs: list[RunDir]) -> None:
     for empty tasks), and the cache compressed only when plain rows would crowd the driver (they
     take about 1.7 times the Parquet input)."""
     size = input_bytes(runs)
-    parts = max(1, min(spark.sparkContext.defaultParallelism * 4, size // (32 << 20) + 1))
+    parts = max(1, min(cores(spark) * 4, size // (32 << 20) + 1))
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(size > CACHE_PLAIN_MAX).lower())
 
@@ -63,7 +64,7 @@ def collect_findings(found: list[DataFrame], n_examples: int) -> dict[str, Findi
 
     The union is rebalanced as it is cached, so the two passes over it run a task per few rows
     rather than one per partition of every finding."""
-    allf = reduce(DataFrame.unionByName, found).hint("rebalance").persist()
+    allf = reduce(lambda a, b: a.unionByName(b), found).hint("rebalance").persist()
     try:
         counts = (allf.groupBy("kind", "run", "attr").agg(F.count(F.lit(1)).alias("n"))
                   .withColumn("payload", F.lit(None).cast("string")))

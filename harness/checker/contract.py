@@ -122,7 +122,7 @@ def raise_if_invalid_v2(runs: list[RunDir], produced: DataFrame, consumed: DataF
     """Raise HistoryError naming the file and the rule of the first v2 breach (in v2_breaches' order),
     all rules checked in one Spark job."""
     rules = v2_breaches(produced, consumed, txns, offsets, copiers)
-    found = reduce(DataFrame.unionByName, [df.select("run", F.lit(k).alias("rule")) for k, (_, _, df)
+    found = reduce(lambda a, b: a.unionByName(b), [df.select("run", F.lit(k).alias("rule")) for k, (_, _, df)
                                            in enumerate(rules)])
     hits = found.groupBy("rule").agg(F.min("run").alias("run")).collect()
     if hits:

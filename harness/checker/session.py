@@ -1,40 +1,97 @@
-"""The Spark session a check runs in: embedded local[*] by default, any master URL otherwise."""
+"""The Spark session a check runs in: the warm local Spark Connect server by default (warm.py),
+embedded ``local[*]``, any Spark Connect endpoint (``sc://HOST:PORT``) or any master URL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from harness.setup import cds, java
 
+EMBEDDED = "local[*]"
+CONNECT_MARK = "SPARK_CONNECT_MODE_ENABLED"
 
-def spark_session(master: str | None = None, jvm_options: str = "") -> SparkSession:
-    """Embedded local[*] by default; a real cluster when a master URL is given.
+
+def driver_conf(jvm_options: str = "") -> dict[str, str]:
+    """The driver's settings, the same for an embedded driver and the warm server.
 
     The driver runs on the bundled Java runtime (java) and uses the start-up cache when ``kchaos
     doctor --fix`` has built one (cds); ``jvm_options`` are added to the driver's, and replace the
-    cache when given.
-    """
+    cache when given."""
     cores = os.cpu_count() or 2
+    quiet = Path(__file__).with_name("log4j2-spark.properties")
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(max(4, cores * 2)),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.enableVectorizedReader": "true",
+        "spark.driver.memory": os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"),
+        # The parallel collector: a batch job wants throughput, not G1's short pauses (about 10% here).
+        "spark.driver.extraJavaOptions":
+            f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC {jvm_options or cds.java_options()}",
+    }
+
+
+def spark_session(master: str | None = None, jvm_options: str = ""):
+    """The warm server when ``master`` is None (or KCHAOS_SPARK_MASTER names one), a Connect
+    session for ``sc://`` URLs, else a classic driver on that master (``local[*]``: embedded)."""
+    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or None
+    if master is None:
+        from harness.checker import warm
+
+        return warm.session()
+    if master.startswith("sc://"):
+        return SparkSession.builder.remote(master).create()
+    # PySpark marks a process that opened a Connect session (its functions then build Connect
+    # columns); an embedded driver after that needs the mark gone.
+    os.environ.pop(CONNECT_MARK, None)
     java.use()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only; also silences a start-up warning
-    quiet = Path(__file__).with_name("log4j2-spark.properties")
-    b = (
-        SparkSession.builder.appName("kchaos-check")
-        .master(master or "local[*]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(max(4, cores * 2)))
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.enableVectorizedReader", "true")
-        .config("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
-        # The parallel collector: a batch job wants throughput, not G1's short pauses (about 10% here).
-        .config("spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC {jvm_options or cds.java_options()}")
-    )
+    b = SparkSession.builder.appName("kchaos-check").master(master)
+    for k, v in driver_conf(jvm_options).items():
+        b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def checking(master: str | None = None) -> Iterator:
+    """A session for one check. On the warm server the check holds it (its idle watcher waits)
+    and its Connect session is released afterwards; an embedded driver stays up for the process."""
+    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or None
+    if master is not None:
+        yield spark_session(master)
+        return
+    from harness.checker import warm
+
+    with warm.held():
+        spark = warm.session()
+        try:
+            yield spark
+        finally:
+            with contextlib.suppress(Exception):
+                spark.stop()
+
+
+def cores(spark) -> int:
+    """How many tasks the engine runs at once: its default parallelism where Spark exposes it
+    (classic), else the local cores of a ``local`` master, else spark.default.parallelism."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    master = spark.conf.get("spark.master", "")
+    if master.startswith("local[") and master[6:-1].isdigit():
+        return int(master[6:-1])
+    if master.startswith("local"):
+        return os.cpu_count() or 2
+    return int(spark.conf.get("spark.default.parallelism", str(os.cpu_count() or 2)))
+
+
+def is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")

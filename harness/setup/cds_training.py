@@ -37,14 +37,14 @@ def dump(out: Path) -> None:
     from pyspark import SparkContext
 
     from harness.checker import check_runs
-    from harness.checker.session import spark_session
+    from harness.checker.session import EMBEDDED, spark_session
 
     java = jre.binary()
     train = f"-XX:AOTCacheOutput={out}" if java is not None and cds.aot(java) else f"-XX:ArchiveClassesAtExit={out}"
     with tempfile.TemporaryDirectory(prefix="kchaos-cds-") as d:
         write_history(Path(d))
-        spark = spark_session(None, jvm_options=train)  # the session check_runs then uses
-        check_runs([Path(d)], write_verdicts=False)
+        spark = spark_session(EMBEDDED, jvm_options=train)  # the session check_runs then uses
+        check_runs([Path(d)], master=EMBEDDED, write_verdicts=False)
         spark.stop()
     proc = SparkContext._gateway.proc  # type: ignore[union-attr]
     proc.stdin.close()  # the gateway JVM exits when its stdin closes, and writes the cache then

@@ -98,18 +98,34 @@ def check_spark_archive() -> Check:
                  "kchaos doctor --fix (builds it, about 45 s)")
 
 
+def check_warm_spark() -> Check:
+    """Informational: whether the warm check server is up (it starts on the first check)."""
+    from harness.checker import warm
+
+    info = warm.read_info()
+    if info is None or not warm.alive(info):
+        return Check("warm spark", True, "not running; the next check starts it")
+    return Check("warm spark", True, f"Spark {info.spark_version} at {info.url}, pid {info.pid}",
+                 "kchaos spark stop (or kchaos doctor --fix) stops it")
+
+
 def run_checks() -> list[Check]:
-    return [check_python(), check_tools(), check_engine(), check_images(), check_leftovers(), check_spark_archive()]
+    return [check_python(), check_tools(), check_engine(), check_images(), check_leftovers(), check_spark_archive(),
+            check_warm_spark()]
 
 
-def fix(log=print) -> None:
-    """Install, start, build and clean whatever the checks found missing."""
+def fix(log=print, stop_spark: bool = True) -> None:
+    """Install, start, build and clean whatever the checks found missing; stop the warm Spark
+    server unless told to keep it (``./kchaos`` sets up on every call and keeps it)."""
     engine.install_packages(engine.missing_packages(), log=log)
     client = engine.ensure_engine(install=True, log=log)
     n = reaper.reap_orphans(client)
     if n:
         log(f"removed {n} leftover containers/networks")
     images.build_all(client, log=log)
+    from harness.checker import warm
     from harness.setup import cds
 
+    if stop_spark and warm.stop():
+        log("stopped the warm Spark server (the next check starts a new one)")
     cds.build(log=log)

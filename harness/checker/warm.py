@@ -1,0 +1,273 @@
+"""The warm Spark a check runs on: one local Spark Connect server per user, started on first use,
+shared by every later check (``kchaos run``, ``check``, ``matrix``, the pytest plugin) and stopped
+after an idle time.
+
+A cold embedded driver spends most of a small check starting up, planning and compiling; a server
+that stays up answers the same job in a second or two. The server listens on loopback only, keeps
+its state and log in the cache folder (``server.json``, ``server.log``), and is checked before
+every use: a server that died, hangs (no answer within PROBE_S) or runs another Spark version is
+killed and replaced, never waited on. One process at a time decides (a file lock), so two checks
+starting together share one new server; each check has a Connect session of its own, so their
+settings and cached frames never mix.
+
+A watcher process (``python -m harness.checker.warm watch``) stops the server once no check has
+used it for KCHAOS_SPARK_IDLE_S seconds (default 900) and none holds it; ``kchaos doctor --fix``
+and ``kchaos engine stop`` stop it at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.setup import java
+from harness.setup.java import cache_dir
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+PROBE_S = 20.0  # a server that does not answer a tiny job within this is taken for hung
+START_S = 120.0  # how long a new server may take to listen
+IDLE_S = float(os.environ.get("KCHAOS_SPARK_IDLE_S", "900"))
+
+
+class WarmSparkError(RuntimeError):
+    """The warm server could not be started (its log says why)."""
+
+
+@dataclass
+class ServerInfo:
+    pid: int
+    port: int
+    spark_version: str
+    started: float
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+
+def state_dir() -> Path:
+    d = cache_dir() / "spark-connect"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+# ---------------------------------------------------------------- state and locks
+
+def read_info() -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads((state_dir() / "server.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_info(info: ServerInfo) -> None:
+    tmp = state_dir() / f".server.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(asdict(info)))
+    tmp.replace(state_dir() / "server.json")
+
+
+@contextlib.contextmanager
+def _flock(name: str, mode: int) -> Iterator[None]:
+    with open(state_dir() / name, "a") as f:
+        fcntl.flock(f, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _touch() -> None:
+    (state_dir() / "last-use").touch()
+
+
+def last_use() -> float:
+    """When a check last used the server (epoch seconds)."""
+    try:
+        return (state_dir() / "last-use").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+# ---------------------------------------------------------------- the server process
+
+def alive(info: ServerInfo) -> bool:
+    """Whether the recorded pid is still a Spark Connect server (not a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return SERVER_CLASS.encode() in cmdline
+
+
+def kill(info: ServerInfo | None) -> None:
+    """Stop a recorded server and forget it; SIGKILL after 10 s, or at once if it is frozen."""
+    if info is not None and alive(info):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(info.pid, signal.SIGTERM)
+            os.killpg(info.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while alive(info) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(info.pid, signal.SIGKILL)
+    with contextlib.suppress(FileNotFoundError):
+        (state_dir() / "server.json").unlink()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_command(port: int) -> list[str]:
+    import pyspark
+
+    from harness.checker.session import driver_conf
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    conf = {**driver_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port)}
+    args = [str(submit), "--class", SERVER_CLASS, "--name", "kchaos-check", "--master", "local[*]"]
+    for k, v in conf.items():
+        args += ["--conf", f"{k}={v}"]
+    return [*args, "spark-internal"]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start() -> ServerInfo:
+    """Start a server in a session of its own (it outlives this process), and its idle watcher."""
+    java.use()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    port = _free_port()
+    log = open(state_dir() / "server.log", "w")  # noqa: SIM115 - the child keeps it
+    proc = subprocess.Popen(_server_command(port), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    info = ServerInfo(proc.pid, port, spark_version(), time.time())
+    deadline = time.monotonic() + START_S
+    while not _listening(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            kill(info)
+            tail = (state_dir() / "server.log").read_text(errors="replace")[-2000:]
+            raise WarmSparkError(f"the Spark Connect server did not start (log {state_dir() / 'server.log'}):\n{tail}")
+        time.sleep(0.2)
+    _write_info(info)
+    subprocess.Popen([sys.executable, "-m", "harness.checker.warm", "watch", str(proc.pid)],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                     start_new_session=True)
+    return info
+
+
+# ---------------------------------------------------------------- sessions
+
+def _session(info: ServerInfo, timeout_s: float):
+    """A new Connect session on the server that ran a tiny job, or None if it did not in time."""
+    from pyspark.sql import SparkSession
+
+    out: list = []
+
+    def probe() -> None:
+        with contextlib.suppress(Exception):
+            s = SparkSession.builder.remote(info.url).create()
+            if s.version == info.spark_version and s.range(3).count() == 3:
+                out.append(s)
+
+    t = threading.Thread(target=probe, name="spark-connect-probe", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return out[0] if out else None
+
+
+def session():
+    """A Connect session on the warm server: the running one if it is well, else a new one."""
+    with _flock("lock", fcntl.LOCK_EX):
+        info = read_info()
+        s = _session(info, PROBE_S) if info is not None and alive(info) and \
+            info.spark_version == spark_version() else None
+        if s is None:
+            kill(info)
+            info = start()
+            s = _session(info, START_S)
+            if s is None:
+                kill(info)
+                raise WarmSparkError(f"a new Spark Connect server did not answer (log {state_dir() / 'server.log'})")
+        _touch()
+    return s
+
+
+def prestart() -> threading.Thread:
+    """Make sure a server is up, in the background: a run starts it while its cluster boots, so the
+    check that follows finds it warm. Failures are left to the check, which reports them."""
+    def ensure() -> None:
+        with contextlib.suppress(Exception):
+            session().stop()
+
+    t = threading.Thread(target=ensure, name="spark-connect-prestart", daemon=True)
+    t.start()
+    return t
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """While a check runs, the idle watcher leaves the server alone."""
+    _touch()
+    with _flock("in-use", fcntl.LOCK_SH):
+        yield
+    _touch()
+
+
+def stop() -> bool:
+    """Stop the warm server now; whether one was running."""
+    with _flock("lock", fcntl.LOCK_EX):
+        info = read_info()
+        running = info is not None and alive(info)
+        kill(info)
+    return running
+
+
+# ---------------------------------------------------------------- the idle watcher
+
+def watch(pid: int, idle_s: float = IDLE_S, every_s: float = 10.0) -> None:
+    """Stop server ``pid`` once it has been idle ``idle_s`` and no check holds it; exit when it is gone."""
+    while True:
+        time.sleep(every_s)
+        info = read_info()
+        if info is None or info.pid != pid or not alive(info):
+            return
+        if time.time() - last_use() < idle_s:
+            continue
+        with open(state_dir() / "in-use", "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a check is running
+            with _flock("lock", fcntl.LOCK_EX):
+                if (current := read_info()) is not None and current.pid == pid:
+                    kill(current)
+            return
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["watch"]:
+    watch(int(sys.argv[2]))

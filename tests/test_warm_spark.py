@@ -1,0 +1,135 @@
+"""The warm Spark Connect server checks share: the cold path starts it, the warm path reuses it, and a
+server that died, hangs or runs another Spark version is replaced, never waited on; two processes
+checking at once share one server and both get correct verdicts. Counts are the embedded driver's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.checker import check_runs, warm
+from harness.checker.session import EMBEDDED
+from tests.histories import History
+
+pytestmark = pytest.mark.spark
+
+
+def lossy(tmp_path: Path, name: str) -> tuple[Path, dict[str, int]]:
+    """A small history with one lost write and one divergent replica: a check must count both."""
+    h = History().clean(5)
+    h.send("v-lost", 5)
+    h.replica(3, "not-v0-2", 2)
+    return h.write(tmp_path / name), h.reference()
+
+
+def servers() -> list[int]:
+    """Pids of every Spark Connect server on this machine."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if warm.SERVER_CLASS.encode() in cmd and b"SparkSubmit" in cmd:
+                out.append(int(p.name))
+    return out
+
+
+@pytest.fixture
+def no_override(monkeypatch):
+    monkeypatch.delenv("KCHAOS_SPARK_MASTER", raising=False)
+
+
+def running() -> warm.ServerInfo:
+    """The warm server, started if none is up (without a check: a session is opened and released)."""
+    warm.session().stop()
+    info = warm.read_info()
+    assert info is not None and warm.alive(info)
+    return info
+
+
+def test_cold_then_warm_checks_count_what_the_embedded_driver_counts(tmp_path, no_override):
+    warm.stop()
+    d, expected = lossy(tmp_path, "run")
+    (cold,) = check_runs([d], write_verdicts=False)
+    first = warm.read_info()
+    assert first is not None and warm.alive(first), "the first check started a server"
+    (again,) = check_runs([d], write_verdicts=False)
+    assert warm.read_info() == first, "the second check reused it"
+    (embedded,) = check_runs([d], master=EMBEDDED, write_verdicts=False)
+    assert cold.anomalies == again.anomalies == embedded.anomalies == expected
+    assert expected["lost"] == 1 and expected["divergence"] == 1
+    assert cold.examples == embedded.examples
+
+
+def test_a_killed_server_is_replaced(tmp_path, no_override):
+    d, expected = lossy(tmp_path, "run")
+    old = running()
+    os.kill(old.pid, signal.SIGKILL)
+    (v,) = check_runs([d], write_verdicts=False)
+    new = warm.read_info()
+    assert new is not None and new.pid != old.pid and warm.alive(new)
+    assert v.anomalies == expected
+
+
+def test_a_hung_server_is_replaced_within_the_probe_time(tmp_path, no_override, monkeypatch):
+    d, expected = lossy(tmp_path, "run")
+    old = running()
+    monkeypatch.setattr(warm, "PROBE_S", 3.0)
+    os.kill(old.pid, signal.SIGSTOP)
+    try:
+        (v,) = check_runs([d], write_verdicts=False)
+    finally:
+        if warm.alive(old):
+            os.kill(old.pid, signal.SIGCONT)
+    new = warm.read_info()
+    assert new is not None and new.pid != old.pid
+    assert not warm.alive(old), "the frozen server was killed, not left behind"
+    assert v.anomalies == expected
+
+
+def test_a_server_of_another_spark_version_is_replaced(tmp_path, no_override):
+    d, expected = lossy(tmp_path, "run")
+    old = running()
+    state = warm.state_dir() / "server.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "spark_version": "3.0.0"}))
+    (v,) = check_runs([d], write_verdicts=False)
+    new = warm.read_info()
+    assert new is not None and new.pid != old.pid and new.spark_version != "3.0.0"
+    assert not warm.alive(old) and v.anomalies == expected
+
+
+def test_two_processes_checking_at_once_share_one_new_server(tmp_path, no_override):
+    warm.stop()
+    env = {k: v for k, v in os.environ.items() if k != "KCHAOS_SPARK_MASTER"}
+    dirs = {name: lossy(tmp_path, name) for name in ("a", "b")}
+    procs = [subprocess.Popen([sys.executable, "-m", "harness", "check", str(d)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for d, _ in dirs.values()]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], outs  # a lost write breaks acks=all's promise
+    for d, expected in dirs.values():
+        verdict = json.loads((d / "verdict.json").read_text())
+        assert {k: verdict["anomalies"][k] for k in expected} == expected
+    info = warm.read_info()
+    assert info is not None and servers() == [info.pid]
+
+
+def test_an_idle_server_is_stopped_by_its_watcher(no_override):
+    info = running()
+    with warm.held():
+        t0 = time.monotonic()
+        watcher = subprocess.Popen([sys.executable, "-c", f"from harness.checker import warm; warm.watch({info.pid}, "
+                                    "idle_s=0, every_s=0.2)"])
+        time.sleep(1.5)
+        assert warm.alive(info), "a check holds the server: the watcher waits"
+    watcher.wait(timeout=30)
+    assert not warm.alive(info) and warm.read_info() is None
+    assert time.monotonic() - t0 < 30
