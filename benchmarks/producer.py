@@ -26,6 +26,8 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from harness import reaper
 from harness.cluster import ClusterSettings, KafkaCluster
@@ -74,6 +76,16 @@ def perf_test(c: KafkaCluster, topic: str, records: int, record_size: int, extra
     return float(m[-1][1])
 
 
+@contextmanager
+def bench_cluster(kafka_version: str, mode: str) -> Iterator[KafkaCluster]:
+    """A cluster with topics "rec" (kchaos) and "perf" (perf-test): 3 partitions, RF=3, min.insync=2."""
+    with KafkaCluster(ClusterSettings(kafka_version=kafka_version, mode=mode), cluster_images(kafka_version)) as c:
+        for t in ("rec", "perf"):
+            c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
+            c.wait_full_isr(t)
+        yield c
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10)
@@ -84,11 +96,7 @@ def main() -> None:
     a = ap.parse_args()
     ours: list[float] = []
     theirs: list[float] = []
-    settings = ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)
-    with KafkaCluster(settings, cluster_images(a.kafka_version)) as c:
-        for t in ("rec", "perf"):
-            c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
-            c.wait_full_isr(t)
+    with bench_cluster(a.kafka_version, a.mode) as c:
         n, _, size = recording_producer(c, "rec", a.warmup)  # warm-up, discarded
         perf_test(c, "perf", n, size)
         for r in range(a.rounds):

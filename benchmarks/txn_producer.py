@@ -20,11 +20,10 @@ import statistics
 import threading
 import time
 
-from producer import SETTINGS, perf_test  # benchmarks/ is on the path when run as a script
+from producer import SETTINGS, bench_cluster, perf_test  # benchmarks/ is on the path when run as a script
 
-from harness.cluster import ClusterSettings, KafkaCluster
+from harness.cluster import KafkaCluster
 from harness.scenario import ProducerSpec
-from harness.setup import cluster_images
 from harness.transactions import TransactionalProducer
 from harness.workload import now_ms
 
@@ -62,11 +61,7 @@ def main() -> None:
     txn_args = ["--transactional-id", "kchaos-perf", "--transaction-duration-ms", str(a.txn_ms)]
     ours: list[float] = []
     theirs: list[float] = []
-    settings = ClusterSettings(kafka_version=a.kafka_version, mode=a.mode)
-    with KafkaCluster(settings, cluster_images(a.kafka_version)) as c:
-        for t in ("rec", "perf"):
-            c.create_topic(t, 3, 3, {"min.insync.replicas": "2"})
-            c.wait_full_isr(t)
+    with bench_cluster(a.kafka_version, a.mode) as c:
         n, _, size, _ = kchaos_txn(c, "rec", a.seconds, 1000)  # warm-up, discarded
         perf_test(c, "perf", n, size, txn_args)  # warms perf-test's JIT too
         for r in range(a.rounds):
