@@ -3,20 +3,20 @@ they fail with the command that fixes it (never skip), under CI and everywhere e
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 
 import pytest
 
+from harness.checker import session
 from harness.cluster import ClusterSettings, KafkaCluster
 from harness.setup import cluster_images, engine, images
 from harness.workload import ACKS0_LINGER_S
 
 # The checker's own tests check on an embedded driver in this process: they assert what a check
 # leaves cached in its caller's session, which only an embedded session shows. test_warm_spark.py
-# checks the warm server (the default everywhere else) against it.
-os.environ.setdefault("KCHAOS_SPARK_MASTER", "local[*]")
+# checks the warm server against it; `kchaos` processes the tests start check on the warm server.
+session.DEFAULT_MASTER = session.EMBEDDED
 
 DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, private_clients=["solo"])
 

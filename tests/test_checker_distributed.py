@@ -15,7 +15,8 @@ from harness.checker.standalone import standalone_cluster
 from tests.histories import History
 from tests.test_checker import plant
 
-pytestmark = pytest.mark.spark
+# A master, a worker and a driver JVM on two cores take over a minute: the long tier runs it.
+pytestmark = [pytest.mark.spark, pytest.mark.chaos_long]
 
 
 def test_a_standalone_cluster_gives_the_verdicts_local_spark_gives(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker import check_runs, warm
+from harness.checker import check_runs, session, warm
 from harness.checker.session import EMBEDDED
 from tests.histories import History
 
@@ -45,7 +45,9 @@ def servers() -> list[int]:
 
 @pytest.fixture
 def no_override(monkeypatch):
+    """The default engine, as outside the tests: the warm server."""
     monkeypatch.delenv("KCHAOS_SPARK_MASTER", raising=False)
+    monkeypatch.setattr(session, "DEFAULT_MASTER", None)
 
 
 def running() -> warm.ServerInfo:

@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from harness.setup import cds, java
 
 EMBEDDED = "local[*]"
+DEFAULT_MASTER: str | None = None  # None: the warm server; a test process may set it for itself alone
 CONNECT_MARK = "SPARK_CONNECT_MODE_ENABLED"
 
 
@@ -41,7 +42,7 @@ def driver_conf(jvm_options: str = "") -> dict[str, str]:
 def spark_session(master: str | None = None, jvm_options: str = ""):
     """The warm server when ``master`` is None (or KCHAOS_SPARK_MASTER names one), a Connect
     session for ``sc://`` URLs, else a classic driver on that master (``local[*]``: embedded)."""
-    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or None
+    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
     if master is None:
         from harness.checker import warm
 
@@ -65,7 +66,7 @@ def spark_session(master: str | None = None, jvm_options: str = ""):
 def checking(master: str | None = None) -> Iterator:
     """A session for one check. On the warm server the check holds it (its idle watcher waits)
     and its Connect session is released afterwards; an embedded driver stays up for the process."""
-    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or None
+    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
     if master is not None:
         yield spark_session(master)
         return

@@ -162,9 +162,9 @@ def start() -> ServerInfo:
     java.use()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     port = _free_port()
-    log = open(state_dir() / "server.log", "w")  # noqa: SIM115 - the child keeps it
-    proc = subprocess.Popen(_server_command(port), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    with open(state_dir() / "server.log", "w") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(_server_command(port), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     info = ServerInfo(proc.pid, port, spark_version(), time.time())
     deadline = time.monotonic() + START_S
     while not _listening(port):
