@@ -35,9 +35,10 @@ from harness.setup import java
 from harness.setup.java import cache_dir
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-PROBE_S = 20.0  # a server that does not answer a tiny job within this is taken for hung
+PROBE_S = float(os.environ.get("KCHAOS_SPARK_PROBE_S", "20"))  # no answer to a tiny job in this: hung
 START_S = 120.0  # how long a new server may take to listen
 IDLE_S = float(os.environ.get("KCHAOS_SPARK_IDLE_S", "900"))
+PROBE_ERRORS: list[str] = []  # why probes of this process failed, newest last
 
 
 class WarmSparkError(RuntimeError):
@@ -189,10 +190,12 @@ def _session(info: ServerInfo, timeout_s: float):
     out: list = []
 
     def probe() -> None:
-        with contextlib.suppress(Exception):
+        try:
             s = SparkSession.builder.remote(info.url).create()
             if s.version == info.spark_version and s.range(3).count() == 3:
                 out.append(s)
+        except Exception as e:  # the server's fault or ours: said when a new server fails too
+            PROBE_ERRORS.append(f"{type(e).__name__}: {e}")
 
     t = threading.Thread(target=probe, name="spark-connect-probe", daemon=True)
     t.start()
@@ -212,7 +215,9 @@ def session():
             s = _session(info, START_S)
             if s is None:
                 kill(info)
-                raise WarmSparkError(f"a new Spark Connect server did not answer (log {state_dir() / 'server.log'})")
+                why = PROBE_ERRORS[-1] if PROBE_ERRORS else "no answer in time"
+                raise WarmSparkError(f"a new Spark Connect server did not answer ({why[:500]}; log "
+                                     f"{state_dir() / 'server.log'})")
         _touch()
     return s
 
