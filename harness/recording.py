@@ -67,8 +67,7 @@ class Recording:
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
-        self.producers = [self._producer(f"{p.name}{i}" if p.count > 1 else p.name, p, seed)
-                          for p in producers for i in range(p.count)]
+        self.producers = [self._producer(name, p, seed) for p in producers for name in p.instance_names]
         levels = consumers.levels
         self.consumers = [RecordingConsumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""),
                                             consumers, cluster, topic.name, topic.partitions, self._stop_consumers,

@@ -77,6 +77,11 @@ class ProducerSpec(_Model):
     abort_ratio: float = Field(0.0, ge=0, le=1, description="share of transactions aborted (seeded)")
     transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
 
+    @property
+    def instance_names(self) -> list[str]:
+        """The names the run gives this spec's instances: the name alone, or name0, name1, ..."""
+        return [f"{self.name}{i}" for i in range(self.count)] if self.count > 1 else [self.name]
+
     @model_validator(mode="before")
     @classmethod
     def _acks_as_string(cls, data):
@@ -271,14 +276,13 @@ class Scenario(_Model):
     @property
     def client_names(self) -> list[str]:
         """Every producer instance and the copier, as the run names them."""
-        names = [f"{p.name}{i}" if p.count > 1 else p.name for p in self.producers for i in range(p.count)]
+        names = [n for p in self.producers for n in p.instance_names]
         return names + ([self.copier.name] if self.copier is not None else [])
 
     @property
     def transactional_clients(self) -> list[str]:
         """Names of the transactional producer instances and the copier, as the run names them."""
-        names = [f"{p.name}{i}" if p.count > 1 else p.name for p in self.producers if p.transactional
-                 for i in range(p.count)]
+        names = [n for p in self.producers if p.transactional for n in p.instance_names]
         return names + ([self.copier.name] if self.copier is not None else [])
 
     @property

@@ -39,10 +39,15 @@ def driver_conf(jvm_options: str = "") -> dict[str, str]:
     }
 
 
+def chosen_master(master: str | None) -> str | None:
+    """The engine a check asked for, else KCHAOS_SPARK_MASTER, else DEFAULT_MASTER (None: warm)."""
+    return master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
+
+
 def spark_session(master: str | None = None, jvm_options: str = ""):
     """The warm server when ``master`` is None (or KCHAOS_SPARK_MASTER names one), a Connect
     session for ``sc://`` URLs, else a classic driver on that master (``local[*]``: embedded)."""
-    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
+    master = chosen_master(master)
     if master is None:
         from harness.checker import warm
 
@@ -66,7 +71,7 @@ def spark_session(master: str | None = None, jvm_options: str = ""):
 def checking(master: str | None = None) -> Iterator:
     """A session for one check. On the warm server the check holds it (its idle watcher waits)
     and its Connect session is released afterwards; an embedded driver stays up for the process."""
-    master = master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
+    master = chosen_master(master)
     if master is not None:
         yield spark_session(master)
         return
