@@ -8,7 +8,9 @@ its state and log in the cache folder (``server.json``, ``server.log``), and is 
 every use: a server that died, hangs (no answer within PROBE_S) or runs another Spark version is
 killed and replaced, never waited on. One process at a time decides (a file lock), so two checks
 starting together share one new server; each check has a Connect session of its own, so their
-settings and cached frames never mix.
+settings and cached frames never mix. A server is recorded the moment it is spawned, and every
+server carries this cache folder in its command line: one whose starter died before recording it
+(a killed ``kchaos run`` warming it up) is found by that mark and stopped before another starts.
 
 A watcher process (``python -m harness.checker.warm watch``) stops the server once no check has
 used it for KCHAOS_SPARK_IDLE_S seconds (default 900) and none holds it; ``kchaos doctor --fix``
@@ -36,6 +38,7 @@ from harness.setup.java import cache_dir
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PROBE_S = float(os.environ.get("KCHAOS_SPARK_PROBE_S", "20"))  # no answer to a tiny job in this: hung
+STATE_MARK = "spark.kchaos.stateDir"  # in every server's command line: whose server it is
 START_S = 120.0  # how long a new server may take to listen
 IDLE_S = float(os.environ.get("KCHAOS_SPARK_IDLE_S", "900"))
 PROBE_ERRORS: list[str] = []  # why probes of this process failed, newest last
@@ -132,6 +135,28 @@ def kill(info: ServerInfo | None) -> None:
         (state_dir() / "server.json").unlink()
 
 
+def _marked() -> list[int]:
+    """Pids of every server started from this cache folder, recorded or not."""
+    mark = f"{STATE_MARK}={state_dir()}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if SERVER_CLASS.encode() in cmdline and mark in cmdline.split(b"\0"):
+                pids.append(int(proc.name))
+    return pids
+
+
+def _stop_all() -> None:
+    """Stop the recorded server and any server of this cache folder that nobody recorded."""
+    kill(read_info())
+    for pid in _marked():
+        kill(ServerInfo(pid, 0, "", 0.0))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -145,7 +170,7 @@ def _server_command(port: int) -> list[str]:
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     conf = {**driver_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": str(port)}
+            "spark.connect.grpc.binding.port": str(port), STATE_MARK: str(state_dir())}
     args = [str(submit), "--class", SERVER_CLASS, "--name", "kchaos-check", "--master", "local[*]"]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
@@ -159,7 +184,9 @@ def _listening(port: int) -> bool:
 
 
 def start() -> ServerInfo:
-    """Start a server in a session of its own (it outlives this process), and its idle watcher."""
+    """Start a server in a session of its own (it outlives this process), and its idle watcher.
+    Called under the lock; every other server of this cache folder is stopped first."""
+    _stop_all()
     java.use()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     port = _free_port()
@@ -167,6 +194,11 @@ def start() -> ServerInfo:
         proc = subprocess.Popen(_server_command(port), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     info = ServerInfo(proc.pid, port, spark_version(), time.time())
+    _write_info(info)  # recorded before it listens: if this process dies now, the next check stops it
+    _touch()  # a new server is not idle, whatever the last one was
+    subprocess.Popen([sys.executable, "-m", "harness.checker.warm", "watch", str(proc.pid)],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                     start_new_session=True)
     deadline = time.monotonic() + START_S
     while not _listening(port):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -174,33 +206,43 @@ def start() -> ServerInfo:
             tail = (state_dir() / "server.log").read_text(errors="replace")[-2000:]
             raise WarmSparkError(f"the Spark Connect server did not start (log {state_dir() / 'server.log'}):\n{tail}")
         time.sleep(0.2)
-    _write_info(info)
-    subprocess.Popen([sys.executable, "-m", "harness.checker.warm", "watch", str(proc.pid)],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                     start_new_session=True)
     return info
 
 
 # ---------------------------------------------------------------- sessions
 
 def _session(info: ServerInfo, timeout_s: float):
-    """A new Connect session on the server that ran a tiny job, or None if it did not in time."""
+    """A new Connect session on the server that ran a tiny job, or None if it did not in time.
+
+    A session that failed its probe has its client closed: an open client's exit hook sends the
+    server a clean-up request and retries it for minutes, which would keep a check whose old server
+    hung from exiting long after its verdict is written."""
     from pyspark.sql import SparkSession
 
-    out: list = []
+    made: list = []
+    answered, abandoned = threading.Event(), threading.Event()
 
     def probe() -> None:
         try:
-            s = SparkSession.builder.remote(info.url).create()
-            if s.version == info.spark_version and s.range(3).count() == 3:
-                out.append(s)
+            made.append(SparkSession.builder.remote(info.url).create())
+            if abandoned.is_set():  # created after the caller gave up on it
+                made[0].client.close()
+                return
+            if made[0].version == info.spark_version and made[0].range(3).count() == 3:
+                answered.set()
         except Exception as e:  # the server's fault or ours: said when a new server fails too
             PROBE_ERRORS.append(f"{type(e).__name__}: {e}")
 
     t = threading.Thread(target=probe, name="spark-connect-probe", daemon=True)
     t.start()
     t.join(timeout_s)
-    return out[0] if out else None
+    if answered.is_set():
+        return made[0]
+    abandoned.set()
+    for failed in made:
+        with contextlib.suppress(Exception):
+            failed.client.close()
+    return None
 
 
 def session():
@@ -210,7 +252,6 @@ def session():
         s = _session(info, PROBE_S) if info is not None and alive(info) and \
             info.spark_version == spark_version() else None
         if s is None:
-            kill(info)
             info = start()
             s = _session(info, START_S)
             if s is None:
@@ -247,8 +288,8 @@ def stop() -> bool:
     """Stop the warm server now; whether one was running."""
     with _flock("lock", fcntl.LOCK_EX):
         info = read_info()
-        running = info is not None and alive(info)
-        kill(info)
+        running = (info is not None and alive(info)) or bool(_marked())
+        _stop_all()
     return running
 
 
