@@ -24,7 +24,9 @@ BANDWIDTH_TOXIC = "kchaos-bandwidth"
 HOLD_TOXIC = "kchaos-hold"
 
 TARGET_HELP = ("leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME | "
-               "txn_coordinator | txn_coordinator:CLIENT | client:CLIENT")
+               "txn_coordinator | txn_coordinator:CLIENT | group_coordinator | group_coordinator:GROUP | "
+               "client:CLIENT")
+COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator")
 PARTITION_ROLES = ("leader", "follower", "followers")
 
 
@@ -33,22 +35,22 @@ class Target:
     """Where a fault is aimed: a role resolved when it fires (leader, follower K of the partition,
     every follower, the controller), a broker chosen at plan time (random), a broker, or a rack."""
 
-    role: str  # leader | follower | followers | controller | random | broker | rack | txn_coordinator | client
+    role: str  # leader | follower | followers | controller | random | broker | rack | *_coordinator | client
     number: int = 0  # follower K (1 = the first) or broker N
     rack: str = ""
-    client: str = ""  # txn_coordinator's transactional client ("" = the first), client's name
+    client: str = ""  # txn_coordinator's client or group_coordinator's group ("" = the first); client's name
 
     @classmethod
     def parse(cls, text: str) -> Target:
         """The target a scenario spells, or ValueError naming what is allowed."""
         head, _, tail = text.partition(":")
-        if not tail and head in ("leader", "follower", "followers", "controller", "random", "txn_coordinator"):
+        if not tail and head in ("leader", "follower", "followers", "controller", "random", *COORDINATOR_ROLES):
             return cls(head, 1 if head == "follower" else 0)
         if head in ("follower", "broker") and tail.isdigit() and int(tail) >= 1:
             return cls(head, int(tail))
         if head == "rack" and tail:
             return cls("rack", rack=tail)
-        if head in ("txn_coordinator", "client") and tail:
+        if head in (*COORDINATOR_ROLES, "client") and tail:
             return cls(head, client=tail)
         raise ValueError(f"target {text!r} is not a target (allowed: {TARGET_HELP})")
 
@@ -77,6 +79,7 @@ class Applied:
     start_ms: int = 0
     detail: dict = field(default_factory=dict)
     tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
+    member: object | None = None  # the group member a member fault acts on (groups.Member)
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
@@ -193,6 +196,23 @@ def _kill_client(client: object) -> None:
     client.kill()  # type: ignore[attr-defined]
 
 
+def _members_only(client: object) -> None:
+    raise ValueError("client_restart acts on group members only")
+
+
+def _member_action(name: str) -> ClientAction:
+    return lambda member: getattr(member, name)()
+
+
+# Faults on a group member act on its process (groups.Member): (apply, heal). client_pause freezes it
+# (no polls, no heartbeats) and client_kill ends it without a leave; each comes back at the heal.
+MEMBER_ACTIONS: dict[str, tuple[ClientAction, ClientAction]] = {
+    "client_kill": (_member_action("kill"), _member_action("start")),
+    "client_pause": (_member_action("pause"), _member_action("resume")),
+    "client_restart": (_member_action("stop"), _member_action("start")),
+}
+MEMBER_FAULTS = frozenset(MEMBER_ACTIONS)
+
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start),
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
@@ -216,11 +236,15 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               toxic=LATENCY_TOXIC),
     FaultKind("bandwidth", "rate_kbps on every link of the broker", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
     FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
-              "a new instance with the same transactional.id takes over at once and fences it", "#393b79",
+              "a new instance with the same transactional.id takes over at once and fences it. A group member's "
+              "process is killed without leaving the group; a new one joins at the heal", "#393b79",
               _no_broker, on_client=_kill_client),
     FaultKind("client_pause", "a client's own links held both ways (target client:NAME): nothing it sends arrives, "
-              "nothing sent to it arrives, and all of it flows at the heal, as for a frozen client process",
+              "nothing sent to it arrives, and all of it flows at the heal, as for a frozen client process. A "
+              "group member's process is frozen itself (no polls, no heartbeats) and resumes at the heal",
               "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True),
+    FaultKind("client_restart", "a group member leaves cleanly (its last commit included) and a new one joins "
+              "at the heal (target client:MEMBER)", "#8c6d31", _no_broker, on_client=_members_only),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
               _slow(_own_links), toxic=LATENCY_TOXIC, client_links=True),
     FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",

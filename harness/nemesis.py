@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
-from harness.faults import FAULTS, Applied
+from harness.faults import FAULTS, MEMBER_ACTIONS, Applied
 from harness.schedule import PlannedFault
 from harness.workload import now_ms
 
@@ -57,12 +57,15 @@ def txn_state_partition(transactional_id: str, partitions: int) -> int:
 
 class Nemesis:
     def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog,
-                 clients: Callable[[str], object] | None = None, first_client: str = ""):
+                 clients: Callable[[str], object] | None = None, first_client: str = "",
+                 members: Callable[[str], object | None] | None = None, first_group: str = ""):
         self.c = cluster
         self.topic = topic
         self.events = events
         self.clients = clients  # a client by name (Recording.client), for faults on the client itself
         self.first_client = first_client  # what "txn_coordinator" alone means
+        self.members = members  # a group member by name, or None (Recording.member)
+        self.first_group = first_group  # what "group_coordinator" alone means
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
@@ -77,7 +80,9 @@ class Nemesis:
         if t.role == "rack":
             return [b for b in self.c.settings.broker_ids if self.c.settings.rack_of(b) == t.rack]
         if t.role == "txn_coordinator":
-            return [self.txn_coordinator(t.client or self.first_client)]
+            return [self.coordinator("__transaction_state", f"kchaos-{t.client or self.first_client}")]
+        if t.role == "group_coordinator":
+            return [self.coordinator("__consumer_offsets", t.client or self.first_group)]
         if t.role == "client":  # its own links to every broker, or no broker at all (client_kill)
             return self.c.settings.broker_ids if FAULTS[f.kind].client_links else []
         st = self.c.describe(self.topic, timeout_s=5)
@@ -99,16 +104,16 @@ class Nemesis:
             raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {t.number}")
         return [followers[t.number - 1]]
 
-    def txn_coordinator(self, client: str) -> int:
-        """The leader of the __transaction_state partition the client's transactional.id maps to, now."""
-        tid = f"kchaos-{client}"
-        st = self.c.describe("__transaction_state", timeout_s=5)
-        parts = sorted(p.partition for p in st.partitions if p.topic == "__transaction_state")
+    def coordinator(self, internal_topic: str, key: str) -> int:
+        """The coordinator of a transactional id or a group now: the leader of the partition of
+        ``internal_topic`` (__transaction_state, __consumer_offsets) that ``key`` maps to."""
+        st = self.c.describe(internal_topic, timeout_s=5)
+        parts = sorted(p.partition for p in st.partitions if p.topic == internal_topic)
         if not parts:
-            raise ValueError("__transaction_state does not exist yet (no transaction has begun)")
-        p = st.partition("__transaction_state", txn_state_partition(tid, len(parts)))
+            raise ValueError(f"{internal_topic} does not exist yet (no transaction or group has begun)")
+        p = st.partition(internal_topic, txn_state_partition(key, len(parts)))
         if p.leader < 0:
-            raise ValueError(f"__transaction_state partition {p.partition} (of {tid}) has no leader")
+            raise ValueError(f"{internal_topic} partition {p.partition} (of {key}) has no leader")
         return p.leader
 
     # ------------------------------------------------------------ apply / heal
@@ -121,6 +126,15 @@ class Nemesis:
         kind = FAULTS[f.kind]
         if f.target.role == "txn_coordinator":
             a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
+        if f.target.role == "group_coordinator":
+            a.detail["group"] = f.target.client or self.first_group
+        member = self.members(f.target.client) if self.members is not None and f.target.role == "client" else None
+        if member is not None and f.kind in MEMBER_ACTIONS:  # on the member's process, not its links
+            a.brokers, a.member = [], member
+            MEMBER_ACTIONS[f.kind][0](member)
+            self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": [],
+                               "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+            return a
         try:
             if kind.on_client is not None:
                 if self.clients is None or f.target.role != "client":
@@ -142,7 +156,9 @@ class Nemesis:
     def heal(self, a: Applied) -> None:
         f = a.fault
         kind = FAULTS[f.kind]
-        if kind.heal is not None:
+        if a.member is not None:
+            MEMBER_ACTIONS[f.kind][1](a.member)
+        elif kind.heal is not None:
             for b in a.brokers:
                 kind.heal(self.c, a, b)
         if a.links:

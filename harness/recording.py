@@ -20,9 +20,10 @@ import pyarrow as pa
 
 from harness import history
 from harness.cluster import KafkaCluster
+from harness.groups import Group, Member, final_offsets
 from harness.nemesis import EventLog, StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
-from harness.scenario import ConsumerSpec, CopierSpec, ProducerSpec, TopicSpec
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, TopicSpec
 from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
@@ -61,10 +62,12 @@ class Recorded:
 
 
 class Recording:
-    """Producers (transactional ones too), consumers at each isolation level, an optional copier."""
+    """Producers (transactional ones too), consumers at each isolation level, an optional copier,
+    consumer groups."""
 
     def __init__(self, cluster: KafkaCluster, topic: TopicSpec, producers: list[ProducerSpec], consumers: ConsumerSpec,
-                 events: EventLog, copier: CopierSpec | None = None, seed: int = 1):
+                 events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
+                 groups: list[GroupSpec] | None = None, work: Path | None = None):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
         self.producers = [self._producer(name, p, seed) for p in producers for name in p.instance_names]
@@ -77,6 +80,7 @@ class Recording:
         self.copier: Copier | None = None
         if copier is not None:
             self.copier = Copier(copier, cluster, topic.name, self.output_topic, topic.partitions, self._stop_consumers)
+        self.groups = [Group(g, cluster, topic.name, (work or Path(".")) / "members" / g.name) for g in groups or []]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
@@ -101,7 +105,7 @@ class Recording:
     def v2(self) -> bool:
         """Whether the history needs the v2 contract (transactions, a copier, read_committed readers)."""
         return (self.copier is not None or any(isinstance(p, TransactionalProducer) for p in self.producers)
-                or "read_committed" in self.consumer_spec.levels)
+                or "read_committed" in self.consumer_spec.levels or bool(self.groups))
 
     def create_topics(self) -> None:
         """The scenario's topic and the copier's output topic (same settings), each with a full ISR."""
@@ -118,6 +122,8 @@ class Recording:
             t.start()
         if self.copier is not None:
             self.copier.start()
+        for g in self.groups:
+            g.start()
         t0 = time.monotonic()
         self.start_ms = now_ms()
         self.events.write({"type": "workload_start", "ts_ms": self.start_ms})
@@ -145,6 +151,8 @@ class Recording:
                 self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"ISR of {name} not full after "
                                    f"healing: {e}"})
         time.sleep(SETTLE_S)
+        for g in self.groups:
+            g.stop()
         self._stop_consumers.set()
         threads = [*self.consumers, *([self.copier] if self.copier is not None else [])]
         for t in threads:
@@ -154,11 +162,17 @@ class Recording:
         for t in [*self.producers, *threads]:
             if t.failure is not None:
                 raise RecordingError(f"{t.name} failed: {t.failure!r}")
+        for g in self.groups:
+            if (why := g.failure()) is not None:
+                raise RecordingError(f"group {g.spec.name}: {why}")
 
     def abort(self) -> None:
         """Stop every thread without reading anything back (a run that failed or a test that ended)."""
         for ev in (self._stop_producers, self._stop_consumers, self.sampler.stop_event):
             ev.set()
+        for g in self.groups:
+            for m in g.members:
+                m.kill()
 
     def read_back(self, d: Path) -> Recorded:
         """The final read, the replica logs and checkpoints, and every container's log, written to ``d``
@@ -167,6 +181,12 @@ class Recording:
         with self.phases.timed("final_read"):
             final = [r for name in self.topics for r in final_read(c, name, topic.partitions)]
             offsets = (self.copier.offsets + self.copier.final_offsets()) if self.copier is not None else []
+            grouped = [g.history() for g in self.groups]
+            offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
+                        for r in [*live, *final_offsets(c, g.spec.name, topic.name)]]
+            for _, _, events in grouped:
+                for e in events:
+                    self.events.write(e)
         with self.phases.timed("replica_logs"):
             replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
             checkpoints = read_checkpoints(c, topic.name)
@@ -176,6 +196,7 @@ class Recording:
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
         produced = self._produced()
         live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
+        live += [r for consumed, _, _ in grouped for r in consumed]
         v2 = self.v2
         history.write_table(d / history.PRODUCED, produced, history.PRODUCED_V2_SCHEMA if v2 else
                             history.PRODUCED_SCHEMA)
@@ -185,7 +206,7 @@ class Recording:
         txns = [row for t in self._txn_clients() for row in t.log.txns]
         if txns:
             history.write_table(d / history.TXNS, txns, history.TXNS_SCHEMA)
-        if self.copier is not None:
+        if self.copier is not None or self.groups:
             history.write_table(d / history.OFFSETS, offsets, history.OFFSETS_SCHEMA)
         history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
@@ -215,6 +236,10 @@ class Recording:
                 return t
         raise ValueError(f"no transactional producer or copier named {name!r}")
 
+    def member(self, name: str) -> Member | None:
+        """A group member by name, for faults on its process; None if no group has it."""
+        return next((m for g in self.groups for m in g.members if m.name == name), None)
+
     def run_info(self) -> dict:
         """run.json's keys that describe the workload: topics, producers, consumers, its span."""
         t = self.topic
@@ -229,6 +254,8 @@ class Recording:
         }
         if self.v2:
             info["contract"] = "v2"
+        if self.groups:
+            info["groups"] = [{**g.spec.settings(), "topics": [t.name]} for g in self.groups]
         if self.copier_spec is not None:
             c = self.copier_spec
             info["producers"].append({"name": c.name, "topic": self.output_topic, "acks": "all", "idempotence": True,

@@ -107,11 +107,12 @@ def _record(s: Scenario, plan: list, c: KafkaCluster, events: EventLog, d: Path,
             log: Callable[[str], None]) -> tuple[Recording, Recorded]:
     """The workload under the fault schedule, then healing and reading back into ``d``."""
     topic = s.topic
-    rec = Recording(c, topic, s.producers, s.consumers, events, s.copier, s.seed)
+    rec = Recording(c, topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=d)
     with rec.phases.timed("topic_ready"):
         rec.create_topics()
     nemesis = Nemesis(c, topic.name, events, rec.client, first_client=s.transactional_clients[0]
-                      if s.transactional_clients else "")
+                      if s.transactional_clients else "", members=rec.member,
+                      first_group=s.groups[0].name if s.groups else "")
     try:
         with rec.phases.timed("workload"):
             t0 = rec.start()

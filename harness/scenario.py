@@ -14,7 +14,15 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
 from harness.cluster.settings import ClusterSettings
-from harness.faults import CLIENT_FAULTS, CLIENT_LINK_FAULTS, FAULT_KINDS, TARGET_HELP, Target, check_kind
+from harness.faults import (
+    CLIENT_FAULTS,
+    CLIENT_LINK_FAULTS,
+    FAULT_KINDS,
+    MEMBER_FAULTS,
+    TARGET_HELP,
+    Target,
+    check_kind,
+)
 from harness.versions import KAFKA_VERSIONS
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
@@ -128,6 +136,42 @@ class CopierSpec(_Model):
     transaction_timeout_ms: int = Field(10000, ge=1000)
 
 
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
+MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
+
+
+class GroupSpec(_Model):
+    """A consumer group: ``members`` processes subscribed to the scenario's topic, each recording every
+    record it returns (with its generation) and every commit the coordinator acknowledged."""
+
+    name: str = "g"
+    members: int = Field(3, ge=1, le=MAX_MEMBERS)
+    protocol: Literal["classic", "consumer"] = Field("classic", description="classic, or consumer (KIP-848, "
+                                                     "Kafka 4.0+)")
+    assignor: Literal["range", "roundrobin", "cooperative-sticky"] = Field(
+        "range", description="classic only: partition.assignment.strategy")
+    isolation_level: Isolation = "read_uncommitted"
+    commit: Literal["auto", "sync", "async"] = Field("sync", description="auto-commit, or a commit after "
+                                                     "processing, synchronous or asynchronous")
+    auto_commit_interval_ms: int = Field(1000, ge=100, description="auto only: auto.commit.interval.ms")
+    commit_every_records: int = Field(50, ge=1, description="sync/async: commit after this many records")
+    commit_every_ms: int = Field(500, ge=10, description="sync/async: or after this long, whichever first")
+    session_timeout_ms: int = Field(6000, ge=1000, description="session timeout (classic: the member's; "
+                                    "consumer: the broker's group.consumer.session.timeout.ms)")
+    max_poll_interval_ms: int = Field(8000, ge=1000)
+
+    @property
+    def member_names(self) -> list[str]:
+        """The names faults and the history give the members: NAME-1 .. NAME-N."""
+        return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
+
+    def settings(self) -> dict:
+        """What run.json says of the group, for the promises: protocol, assignor, commit mode."""
+        return {"name": self.name, "members": self.members, "protocol": self.protocol,
+                "assignor": self.assignor if self.protocol == "classic" else "server",
+                "isolation": self.isolation_level, "commit": self.commit}
+
+
 class FaultSpec(_Model):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
@@ -188,6 +232,7 @@ class Scenario(_Model):
     producers: list[ProducerSpec] = Field(default_factory=lambda: [ProducerSpec()])
     consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
     copier: CopierSpec | None = None
+    groups: list[GroupSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
@@ -232,6 +277,7 @@ class Scenario(_Model):
         if len(set(names)) != len(names):
             raise ValueError(f"producers: names must differ (got {names})")
         self._check_copier(names)
+        self._check_groups()
         try:
             self.cluster_settings()  # validates the cluster table too
         except ValidationError as e:
@@ -242,42 +288,77 @@ class Scenario(_Model):
         return self
 
     def _check_client_target(self, i: int, f: FaultSpec) -> None:
-        """txn_coordinator names a transactional client of this scenario; client faults take a client
-        target and nothing else: client_kill a transactional client, the link faults any producer
-        instance or the copier."""
-        where, txn = f"faults.{i}.target", self.transactional_clients
-        clients = self.client_names if f.kind in CLIENT_LINK_FAULTS else txn
-        allowed = ", ".join(clients) or "none: make a producer transactional or add a copier"
-        if f.target.role == "txn_coordinator" or (f.target.role == "client" and f.kind not in CLIENT_LINK_FAULTS):
-            if not txn:
-                raise ValueError(f"{where}: {f.target} needs a transactional producer or a copier (allowed clients: "
-                                 f"{allowed})")
-            if f.target.client and f.target.client not in txn:
-                raise ValueError(f"{where}: {f.target.client!r} is not a transactional client (allowed: {allowed})")
-        if (f.kind in CLIENT_FAULTS) != (f.target.role == "client"):
+        """Coordinator targets name a client or group of this scenario; client faults take a client
+        target and nothing else, and only clients they can act on (``_client_refuses``)."""
+        where, t = f"faults.{i}.target", f.target
+        if t.role == "group_coordinator":
+            groups = [g.name for g in self.groups]
+            if not groups or (t.client and t.client not in groups):
+                raise ValueError(f"{where}: {t} needs a group of this scenario (allowed groups: "
+                                 f"{', '.join(groups) or 'none: add a [[groups]] table'})")
+        if (f.kind in CLIENT_FAULTS) != (t.role == "client"):
             raise ValueError(f"{where}: {f.kind} takes a client:NAME target and client:NAME only client faults "
-                             f"({', '.join(sorted(CLIENT_FAULTS))}) (allowed clients: {allowed})")
-        if f.kind in CLIENT_LINK_FAULTS and f.target.client not in clients:
-            raise ValueError(f"{where}: {f.target.client!r} is not a client of this scenario (allowed: {allowed})")
+                             f"({', '.join(sorted(CLIENT_FAULTS))}) (allowed clients: "
+                             f"{', '.join(self.client_names) or 'none'})")
+        txn = self.transactional_clients
+        if t.role == "txn_coordinator" and (not txn or (t.client and t.client not in txn)):
+            raise ValueError(f"{where}: {t} needs a transactional client of this scenario (allowed: "
+                             f"{', '.join(txn) or 'none: make a producer transactional or add a copier'})")
+        if t.role == "client" and (why := self._client_refuses(t.client, f.kind)):
+            raise ValueError(f"{where}: {why}")
+
+    def _client_refuses(self, name: str, kind: str) -> str | None:
+        """Why client ``name`` cannot take a ``kind`` fault, or None. Link faults act on any client's
+        own links; client_kill and client_pause on a group member act on its process, and
+        client_restart only there; client_kill otherwise needs a transactional client (a new
+        instance fences the old one)."""
+        if name not in self.client_names:
+            return f"{name!r} is not a client of this scenario (allowed: {', '.join(self.client_names)})"
+        if name in self.member_names and kind in MEMBER_FAULTS | CLIENT_LINK_FAULTS:
+            return None
+        if kind == "client_restart":
+            return (f"client_restart acts on group members only, not {name!r} (allowed: "
+                    f"{', '.join(self.member_names) or 'none: add a [[groups]] table'})")
+        if kind not in CLIENT_LINK_FAULTS and name not in self.transactional_clients:
+            return (f"{kind} needs a transactional client or a group member, not {name!r} (allowed: "
+                    f"{', '.join(self.transactional_clients + self.member_names) or 'none'})")
+        return None
 
     def _check_generator_clients(self) -> None:
         g = self.generator
         if g is None:
             return
         for t in g.targets:
-            if t.role == "client" and t.client not in self.client_names:
-                raise ValueError(f"generator.targets: {t.client!r} is not a client of this scenario (allowed: "
-                                 f"{', '.join(self.client_names)})")
-            if t.role == "client" and set(g.kinds) & (CLIENT_FAULTS - CLIENT_LINK_FAULTS) and \
-                    t.client not in self.transactional_clients:
-                raise ValueError(f"generator.targets: {t} is not a transactional client, and client_kill needs one "
-                                 f"(allowed: {', '.join(self.transactional_clients) or 'none'})")
+            for kind in [k for k in g.kinds if k in CLIENT_FAULTS] if t.role == "client" else []:
+                if why := self._client_refuses(t.client, kind):
+                    raise ValueError(f"generator.targets: {why}")
+
+    def _check_groups(self) -> None:
+        """Group names differ from each other and the copier's; the consumer protocol needs Kafka 4;
+        every member is a process, so their number is bounded."""
+        names = [g.name for g in self.groups] + ([self.copier.group] if self.copier is not None else [])
+        if len(set(names)) != len(names):
+            raise ValueError(f"groups: names must differ from each other and from copier.group (got {names})")
+        for i, g in enumerate(self.groups):
+            if g.protocol == "consumer" and int(self.kafka_version.split(".")[0]) < 4:
+                raise ValueError(f"groups.{i}.protocol: 'consumer' (KIP-848) needs Kafka 4.0 or later, not "
+                                 f"{self.kafka_version} (allowed here: classic)")
+        total = sum(g.members for g in self.groups)
+        if total > MAX_MEMBERS:
+            raise ValueError(f"groups: {total} members in all (allowed: at most {MAX_MEMBERS})")
+        clash = set(self.member_names) & set(n for p in self.producers for n in p.instance_names)
+        if clash:
+            raise ValueError(f"groups: member names {sorted(clash)} are producer names too (names must differ)")
 
     @property
     def client_names(self) -> list[str]:
-        """Every producer instance and the copier, as the run names them."""
+        """Every producer instance, the copier and every group member, as the run names them."""
         names = [n for p in self.producers for n in p.instance_names]
-        return names + ([self.copier.name] if self.copier is not None else [])
+        return names + ([self.copier.name] if self.copier is not None else []) + self.member_names
+
+    @property
+    def member_names(self) -> list[str]:
+        return [n for g in self.groups for n in g.member_names]
 
     @property
     def transactional_clients(self) -> list[str]:
@@ -288,10 +369,15 @@ class Scenario(_Model):
     @property
     def private_clients(self) -> list[str]:
         """Clients a link fault aims at: each gets links of its own (a listener and proxies)."""
-        aimed = [f.target.client for f in self.faults if f.kind in CLIENT_LINK_FAULTS]
-        if self.generator is not None and set(self.generator.kinds) & CLIENT_LINK_FAULTS:
-            aimed += [t.client for t in self.generator.targets if t.role == "client"]
+        aimed = [f.target.client for f in self.faults if self._on_links(f.kind, f.target.client)]
+        if self.generator is not None:
+            aimed += [t.client for t in self.generator.targets for k in self.generator.kinds
+                      if t.role == "client" and self._on_links(k, t.client)]
         return list(dict.fromkeys([*self.cluster.get("private_clients", []), *aimed]))
+
+    def _on_links(self, kind: str, client: str) -> bool:
+        """Whether a ``kind`` fault on ``client`` acts on its own links (a member's pause is its process's)."""
+        return kind in CLIENT_LINK_FAULTS and not (kind in MEMBER_FAULTS and client in self.member_names)
 
     def _check_copier(self, producer_names: list[str]) -> None:
         c = self.copier
@@ -316,10 +402,21 @@ class Scenario(_Model):
     def transactional(self) -> bool:
         return self.copier is not None or any(p.transactional for p in self.producers)
 
+    def group_broker_config(self) -> dict[str, str]:
+        """KIP-848 groups keep their session on the broker: its timeout and heartbeat interval follow
+        the groups' session_timeout_ms (the defaults, 45 s and 5 s, outlast a short run)."""
+        sessions = [g.session_timeout_ms for g in self.groups if g.protocol == "consumer"]
+        if not sessions:
+            return {}
+        beat = str(max(500, min(sessions) // 6))
+        return {"group.consumer.session.timeout.ms": str(min(sessions)),
+                "group.consumer.min.session.timeout.ms": str(min(sessions)),
+                "group.consumer.heartbeat.interval.ms": beat, "group.consumer.min.heartbeat.interval.ms": beat}
+
     def cluster_settings(self) -> ClusterSettings:
         extra = {**self.cluster, "private_clients": self.private_clients}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
-                               racks=self.racks, broker_config=self.broker_config,
+                               racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},
                                eligible_leader_replicas=self.eligible_leader_replicas, **extra)
 
 

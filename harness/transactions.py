@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.cluster import KafkaCluster
+from harness.groups import committed_offsets, final_offsets
 from harness.scenario import CopierSpec, ProducerSpec
 from harness.workload import RecordingProducer, classify, now_ms
 
@@ -227,23 +228,6 @@ def _spread(n: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
-
-
-def committed_offsets(consumer: Consumer, parts: list[TopicPartition], timeout_s: float = 60) -> list[TopicPartition]:
-    """The group's committed offsets, asked again while its coordinator moves (a broker fault does
-    that) until ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return consumer.committed(parts, timeout=10)
-        except KafkaException as e:
-            if e.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 class Copier(threading.Thread):
     """Consume-transform-produce with exactly-once semantics: reads ``input_topic`` (read_committed,
     group ``spec.group``), writes one copy of each record to ``output_topic`` (the same partition
@@ -352,12 +336,4 @@ class Copier(threading.Thread):
 
     def final_offsets(self) -> list[dict]:
         """The group's committed offsets read after healing (phase "final")."""
-        c = Consumer(self.cluster.client_config(**{"group.id": self.spec.group, "enable.auto.commit": False}),
-                     logger=LOG)
-        try:
-            md = c.list_topics(self.input, timeout=10).topics[self.input]
-            parts = [TopicPartition(self.input, p) for p in sorted(md.partitions)]
-            return [{"group": self.spec.group, "topic": tp.topic, "partition": tp.partition, "offset": tp.offset,
-                     "ts_ms": now_ms(), "phase": "final"} for tp in committed_offsets(c, parts) if tp.offset >= 0]
-        finally:
-            c.close()
+        return final_offsets(self.cluster, self.spec.group, self.input)

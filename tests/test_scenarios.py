@@ -135,9 +135,11 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
         ('[copier]\ninput_topic = "elsewhere"\n', [],
          r"copier\.input_topic: 'elsewhere' is not a topic of this scenario \(allowed: chaos\)"),
         ('[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "txn_coordinator"\n', [],
-         r"faults\.0\.target: txn_coordinator needs a transactional producer or a copier"),
+         r"faults\.0\.target: txn_coordinator needs a transactional client of this scenario \(allowed: none: make a "
+         r"producer transactional or add a copier\)"),
         ('[copier]\n[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "txn_coordinator:nobody"\n', [],
-         r"faults\.0\.target: 'nobody' is not a transactional client \(allowed: copier\)"),
+         r"faults\.0\.target: txn_coordinator:nobody needs a transactional client of this scenario \(allowed: "
+         r"copier\)"),
         ('[copier]\n[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "leader"\n', [],
          r"faults\.0\.target: client_kill takes a client:NAME target"),
         ('[copier]\n[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:copier"\n', [], None),
@@ -147,7 +149,8 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
         ('[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "leader"\n', [],
          r"faults\.0\.target: client_pause takes a client:NAME target"),
         ('[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:p"\n', [],
-         r"faults\.0\.target: client:p needs a transactional producer or a copier"),
+         r"faults\.0\.target: client_kill needs a transactional client or a group member, not 'p' \(allowed: "
+         r"none\)"),
         ('[generator]\nkinds = ["client_cut"]\ntargets = ["leader"]\n', [],
          r"generator: kinds: client_cut needs a client:NAME target in targets"),
         ('[generator]\nkinds = ["client_cut", "kill"]\ntargets = ["leader", "client:q"]\n', [],
@@ -181,3 +184,56 @@ def test_txn_state_partition_is_kafkas():
     from harness.nemesis import txn_state_partition
 
     assert txn_state_partition("kchaos-t", 3) == 0 and txn_state_partition("kchaos-copier", 3) == 2
+
+
+GROUP = '[[groups]]\nname = "g"\nmembers = 2\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "overrides", "message"),
+    [
+        (GROUP, ["kafka_version=4.1.2", "mode=kraft", "groups.0.protocol=consumer"], None),
+        (GROUP, ["groups.0.protocol=consumer"],
+         r"groups\.0\.protocol: 'consumer' \(KIP-848\) needs Kafka 4\.0 or later, not 3\.9\.1 \(allowed here: "
+         r"classic\)"),
+        (GROUP + '[[groups]]\nname = "h"\nmembers = 5\n', [], r"groups: 7 members in all \(allowed: at most 6\)"),
+        (GROUP, ["groups.0.members=7"], r"groups\.0\.members: .*6"),
+        (GROUP, ["groups.0.commit=sometimes"], r"groups\.0\.commit: .*'auto', 'sync' or 'async'"),
+        ('[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "group_coordinator"\n', [],
+         r"faults\.0\.target: group_coordinator needs a group of this scenario \(allowed groups: none: add a "
+         r"\[\[groups\]\] table\)"),
+        (GROUP + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "group_coordinator:h"\n', [],
+         r"faults\.0\.target: group_coordinator:h needs a group of this scenario \(allowed groups: g\)"),
+        (GROUP + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "group_coordinator:g"\n', [], None),
+        (GROUP + '[[faults]]\nat_s = 1\nkind = "client_restart"\ntarget = "client:p"\n', [],
+         r"faults\.0\.target: client_restart acts on group members only, not 'p' \(allowed: g-1, g-2\)"),
+        (GROUP + '[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:g-3"\n', [],
+         r"faults\.0\.target: 'g-3' is not a client of this scenario \(allowed: p, g-1, g-2\)"),
+        (GROUP + '[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "client:g-2"\n', [], None),
+        (GROUP + '[generator]\nkinds = ["client_restart"]\ntargets = ["client:p"]\n', [],
+         r"generator\.targets: client_restart acts on group members only"),
+        (GROUP + '[copier]\ngroup = "g"\n', [], r"groups: names must differ"),
+    ],
+)
+def test_group_keys_are_validated_before_anything_starts(tmp_path, extra, overrides, message):
+    p = write(tmp_path, GOOD + extra)
+    if message is None:
+        s = load(p, overrides)
+        assert s.groups and s.groups[0].member_names == ["g-1", "g-2"]
+        return
+    with pytest.raises(ScenarioError, match=message):
+        load(p, overrides)
+
+
+def test_a_members_pause_is_its_process_not_its_links(tmp_path):
+    """client_pause on a member freezes its process, so it needs no links of its own; client_cut does."""
+    s = load(write(tmp_path, GOOD + GROUP + '[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "client:g-1"\n'
+                   '[[faults]]\nat_s = 2\nkind = "client_cut"\ntarget = "client:g-2"\n'))
+    assert s.private_clients == ["g-2"]
+
+
+def test_consumer_protocol_groups_get_a_short_broker_session(tmp_path):
+    s = load(write(tmp_path, GOOD + GROUP), ["kafka_version=4.1.2", "mode=kraft", "groups.0.protocol=consumer",
+                                             "groups.0.session_timeout_ms=6000"])
+    cfg = s.cluster_settings().broker_config
+    assert cfg["group.consumer.session.timeout.ms"] == "6000" and cfg["group.consumer.heartbeat.interval.ms"] == "1000"

@@ -1,0 +1,316 @@
+"""Consumer groups: members that subscribe, record what they return and commit what they processed.
+
+Each member is a process of its own (``python -m harness.groups CONFIG``), so a fault can do to it
+what happens to a real application: SIGKILL (it dies without leaving the group), SIGSTOP and
+SIGCONT (it freezes past its session and poll interval, then resumes as a zombie that may still
+commit), SIGTERM (a clean leave). A member writes one JSON line per record it returned, per commit
+the coordinator acknowledged, per commit refused and per assignment change, each line written
+before the member goes on, so whatever a killed member processed is on disk. ``Group`` in the
+harness process turns those lines into consumed.parquet's rows, offsets.parquet's "live" rows and
+events.jsonl's rebalance events, and reads the group's committed offsets after healing.
+
+The generation a row carries is the member's count of assignments received in its incarnation:
+librdkafka gives Python neither the classic generation nor the KIP-848 member epoch, and a
+member's assignments change exactly when those do for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from harness.scenario import GroupSpec
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+
+READ_BATCH = 100
+STOP_GRACE_S = 15.0  # a member's clean leave on SIGTERM, before it is killed
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def member_conf(g: GroupSpec, base: dict) -> dict:
+    """librdkafka settings of one member of ``g`` (``base`` holds its bootstrap servers)."""
+    conf = {**base, "group.id": g.name, "isolation.level": g.isolation_level, "auto.offset.reset": "earliest",
+            "enable.auto.commit": g.commit == "auto", "auto.commit.interval.ms": g.auto_commit_interval_ms,
+            "max.poll.interval.ms": g.max_poll_interval_ms, "fetch.wait.max.ms": 100,
+            "topic.metadata.refresh.interval.ms": 2000}
+    if g.protocol == "consumer":
+        return {**conf, "group.protocol": "consumer"}  # session and heartbeat are the broker's settings
+    return {**conf, "group.protocol": "classic", "partition.assignment.strategy": g.assignor,
+            "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6)}
+
+
+COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
+
+
+def committed_offsets(consumer: Consumer, parts: list[TopicPartition], timeout_s: float = 60) -> list[TopicPartition]:
+    """The group's committed offsets, asked again while its coordinator moves (a broker fault does
+    that) until ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.committed(parts, timeout=10)
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def final_offsets(cluster: KafkaCluster, group: str, topic: str) -> list[dict]:
+    """A group's committed offsets read after healing: offsets.parquet's "final" rows."""
+    c = Consumer(cluster.client_config(**{"group.id": group, "enable.auto.commit": False}))
+    try:
+        md = c.list_topics(topic, timeout=10).topics[topic]
+        parts = [TopicPartition(topic, p) for p in sorted(md.partitions)]
+        return [{"group": group, "topic": tp.topic, "partition": tp.partition, "offset": tp.offset,
+                 "ts_ms": now_ms(), "phase": "final"} for tp in committed_offsets(c, parts) if tp.offset >= 0]
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------- the member process
+
+class MemberProcess:
+    """The loop inside a member's process: poll, write what came back, commit as the group says."""
+
+    def __init__(self, cfg: dict, out: IO[str]):
+        self.cfg, self.out = cfg, out
+        self.commit = cfg["commit"]
+        self.seq = self.generation = 0
+        self.uncommitted, self.last_commit = 0, time.monotonic()
+        self.stopping = False
+        conf = dict(cfg["conf"])
+        if self.commit != "sync":  # acknowledgements of auto and async commits arrive here
+            conf["on_commit"] = self._on_commit
+        self.consumer = Consumer(conf)
+
+    def line(self, **row) -> None:
+        self.out.write(json.dumps(row) + "\n")
+        self.out.flush()
+
+    def _parts(self, parts: list[TopicPartition]) -> list[int]:
+        return sorted(tp.partition for tp in parts)
+
+    def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self.generation += 1
+        self.line(t="rebalance", kind="assign", partitions=self._parts(parts), generation=self.generation,
+                  ts_ms=now_ms())
+
+    def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if self.commit != "auto":  # what was processed is committed before the partitions go
+            self._commit_sync()
+        self.line(t="rebalance", kind="revoke", partitions=self._parts(parts), generation=self.generation,
+                  ts_ms=now_ms())
+
+    def _on_lost(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self.line(t="rebalance", kind="lost", partitions=self._parts(parts), generation=self.generation,
+                  ts_ms=now_ms())
+
+    def _on_commit(self, err: KafkaError | None, parts: list[TopicPartition]) -> None:
+        self._acknowledged(err, parts)
+
+    def _acknowledged(self, err: KafkaError | None, parts: list[TopicPartition]) -> None:
+        ts = now_ms()
+        if err is not None and err.code() == KafkaError._NO_OFFSET:
+            return  # nothing new to commit
+        if err is not None:
+            self.line(t="commit_failed", error=err.name(), generation=self.generation, ts_ms=ts)
+            return
+        for tp in parts:
+            if tp.error is None and tp.offset >= 0:
+                self.line(t="commit", topic=tp.topic, partition=tp.partition, offset=tp.offset, ts_ms=ts)
+
+    def _commit_sync(self) -> None:
+        try:
+            self._acknowledged(None, self.consumer.commit(asynchronous=False) or [])
+        except KafkaException as e:
+            self._acknowledged(e.args[0], [])
+        self.uncommitted, self.last_commit = 0, time.monotonic()
+
+    def _maybe_commit(self) -> None:
+        if self.commit == "auto" or not self.uncommitted:
+            return
+        if self.uncommitted < self.cfg["every_records"] and \
+                time.monotonic() - self.last_commit < self.cfg["every_ms"] / 1000:
+            return
+        if self.commit == "sync":
+            self._commit_sync()
+            return
+        try:
+            self.consumer.commit(asynchronous=True)
+        except KafkaException as e:
+            self._acknowledged(e.args[0], [])
+        self.uncommitted, self.last_commit = 0, time.monotonic()
+
+    def _record(self, m) -> None:
+        _, hw = self.consumer.get_watermark_offsets(TopicPartition(m.topic(), m.partition()), cached=True)
+        self.line(t="read", consumer=self.cfg["consumer"], seq=self.seq, topic=m.topic(), partition=m.partition(),
+                  offset=m.offset(), value=m.value().decode(errors="replace") if m.value() is not None else "",
+                  poll_ts_ms=now_ms(), hw=hw if hw is not None and hw >= 0 else None, phase="live",
+                  isolation=self.cfg["conf"]["isolation.level"], group=self.cfg["conf"]["group.id"],
+                  generation=self.generation)
+        self.seq += 1
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.cfg["topic"]], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_lost)
+        while not self.stopping:
+            for m in self.consumer.consume(READ_BATCH, timeout=0.2):
+                if m.error() is None:
+                    self._record(m)
+                    self.uncommitted += 1
+            self._maybe_commit()
+        if self.commit != "auto":
+            self._commit_sync()
+        self.consumer.close()  # a clean leave (auto-commit commits on close)
+
+
+def _die_with_parent() -> None:
+    """The member is killed if the harness process dies: no member outlives a run. The kernel sends
+    the signal when the *thread* that started the process ends, so every member is started by one
+    thread that lives as long as its group (``Group.spawner``), never by the nemesis's."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def main(cfg_path: str) -> None:
+    cfg = json.loads(Path(cfg_path).read_text())
+    with open(cfg["out"], "a") as out:
+        member = MemberProcess(cfg, out)
+        signal.signal(signal.SIGTERM, lambda *_: setattr(member, "stopping", True))
+        member.run()
+
+
+# ---------------------------------------------------------------- the harness side
+
+class Member:
+    """One member's process and the faults that act on it; each new process is a new incarnation
+    with a consumer name of its own (``g-1``, ``g-1.2``, ...)."""
+
+    def __init__(self, name: str, spec: GroupSpec, conf: dict, topic: str, work: Path, spawner: ThreadPoolExecutor):
+        self.name, self.spec, self.conf, self.topic, self.work = name, spec, conf, topic, work
+        self.spawner = spawner  # one long-lived thread starts every process: see _die_with_parent
+        self.incarnation = 0
+        self.proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def consumer(self) -> str:
+        return self.name if self.incarnation <= 1 else f"{self.name}.{self.incarnation}"
+
+    def start(self) -> None:
+        with self._lock:
+            self.incarnation += 1
+            cfg = {"consumer": self.consumer, "topic": self.topic, "conf": self.conf, "commit": self.spec.commit,
+                   "every_records": self.spec.commit_every_records, "every_ms": self.spec.commit_every_ms,
+                   "out": str(self.work / f"{self.consumer}.jsonl")}
+            path = self.work / f"{self.consumer}.json"
+            path.write_text(json.dumps(cfg))
+            self.proc = self.spawner.submit(self._spawn, path).result()
+
+    def _spawn(self, cfg_path: Path) -> subprocess.Popen:
+        with open(self.work / f"{self.consumer}.log", "w") as log:
+            return subprocess.Popen([sys.executable, "-m", "harness.groups", str(cfg_path)], stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+
+    def signal(self, sig: int) -> None:
+        with self._lock:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """client_kill: the member dies without leaving; a new one joins at the heal."""
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """client_restart and the run's end: a clean leave (its last commit included)."""
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        if self.proc is not None:
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def pause(self) -> None:
+        """client_pause: the process freezes: no polls, no heartbeats, no commits."""
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
+    def failure(self) -> str | None:
+        """Why the current process ended on its own, if it did (its log's tail)."""
+        if self.proc is None or self.proc.poll() in (None, 0, -signal.SIGKILL, -signal.SIGTERM):
+            return None
+        return (self.work / f"{self.consumer}.log").read_text(errors="replace")[-1500:]
+
+
+class Group:
+    """The members of one group, started together and stopped together; their history afterwards."""
+
+    def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, work: Path):
+        self.spec, self.cluster, self.topic, self.work = spec, cluster, topic, work
+        work.mkdir(parents=True, exist_ok=True)
+        self.spawner = ThreadPoolExecutor(1, thread_name_prefix=f"group-{spec.name}-spawner")
+        self.members = [Member(name, spec, member_conf(spec, cluster.client_config(name)), topic, work, self.spawner)
+                        for name in spec.member_names]
+
+    def start(self) -> None:
+        for m in self.members:
+            m.start()
+
+    def stop(self) -> None:
+        """Every member leaves cleanly, in parallel (each may wait out a rebalance)."""
+        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(STOP_GRACE_S + 15)
+        self.spawner.shutdown(wait=False)
+
+    def failure(self) -> str | None:
+        return next((f"member {m.consumer} exited: {why}" for m in self.members if (why := m.failure())), None)
+
+    def lines(self) -> list[dict]:
+        """Every line every incarnation of every member wrote, in the order each wrote them."""
+        out = []
+        for path in sorted(self.work.glob("*.jsonl")):
+            for text in path.read_text().splitlines():
+                with contextlib.suppress(ValueError):  # a line a SIGKILL cut short
+                    out.append({**json.loads(text), "member_file": path.stem})
+        return out
+
+    def history(self) -> tuple[list[dict], list[dict], list[dict]]:
+        """(consumed rows, live offsets rows, events) of the group's run."""
+        lines, g = self.lines(), self.spec.name
+        consumed = [{k: v for k, v in r.items() if k not in ("t", "member_file")} for r in lines if r["t"] == "read"]
+        offsets = [{"group": g, "topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
+                    "ts_ms": r["ts_ms"], "phase": "live"} for r in lines if r["t"] == "commit"]
+        events = [{"type": "rebalance" if r["t"] == "rebalance" else "commit_refused", "group": g,
+                   "consumer": r["member_file"], **{k: v for k, v in r.items() if k not in ("t", "member_file")}}
+                  for r in lines if r["t"] in ("rebalance", "commit_failed")]
+        return consumed, offsets, events
+
+
+if __name__ == "__main__" and len(sys.argv) == 2:
+    main(sys.argv[1])
