@@ -268,8 +268,8 @@ class Member:
 class Group:
     """The members of one group, started together and stopped together; their history afterwards."""
 
-    def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, work: Path):
-        self.spec, self.cluster, self.topic, self.work = spec, cluster, topic, work
+    def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path):
+        self.spec, self.cluster, self.topic, self.partitions, self.work = spec, cluster, topic, partitions, work
         work.mkdir(parents=True, exist_ok=True)
         self.spawner = ThreadPoolExecutor(1, thread_name_prefix=f"group-{spec.name}-spawner")
         self.members = [Member(name, spec, member_conf(spec, cluster.client_config(name)), topic, work, self.spawner)
@@ -278,6 +278,27 @@ class Group:
     def start(self) -> None:
         for m in self.members:
             m.start()
+
+    def assignments(self) -> dict[str, set[int]]:
+        """What each member's current process holds now, from its rebalance lines (an assignment
+        adds partitions, a revocation or loss removes them: eager and incremental protocols alike)."""
+        held: dict[str, set[int]] = {m.consumer: set() for m in self.members}
+        for r in self.lines():
+            if r["t"] == "rebalance" and r["member_file"] in held:
+                parts = set(r["partitions"])
+                held[r["member_file"]] = held[r["member_file"]] | parts if r["kind"] == "assign" else \
+                    held[r["member_file"]] - parts
+        return held
+
+    def wait_formed(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every member holds a partition (as many as there are partitions, when there are
+        fewer partitions than members), so faults meet a formed group; whether it formed."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if sum(bool(p) for p in self.assignments().values()) >= min(len(self.members), self.partitions):
+                return True
+            time.sleep(0.2)
+        return False
 
     def stop(self) -> None:
         """Every member leaves cleanly, in parallel (each may wait out a rebalance)."""

@@ -4,8 +4,10 @@ Fixtures:
 - ``kafka_cluster``: a real cluster per module and per ``--kafka-version`` x ``--mode`` (comma lists
   parametrise the tests that use it);
 - ``nemesis``: faults on that cluster, each logged to an events file; everything healed afterwards;
-- ``workload``: recording producers and HW-recording consumers on that cluster; ``stop()`` heals,
-  reads back and checks, and returns the run as ``chaos_run`` does;
+- ``workload``: recording producers, HW-recording consumers and consumer groups on that cluster;
+  ``stop()`` heals, reads back and checks, and returns the run as ``chaos_run`` does
+  (``result.group("g")`` is a group's verdict; ``nemesis.fault("client_kill", "client:g-1")`` and
+  ``"group_coordinator"`` targets act on the workload's groups);
 - ``chaos_run``: a whole scenario (its own cluster, workload, schedule, check) -> its verdict.
 
 Markers ``chaos_quick`` and ``chaos_long`` pick suites: ``pytest -m chaos_quick``.
@@ -28,7 +30,7 @@ import pytest
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
 
 if TYPE_CHECKING:
-    from harness.checker.verdict import Verdict
+    from harness.checker.verdict import GroupVerdict, Verdict
     from harness.scenario import TopicSpec
 
 
@@ -91,11 +93,13 @@ def kafka_cluster(kafka_target):
     """A running cluster (3 brokers) for the module; removed afterwards. The workload's producer "p"
     has links of its own, so ``nemesis.fault("client_latency", "client:p")`` slows it alone."""
     from harness.cluster import ClusterSettings, KafkaCluster
+    from harness.scenario import kip848_broker_config
     from harness.setup import cluster_images
 
     _require_engine()
     version, mode = kafka_target
-    settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"])
+    settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"],
+                               broker_config=kip848_broker_config() if int(version.split(".")[0]) >= 4 else {})
     with KafkaCluster(settings, cluster_images(version)) as c:
         yield c
 
@@ -124,13 +128,15 @@ class _Nemesis:
     def __init__(self, cluster, events):
         self.cluster, self.events, self.events_path = cluster, events, events.path
         self._applied: list = []
+        self.members = None  # the started workload's group members by name (Recording.member)
+        self.first_group = ""
 
     def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0, **kw):
         """Apply one fault now (heal it with ``heal``); returns what was hit."""
         from harness.nemesis import Nemesis
         from harness.schedule import PlannedFault
 
-        n = Nemesis(self.cluster, topic, self.events)
+        n = Nemesis(self.cluster, topic, self.events, members=self.members, first_group=self.first_group)
         a = n.apply(PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
                                  kw.get("rate_kbps", 64)))
         self._applied.append((n, a))
@@ -167,6 +173,13 @@ class ChaosResult:
 
         return pq.read_table(self.path / f"{name}.parquet").to_pylist()
 
+    def group(self, name: str) -> GroupVerdict:
+        """One group's verdict: its commit anomalies, their promises, what it returned twice."""
+        for g in self.verdict.by_group:
+            if g.group == name:
+                return g
+        raise KeyError(f"no group {name!r} in {self.path} (groups: {[g.group for g in self.verdict.by_group]})")
+
     def assert_promises_held(self) -> None:
         assert not self.verdict.failed, f"promises broken in {self.path}: {self.verdict.broken()}"
 
@@ -180,17 +193,26 @@ class Workload:
         self.recording = None
 
     def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int = 1,
-              producers: int = 1) -> Workload:
+              producers: int = 1, groups: list[dict] | None = None) -> Workload:
+        """``groups``: ``[[groups]]`` tables of a scenario as dicts (``{"name": "g", "members": 3,
+        "protocol": "consumer", "commit": "sync"}``); the workload waits until they have formed."""
         from harness.recording import Recording
-        from harness.scenario import ConsumerSpec, ProducerSpec
+        from harness.scenario import ConsumerSpec, GroupSpec, ProducerSpec
 
         if self.recording is not None:
             raise RuntimeError(f"the workload on {self.topic.name} is already started")
         spec = ProducerSpec(name="p", count=producers, acks=acks, idempotence=idempotence, rate=rate)
+        group_specs = [GroupSpec(**g) for g in groups or []]
         self.recording = Recording(self.cluster, self.topic, [spec], ConsumerSpec(count=consumers),
-                                   self.nemesis.events)
+                                   self.nemesis.events, groups=group_specs, work=self.run_dir)
+        self.nemesis.members, self.nemesis.first_group = self.recording.member, (
+            group_specs[0].name if group_specs else "")
         self.recording.start()
         return self
+
+    @property
+    def run_dir(self) -> Path:
+        return self.out / f"run-{self.topic.name}"
 
     def stop(self) -> ChaosResult:
         """Stop sending, heal every fault, read back what survived, write and check the run directory."""
@@ -204,7 +226,7 @@ class Workload:
         rec.stop_producers()
         self.nemesis.heal_all()
         rec.heal_and_settle()
-        d = self.out / f"run-{self.topic.name}"
+        d = self.run_dir
         with logs.clients_to(d / "logs" / logs.CLIENTS_LOG):
             rec.read_back(d)
         (d / "events.jsonl").write_text(self.nemesis.events_path.read_text())

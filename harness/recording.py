@@ -27,6 +27,7 @@ from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, 
 from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
+GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
@@ -80,7 +81,8 @@ class Recording:
         self.copier: Copier | None = None
         if copier is not None:
             self.copier = Copier(copier, cluster, topic.name, self.output_topic, topic.partitions, self._stop_consumers)
-        self.groups = [Group(g, cluster, topic.name, (work or Path(".")) / "members" / g.name) for g in groups or []]
+        self.groups = [Group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
+                       for g in groups or []]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
@@ -124,6 +126,10 @@ class Recording:
             self.copier.start()
         for g in self.groups:
             g.start()
+        for g in self.groups:  # faults meet a formed group; one that does not form is itself worth a record
+            if not g.wait_formed(GROUP_FORM_S):
+                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"group {g.spec.name}: not every "
+                                   f"member held a partition {GROUP_FORM_S:g} s after starting"})
         t0 = time.monotonic()
         self.start_ms = now_ms()
         self.events.write({"type": "workload_start", "ts_ms": self.start_ms})

@@ -33,6 +33,8 @@ from harness.history import (
     find_run_dirs,
     read_events,
 )
+from harness.report_groups import PANELS as GROUP_PANELS
+from harness.report_groups import group_context, group_tables, group_traces, has_groups
 from harness.report_transactions import PANEL as TXN_PANEL
 from harness.report_transactions import has_transactions, txn_tables, txn_traces
 
@@ -200,8 +202,8 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
 
 
 def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
-    """Plotly figure (as a dict) of one run: six panels on one time axis (seven with transactions),
-    faults shaded."""
+    """Plotly figure (as a dict) of one run: six panels on one time axis (one more with transactions,
+    two more with groups), faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
     t0 = _t0(run, produced, events)
     traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
@@ -209,7 +211,11 @@ def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
     panels = PANELS
     if has_transactions(d):
         traces += txn_traces(d, verdict, t0)
-        panels = [*PANELS, TXN_PANEL]
+        panels = [*panels, TXN_PANEL]
+    if has_groups(run):
+        end_ms = max([e.get("ts_ms") or e.get("end_ms") or 0 for e in events] + [t0])
+        traces += group_traces(d, events, t0, end_ms)
+        panels = [*panels, *GROUP_PANELS]
     layout = panel_layout(panels)
     shade_faults(layout, events, t0)
     outline_unavailability(layout, verdict, t0)
@@ -283,6 +289,8 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "cluster_settings": (run.get("cluster") or {}).get("settings"),
         "figure": json.dumps(fig, default=str), "anomalies": anomalies,
         "divergence": divergence_tables(d, verdict), "txn_records": txn_tables(d, verdict),
+        "groups": group_tables(d, verdict) if verdict.by_group else [],
+        "group_context": group_context(d, verdict) if verdict.by_group else {},
         "known_issues": verdict.known_issues, "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if e.get("type") == "fault"],

@@ -172,6 +172,15 @@ class GroupSpec(_Model):
                 "isolation": self.isolation_level, "commit": self.commit}
 
 
+def kip848_broker_config(session_timeout_ms: int = 6000) -> dict[str, str]:
+    """KIP-848 groups keep their session on the broker: its timeout and heartbeat interval, which
+    default to 45 s and 5 s and would outlast a short run, set from the groups' session_timeout_ms."""
+    beat = str(max(500, session_timeout_ms // 6))
+    return {"group.consumer.session.timeout.ms": str(session_timeout_ms),
+            "group.consumer.min.session.timeout.ms": str(session_timeout_ms),
+            "group.consumer.heartbeat.interval.ms": beat, "group.consumer.min.heartbeat.interval.ms": beat}
+
+
 class FaultSpec(_Model):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
@@ -403,15 +412,9 @@ class Scenario(_Model):
         return self.copier is not None or any(p.transactional for p in self.producers)
 
     def group_broker_config(self) -> dict[str, str]:
-        """KIP-848 groups keep their session on the broker: its timeout and heartbeat interval follow
-        the groups' session_timeout_ms (the defaults, 45 s and 5 s, outlast a short run)."""
+        """The broker settings the consumer-protocol groups need (none without such a group)."""
         sessions = [g.session_timeout_ms for g in self.groups if g.protocol == "consumer"]
-        if not sessions:
-            return {}
-        beat = str(max(500, min(sessions) // 6))
-        return {"group.consumer.session.timeout.ms": str(min(sessions)),
-                "group.consumer.min.session.timeout.ms": str(min(sessions)),
-                "group.consumer.heartbeat.interval.ms": beat, "group.consumer.min.heartbeat.interval.ms": beat}
+        return kip848_broker_config(min(sessions)) if sessions else {}
 
     def cluster_settings(self) -> ClusterSettings:
         extra = {**self.cluster, "private_clients": self.private_clients}

@@ -107,6 +107,7 @@ def planted(tmp_path_factory) -> dict:
     (as `kchaos check` checks many runs): name -> verdict, each checked against the reference."""
     root = tmp_path_factory.mktemp("v2")
     hs = {name: txn_history(None if name == "clean" else name) for name in ("clean", *V2_ANOMALIES)}
+    hs |= {f"group-{commit}": group_history(commit) for commit in ("auto", "sync")}
     verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
         assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
@@ -129,7 +130,36 @@ def test_each_v2_anomaly_planted_alone_is_counted_once_and_breaks_a_promise(plan
     assert v.anomalies == {**dict.fromkeys(ANOMALIES, 0), anomaly: 1}
     assert len(v.examples[anomaly]) == 1
     assert v.verdict == "fail"
-    assert any(anomaly in c.broken for c in v.by_config)
+    assert anomaly in {a for _, a, _ in v.broken()}
+
+
+def group_history(commit: str) -> History:
+    """A subscribing group g on the clean history's partition: members g-1 and g-2 return a0 a1 b0 b1
+    c0 between them, a1 twice (g-2 again after a rebalance), never c1, and g commits offset 9 (past
+    c1): one group_unseen, one record redelivered."""
+    run = {**run_json(), "groups": [{"name": "g", "protocol": "classic", "assignor": "range", "commit": commit,
+                                     "topics": ["t"]}]}
+    h = txn_history(None)
+    h.run = run
+    for v, o, member, gen in [("a0", 0, "g-1", 1), ("a1", 1, "g-1", 1), ("a1", 1, "g-2", 1), ("b0", 3, "g-2", 1),
+                              ("b1", 4, "g-2", 1), ("c0", 6, "g-2", 1)]:
+        h.read(v, o, consumer=member, isolation="read_uncommitted", group="g", generation=gen)
+    h.commit("g", 2).commit("g", 9).commit("g", 9, phase="final")
+    return h
+
+
+@pytest.mark.parametrize(("commit", "verdict"), [("auto", "pass"), ("sync", "fail")])
+def test_a_groups_unseen_records_are_judged_by_how_it_commits(planted, commit, verdict):
+    """Auto-commit permits group_unseen (it commits what poll returned, processed or not); a commit
+    after processing does not. Either way the group's redelivered record is reported, not counted."""
+    v = planted[f"group-{commit}"]
+    assert v.anomalies == {**dict.fromkeys(ANOMALIES, 0), "group_unseen": 1}
+    (g,) = [g for g in v.by_group if g.group == "g"]
+    assert g.counts == {"group_unseen": 1, "offset_regression": 0} and g.redelivered == 1
+    assert (g.verdict, v.verdict) == (verdict, verdict)
+    assert g.promises["group_unseen"].promised == (commit == "sync")
+    assert all(c.counts["group_unseen"] == 0 for c in v.by_config), "a group's anomalies are judged in its row"
+    assert {x.group for x in v.by_group} == {"g", "gx"}, "the copier's group has a row of its own"
 
 
 def test_v2_counts_hold_with_topics_as_columns(tmp_path, monkeypatch):

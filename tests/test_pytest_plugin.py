@@ -22,17 +22,26 @@ def test_safe_config_under_a_follower_cut(chaos_run):
 
 @pytest.mark.chaos_quick
 def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
-    w = workload("t1", partitions=1).start(acks="all", idempotence=True, rate=100)
+    w = workload("t1", partitions=2).start(acks="all", idempotence=True, rate=100,
+                                           groups=[{{"name": "g", "members": 2}}])
     time.sleep(2)
     hit = nemesis.fault("kill", "follower", topic="t1")
     time.sleep(2)
     nemesis.heal(hit)
+    crash = nemesis.fault("client_kill", "client:g-1", topic="t1")
+    time.sleep(2)
+    nemesis.heal(crash)
     time.sleep(2)
     r = w.stop()
     r.assert_promises_held()
+    g = r.group("g")
+    assert g.verdict == "pass" and g.counts == {{"group_unseen": 0, "offset_regression": 0}}
+    read = {{x["value"] for x in r.rows("consumed") if x["group"] == "g"}}
+    assert {{x["consumer"] for x in r.rows("consumed") if x["group"] == "g"}} >= {{"g-1", "g-2"}}
     acked = {{x["value"] for x in r.rows("produced") if x["status"] == "ok"}}
     final = {{x["value"] for x in r.rows("consumed") if x["phase"] == "final"}}
     assert len(acked) > 100 and acked <= final and r.verdict.final_log_records == len(final)
+    assert acked <= read, "the group returned every acknowledged record"
     assert {{x["broker"] for x in r.rows("replicas")}} == {{1, 2, 3}}
     assert '"kind": "kill"' in (r.path / "events.jsonl").read_text()
     assert (r.path / "logs" / "clients.log").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.checker.promises import ANOMALIES, V1_ANOMALIES, Config, promise_table_markdown, promises
-from harness.checker.verdict import Verdict, write
+from harness.checker.verdict import GroupVerdict, Verdict, write
 from harness.history import RunDir, find_run_dirs, validate
 
 DEFAULT_UNAVAILABLE_MS = 1000
@@ -58,4 +58,28 @@ def summarize(verdicts: list[Verdict]) -> list[dict]:
             for a in ANOMALIES:
                 r["counts"][a] += c.counts[a]
                 r["runs_with"][a] += c.counts[a] > 0
+        for g in v.by_group:
+            _add_group(rows, g)
     return list(rows.values())
+
+
+def group_label(g: GroupVerdict) -> str:
+    """A group's row label: what decides its promises and its behaviour (protocol, assignor, commit)."""
+    st = g.settings
+    how = " ".join(str(st[k]) for k in ("protocol", "assignor") if st.get(k))
+    return f"group {g.group}: {how} commit={st.get('commit', 'sync')}".replace(":  ", ": ")
+
+
+def _add_group(rows: dict[str, dict], g: GroupVerdict) -> None:
+    """A group's row beside the configurations': its commit anomalies, and what it returned twice."""
+    label = group_label(g)
+    r = rows.setdefault(label, {
+        "config": label, "runs": 0, "failed": 0, "counts": dict.fromkeys(ANOMALIES, 0),
+        "runs_with": dict.fromkeys(ANOMALIES, 0), "redelivered": 0,
+        "promised": {a: g.promises[a].promised if a in g.promises else False for a in ANOMALIES}})
+    r["runs"] += 1
+    r["failed"] += g.verdict == "fail"
+    r["redelivered"] += g.redelivered
+    for a, n in g.counts.items():
+        r["counts"][a] += n
+        r["runs_with"][a] += n > 0

@@ -260,7 +260,7 @@ def group_unseen(i: Inputs) -> DataFrame | None:
               .groupBy("run", "group", "value")
               .agg(F.min(F.struct("topic", "partition", "offset", "committed_offset")).alias("at")))
     return finding("group_unseen", unseen.select("run", "group", "value", "at.topic", "at.partition", "at.offset",
-                                                 "at.committed_offset"), "topic", "offset")
+                                                 "at.committed_offset"), "group", "offset")
 
 
 def offset_regression(i: Inputs) -> DataFrame | None:
@@ -274,7 +274,7 @@ def offset_regression(i: Inputs) -> DataFrame | None:
     commits = (i.v2.offsets.filter(F.col("phase") == "live")
                .select("run", "group", "topic", "partition", "offset", "ts_ms",
                        F.lag("offset").over(w).alias("prev_offset"), F.lag("ts_ms").over(w).alias("prev_ts_ms")))
-    return finding("offset_regression", commits.filter(F.col("offset") < F.col("prev_offset")), "topic", "ts_ms")
+    return finding("offset_regression", commits.filter(F.col("offset") < F.col("prev_offset")), "group", "ts_ms")
 
 
 def copies(i: Inputs) -> DataFrame:
@@ -344,6 +344,17 @@ def landed_fail(i: Inputs) -> DataFrame:
     return _landed(i, "landed_fail")
 
 
+def group_redelivered(i: Inputs) -> DataFrame:
+    """Not an anomaly, reported: distinct (group, value) pairs the group's members returned more than
+    once, live: the price of at-least-once after a rebalance, a crash or a refused commit."""
+    again = (i.v2.consumed.filter(F.col("group").isNotNull() & (F.col("phase") == "live"))
+             .groupBy("run", "group", "value")
+             .agg(F.count(F.lit(1)).alias("times"), F.sort_array(F.collect_set("consumer")).alias("consumers"),
+                  F.min("poll_ts_ms").alias("first_ts_ms"))
+             .filter(F.col("times") > 1))
+    return finding("group_redelivered", again, "group", "first_ts_ms")
+
+
 def acks0_missing(i: Inputs) -> DataFrame:
     """Not an anomaly, reported: distinct values sent with acks "0" absent from the final log."""
     missing = (i.vals.filter(has(ACKS0) & ~in_final()).select("run", "value").distinct()
@@ -373,4 +384,5 @@ REPORTED_FINDINGS: dict[str, Finder] = {
     "landed_info": landed_info,
     "landed_fail": landed_fail,
     "acks0_missing": acks0_missing,
+    "group_redelivered": group_redelivered,
 }

@@ -6,11 +6,12 @@ from dataclasses import dataclass, replace
 
 from harness.checker.analysis import JobResult
 from harness.checker.measures import BUCKET_MS
-from harness.checker.promises import ANOMALIES, PRODUCER_ANOMALIES, Config, promises
+from harness.checker.promises import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES, Config, group_promises, promises
 from harness.checker.verdict import (
     BrokenOutside,
     ConfigVerdict,
     Elections,
+    GroupVerdict,
     KnownIssue,
     PromiseOutcome,
     Reported,
@@ -183,7 +184,8 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
         cfg, topics = label_cfg[label], {cfgs.producer_topic[m] for m in members}
         prom = promises(cfg)
         counts = {a: sum(n for (r, who), n in job.of(a).counts.items()
-                         if r == idx and who in (members if a in PRODUCER_ANOMALIES else topics)) for a in ANOMALIES}
+                         if r == idx and who in (members if a in PRODUCER_ANOMALIES else topics))
+                  if a not in GROUP_ANOMALIES else 0 for a in ANOMALIES}  # a group's are judged in its own row
         broken = [a for a in ANOMALIES if prom[a].promised and counts[a] > 0]
         rows.append(ConfigVerdict(
             config=label,
@@ -201,16 +203,50 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
 
 def broken_outside(idx: int, job: JobResult, cfgs: RunConfigs) -> list[BrokenOutside]:
     """Partition-level anomalies in topics no producer's configuration covers, judged by the topic's."""
-    orphan_topics = {who for a in ANOMALIES if a not in PRODUCER_ANOMALIES
+    orphan_topics = {who for a in ANOMALIES if a not in PRODUCER_ANOMALIES and a not in GROUP_ANOMALIES
                      for (r, who) in job.of(a).counts if r == idx} - set(cfgs.producer_topic.values())
     out = []
     for t in sorted(orphan_topics):
         prom = promises(cfgs.topics.get(t, Config()))
         for a in ANOMALIES:
             n = job.of(a).counts.get((idx, t), 0)
-            if a not in PRODUCER_ANOMALIES and n and prom[a].promised:
+            if a not in PRODUCER_ANOMALIES and a not in GROUP_ANOMALIES and n and prom[a].promised:
                 out.append(BrokenOutside(anomaly=a, topic=t, count=n, why=prom[a].why))
     return out
+
+
+def declared_groups(run: dict, notes: list[str], seen: set[str]) -> dict[str, dict]:
+    """Every group of the run and how it commits: run.json's groups, the copiers' groups (their
+    offsets go in transactions), and any other group the history names (assumed to commit after
+    processing, synchronously, which the assumptions say)."""
+    groups = {str(g.get("name")): {k: v for k, v in g.items() if k != "name"}
+              for g in run.get("groups") or [] if isinstance(g, dict)}
+    for c in run.get("copiers") or []:
+        if isinstance(c, dict) and c.get("group"):
+            groups.setdefault(str(c["group"]), {"protocol": "classic", "commit": "transaction",
+                                                 "topics": list(c.get("input_topics") or [])})
+    for name in sorted(seen - set(groups)):
+        notes.append(f"group {name} is not in run.json: assumed to commit after processing (commit=sync)")
+        groups[name] = {"commit": "sync"}
+    return groups
+
+
+def group_verdicts(idx: int, job: JobResult, run: dict, cfgs: RunConfigs) -> list[GroupVerdict]:
+    """One row per group: its commit anomalies judged by its commit mode and its topic's settings."""
+    seen = {who for a in (*GROUP_ANOMALIES, "group_redelivered") for (r, who) in job.of(a).counts if r == idx}
+    rows = []
+    for name, g in declared_groups(run, cfgs.notes, seen).items():
+        topic = next((cfgs.topics[t] for t in g.get("topics") or [] if t in cfgs.topics), Config())
+        prom = group_promises(topic, str(g.get("commit", "sync")))
+        counts = {a: job.of(a).counts.get((idx, name), 0) for a in GROUP_ANOMALIES}
+        broken = [a for a in GROUP_ANOMALIES if prom[a].promised and counts[a] > 0]
+        rows.append(GroupVerdict(
+            group=name, settings=g, counts=counts,
+            promises={a: PromiseOutcome(promised=p.promised, why=p.why) for a, p in prom.items()},
+            broken=broken, expected=[a for a in GROUP_ANOMALIES if not prom[a].promised and counts[a] > 0],
+            redelivered=job.of("group_redelivered").counts.get((idx, name), 0),
+            verdict="fail" if broken else "pass"))
+    return rows
 
 
 # Known bugs whose symptoms are v2 anomalies: (issue, anomalies, when it applies, why).
@@ -246,6 +282,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     events = read_events(rd.path)
     cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
     rows = config_verdicts(idx, job, cfgs)
+    groups = group_verdicts(idx, job, rd.run, cfgs)
     outside = broken_outside(idx, job, cfgs)
     wl = rd.run.get("workload") or {}
     lo, hi = job.span.get(idx, (None, None))
@@ -254,10 +291,10 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     return Verdict(
         contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
-        verdict="fail" if any(r.broken for r in rows) or outside else "pass",
+        verdict="fail" if any(r.broken for r in rows) or any(g.broken for g in groups) or outside else "pass",
         anomalies=counts,
         examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
-        by_config=rows, broken_outside_configs=outside,
+        by_config=rows, by_group=groups, broken_outside_configs=outside,
         indeterminate_landed=_reported(job, "landed_info", idx),
         failed_but_present=_reported(job, "landed_fail", idx,
                                      "writes the client reported as definitely failed that are in the final log"),

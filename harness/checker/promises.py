@@ -32,6 +32,8 @@ ANOMALIES = (
     "eos_lost",
 )
 V1_ANOMALIES = ANOMALIES[:7]
+# Anomalies of a group's commits, attributed to the group and judged by its commit mode.
+GROUP_ANOMALIES = ("group_unseen", "offset_regression")
 # Anomalies attributed to the producer that wrote the value (a copier's to its producer); the others
 # belong to the partition.
 PRODUCER_ANOMALIES = ("lost", "duplicate", "nonmonotonic_send", "torn_txn", "eos_duplicate", "eos_lost")
@@ -148,6 +150,39 @@ def _v2_promises(loss: str | None, part: str | None) -> dict[str, Promise]:
     }
 
 
+def group_promises(topic: Config, commit: str) -> dict[str, Promise]:
+    """What a group may show, by how it commits: after processing (sync, async, or in a copier's
+    transaction) Kafka's generation and member-epoch fencing keep a commit to what its member
+    returned; auto-commit commits what poll returned whether or not it was processed. The topic's
+    excuses for loss excuse the group's unseen records too (a record can vanish below a commit)."""
+    either = _excuse_loss(topic) or _excuse_partition_level(topic)
+    part = _excuse_partition_level(topic)
+    if commit == "auto":
+        unseen = Promise("group_unseen", False, "auto-commit commits what poll returned, processed or not: a "
+                         "member that dies between a poll and its processing loses those records for the group")
+    else:
+        unseen = Promise("group_unseen", either is None, either or f"commit={commit} after processing: a group "
+                         "commits only what its members returned, and a stale member's commit is refused")
+    return {"group_unseen": unseen,
+            "offset_regression": Promise("offset_regression", part is None, part or "the coordinator refuses "
+                                         "commits from a stale generation or member epoch, so offsets only move "
+                                         "forward")}
+
+
+GROUP_DOC_CASES = [("manual commits after processing (sync or async), classic or consumer protocol", "sync"),
+                   ("auto-commit, classic or consumer protocol", "auto")]
+
+
+def group_table_markdown() -> str:
+    """The group rows for a safe topic (acks=all, min.insync>=2, unclean off)."""
+    rows = ["| group (safe topic; crashes, pauses, network faults, member churn) | " + " | ".join(GROUP_ANOMALIES)
+            + " |", "|---|" + "---|" * len(GROUP_ANOMALIES)]
+    for name, commit in GROUP_DOC_CASES:
+        p = group_promises(Config("all", True, 2), commit)
+        rows.append(f"| {name} | " + " | ".join("never" if p[a].promised else "may" for a in GROUP_ANOMALIES) + " |")
+    return "\n".join(rows)
+
+
 # Rows of the table as documented: (configuration, faults) -> anomalies promised absent.
 DOC_CASES: list[tuple[str, Config]] = [
     ("acks=all, min.insync>=2, unclean off, idempotent", Config("all", True, 2)),
@@ -186,4 +221,4 @@ def promise_table_markdown() -> str:
     """The tables the README and the report show: 'never' = promised absent, 'may' = expected. The
     replication anomalies for every configuration, then the v2 ones for transactional writers."""
     v2 = tuple(a for a in ANOMALIES if a not in V1_ANOMALIES)
-    return "\n".join([*_table(DOC_CASES, V1_ANOMALIES), "", *_table(DOC_CASES_V2, v2)])
+    return "\n".join([*_table(DOC_CASES, V1_ANOMALIES), "", *_table(DOC_CASES_V2, v2), "", group_table_markdown()])

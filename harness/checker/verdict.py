@@ -40,6 +40,20 @@ class ConfigVerdict(_Model):
     verdict: Literal["pass", "fail"]
 
 
+class GroupVerdict(_Model):
+    """One consumer group in one run: its commit anomalies judged by its protocol and commit mode,
+    and how many records it returned more than once (at-least-once, not an anomaly)."""
+
+    group: str
+    settings: dict[str, Any]  # protocol, assignor, commit, isolation, topics
+    counts: dict[str, int]  # group_unseen, offset_regression
+    promises: dict[str, PromiseOutcome]
+    broken: list[str]
+    expected: list[str]
+    redelivered: int  # distinct values the group returned more than once
+    verdict: Literal["pass", "fail"]
+
+
 class BrokenOutside(_Model):
     """A partition-level anomaly in a topic no producer's configuration covers."""
 
@@ -90,6 +104,7 @@ class Verdict(_Model):
     anomalies: dict[str, int]
     examples: dict[str, list[Example]]
     by_config: list[ConfigVerdict]
+    by_group: list[GroupVerdict] = Field(default_factory=list)
     broken_outside_configs: list[BrokenOutside] = Field(default_factory=list)
     indeterminate_landed: Reported
     failed_but_present: Reported
@@ -108,6 +123,7 @@ class Verdict(_Model):
     def broken(self) -> list[tuple[str, str, int]]:
         """(configuration, anomaly, count) of every promise broken."""
         return [(c.config, a, c.counts[a]) for c in self.by_config for a in c.broken] + [
+            (f"group {g.group}", a, g.counts[a]) for g in self.by_group for a in g.broken] + [
             (f"topic {b.topic}", b.anomaly, b.count) for b in self.broken_outside_configs]
 
 

@@ -1,0 +1,107 @@
+"""Consumer groups on a real cluster: members that subscribe, commit after processing and crash.
+
+One run on Kafka 4.1.2 holds three groups side by side on one topic: a classic group (range
+assignor, synchronous commits), a KIP-848 group (the consumer protocol, asynchronous commits) and a
+classic cooperative-sticky group whose members all crash together and come back. Each must return
+every acknowledged record, commit to the end of every partition, and show no anomaly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import runner
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+SCENARIO = """
+name = "groups"
+kafka_version = "4.1.2"
+mode = "kraft"
+duration_s = 14
+
+[topic]
+partitions = 4
+
+[[producers]]
+acks = "all"
+idempotence = true
+rate = 200
+
+[consumers]
+count = 0
+
+[[groups]]
+name = "c"
+members = 2
+commit = "sync"
+
+[[groups]]
+name = "k"
+members = 2
+protocol = "consumer"
+commit = "async"
+
+[[groups]]
+name = "x"
+members = 2
+assignor = "cooperative-sticky"
+commit = "sync"
+
+[[faults]]
+at_s = 4
+duration_s = 3
+kind = "client_kill"
+target = "client:x-1"
+
+[[faults]]
+at_s = 4
+duration_s = 3
+kind = "client_kill"
+target = "client:x-2"
+"""
+
+
+@pytest.fixture(scope="module")
+def groups_run(tmp_path_factory):
+    require_docker(["4.1.2"])
+    root = tmp_path_factory.mktemp("groups")
+    (root / "groups.toml").write_text(SCENARIO)
+    res = runner.execute(load(root / "groups.toml"), root / "run", log=lambda m: None)
+    from harness.checker import check_runs
+
+    (v,) = check_runs([res.path])
+    return res.path, v
+
+
+def test_groups_on_both_protocols_return_and_commit_everything(groups_run):
+    d, v = groups_run
+    assert v.verdict == "pass" and not any(v.anomalies.values()), v.broken()
+    acked = {r["value"]: (r["partition"], r["offset"]) for r in pq.read_table(d / "produced.parquet").to_pylist()
+             if r["status"] == "ok"}
+    ends = {p: max(o for q, o in acked.values() if q == p) + 1 for p, _ in acked.values()}
+    live = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["phase"] == "live"]
+    final = [r for r in pq.read_table(d / "offsets.parquet").to_pylist() if r["phase"] == "final"]
+    for g in ("c", "k", "x"):
+        assert set(acked) <= {r["value"] for r in live if r["group"] == g}, f"group {g} returned every record"
+        assert {r["partition"]: r["offset"] for r in final if r["group"] == g} == ends, f"{g} committed to the end"
+        assert v.by_group and next(x for x in v.by_group if x.group == g).verdict == "pass"
+    protocols = {g["name"]: g["protocol"] for g in json.loads((d / "run.json").read_text())["groups"]}
+    assert protocols == {"c": "classic", "k": "consumer", "x": "classic"}
+
+
+def test_a_group_whose_members_all_crash_comes_back_and_misses_nothing(groups_run):
+    d, v = groups_run
+    readers = {r["consumer"] for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["group"] == "x"}
+    assert {"x-1.2", "x-2.2"} <= readers, "both members came back as new processes and read"
+    events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+    kills = [e for e in events if e["type"] == "fault" and e["kind"] == "client_kill"]
+    assert sorted(e["target"] for e in kills) == ["client:x-1", "client:x-2"]
+    assert any(e["type"] == "rebalance" and e["consumer"] == "x-1.2" and e["kind"] == "assign" for e in events)
+    x = next(g for g in v.by_group if g.group == "x")
+    assert x.counts["group_unseen"] == 0 and x.promises["group_unseen"].promised
