@@ -290,6 +290,8 @@ def matrix(
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft; default: the scenario's, or every mode of "
                                     "the version when --versions is given"),
     acks: list[str] = typer.Option(None, "--acks", help="override every producer's acks: 0, 1, all"),
+    set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario (e.g. "
+                                   "groups.0.protocol=consumer); repeatable; part of the run ids"),
     seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
     quick: bool = typer.Option(False, "--quick", help="the quick suite: " + ", ".join(QUICK)),
     out: Path = typer.Option(Path("reports"), "--out", help="runs go to OUT/runs, the report to OUT/index.html"),
@@ -305,7 +307,7 @@ def matrix(
 
     names = _csv(scenarios) or (QUICK if quick else sorted(p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
-        p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)))
+        p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_)
         _require_images("matrix", sorted({s.kafka_version for _, s, _, _ in p.cells}))
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")

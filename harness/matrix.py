@@ -9,6 +9,7 @@ that could not be carried out and why. All runs are checked together, in one Spa
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -28,16 +29,18 @@ class Cell:
     mode: str
     seed: int
     acks: str | None = None  # override every producer's acks
+    sets: tuple[str, ...] = ()  # KEY=VALUE overrides of every scenario (--set)
 
     @property
     def run_id(self) -> str:
         acks = f"-acks{self.acks}" if self.acks else ""
-        return f"{Path(self.scenario).stem}-{self.kafka_version}-{self.mode}{acks}-s{self.seed}"
+        sets = "-" + re.sub(r"[^A-Za-z0-9.=_-]", "_", ",".join(self.sets)) if self.sets else ""
+        return f"{Path(self.scenario).stem}-{self.kafka_version}-{self.mode}{acks}{sets}-s{self.seed}"
 
     def overrides(self, s: scenario_mod.Scenario) -> list[str]:
+        out = list(self.sets)
         if not self.acks:
-            return []
-        out = []
+            return out
         for i in range(len(s.producers)):
             out.append(f'producers.{i}.acks="{self.acks}"')
             if self.acks != "all":
@@ -66,7 +69,7 @@ def parse_target(spec: str) -> tuple[str, str | None, str | None]:
 
 
 def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | None, acks: list[str] | None,
-         seeds: list[int]) -> Plan:
+         seeds: list[int], sets: list[str] | None = None) -> Plan:
     """Every cell of the cross product, validated; raises ScenarioError on bad input, before any run."""
     for v in versions or []:
         if v not in KAFKA_VERSIONS:
@@ -88,7 +91,8 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
             for m in ms:
                 for a in acks or [None]:
                     for seed in seeds:
-                        cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a)
+                        cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a,
+                                    tuple(sets or ()))
                         ov = cell.overrides(base)
                         try:
                             s = scenario_mod.load(path, ov, seed=seed, kafka_version=v, mode=m)

@@ -11,4 +11,6 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; }
 fi
 if [ $# -eq 0 ]; then set -- -m "not chaos_long"; fi
-exec ${PYTHON:-python3} -m pytest -q --durations=20 "$@"
+# Two workers, a test file each at a time: most of a test's time is spent waiting on containers
+# and JVMs, so two files run side by side on two cores. KCHAOS_TEST_WORKERS=0 runs in one process.
+exec ${PYTHON:-python3} -m pytest -q --durations=20 -n "${KCHAOS_TEST_WORKERS:-2}" --dist loadfile "$@"

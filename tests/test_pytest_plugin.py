@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.checker import warm
 from tests.conftest import require_docker
 
 SMOKE = Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml"
@@ -62,8 +63,12 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
 
 
 @pytest.mark.docker
-def test_a_users_chaos_suite_runs_with_the_plugin(pytester):
+def test_a_users_chaos_suite_runs_with_the_plugin(pytester, monkeypatch):
     require_docker(["3.9.1"])
     pytester.makepyfile(test_user=USER_TESTS)
-    res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
+    try:
+        res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
+    finally:  # the suite's HOME is pytester's: its warm Spark server is its own, stopped here
+        monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / ".cache"))
+        warm.stop()
     res.assert_outcomes(passed=2, deselected=1)

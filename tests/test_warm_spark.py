@@ -33,7 +33,9 @@ def lossy(tmp_path: Path, name: str) -> tuple[Path, dict[str, int]]:
 
 
 def servers() -> list[int]:
-    """Pids of every Spark Connect server on this machine."""
+    """Pids of every Spark Connect server JVM of this user's cache folder (a pytester suite's HOME
+    has servers of its own)."""
+    mark = f"{warm.STATE_MARK}={warm.state_dir()}".encode()
     out = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
@@ -41,9 +43,20 @@ def servers() -> list[int]:
                 cmd = (p / "cmdline").read_bytes()
             except OSError:
                 continue
-            if warm.SERVER_CLASS.encode() in cmd and b"SparkSubmit" in cmd:
+            if warm.SERVER_CLASS.encode() in cmd and b"SparkSubmit" in cmd and mark in cmd.split(b"\0"):
                 out.append(int(p.name))
     return out
+
+
+@pytest.fixture(autouse=True, scope="module")
+def own_server(tmp_path_factory):
+    """These tests start, kill and freeze servers: theirs live in a state folder of their own, apart
+    from the server the rest of the suite (and the developer) checks on."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KCHAOS_SPARK_STATE", str(tmp_path_factory.mktemp("spark-state")))
+    yield
+    warm.stop()
+    mp.undo()
 
 
 @pytest.fixture

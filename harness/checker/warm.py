@@ -61,7 +61,10 @@ class ServerInfo:
 
 
 def state_dir() -> Path:
-    d = cache_dir() / "spark-connect"
+    """Where the server's state, lock and log live: KCHAOS_SPARK_STATE, or the cache folder. Servers
+    of different state folders are apart: each folder has its own (the tests' has one of its own)."""
+    chosen = os.environ.get("KCHAOS_SPARK_STATE")
+    d = Path(chosen) if chosen else cache_dir() / "spark-connect"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

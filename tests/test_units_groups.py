@@ -1,0 +1,88 @@
+"""Group logic on data built here: what members hold after eager and incremental rebalances, the
+report's spans, member settings per protocol, and the matrix's --set run ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.groups import Group, member_conf
+from harness.matrix import Cell
+from harness.report_groups import held_spans
+from harness.scenario import GroupSpec
+
+
+def member_lines(work: Path, consumer: str, lines: list[dict]) -> None:
+    (work / f"{consumer}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"t": "read", "cut')
+
+
+class _Cluster:
+    def client_config(self, client: str = "", **extra) -> dict:
+        return {"bootstrap.servers": "127.0.0.1:1", **extra}
+
+
+def group(tmp_path: Path, members: int = 2, partitions: int = 4) -> Group:
+    return Group(GroupSpec(name="g", members=members), _Cluster(), "t", partitions, tmp_path)
+
+
+def test_assignments_follow_eager_and_incremental_rebalances(tmp_path):
+    g = group(tmp_path)
+    member_lines(tmp_path, "g-1", [  # eager: all, then revoke all, then half
+        {"t": "rebalance", "kind": "assign", "partitions": [0, 1, 2, 3], "generation": 1, "ts_ms": 1},
+        {"t": "rebalance", "kind": "revoke", "partitions": [0, 1, 2, 3], "generation": 1, "ts_ms": 2},
+        {"t": "rebalance", "kind": "assign", "partitions": [0, 1], "generation": 2, "ts_ms": 3}])
+    member_lines(tmp_path, "g-2", [  # incremental: 2 and 3 added, 3 lost
+        {"t": "rebalance", "kind": "assign", "partitions": [2], "generation": 1, "ts_ms": 3},
+        {"t": "rebalance", "kind": "assign", "partitions": [3], "generation": 2, "ts_ms": 4},
+        {"t": "rebalance", "kind": "lost", "partitions": [3], "generation": 2, "ts_ms": 5}])
+    assert g.assignments() == {"g-1": {0, 1}, "g-2": {2}}, "a line a SIGKILL cut short is skipped"
+    assert g.wait_formed(timeout_s=0.5)
+
+
+def test_a_group_with_more_members_than_partitions_forms_when_every_partition_is_held(tmp_path):
+    g = group(tmp_path, members=3, partitions=2)
+    member_lines(tmp_path, "g-1", [{"t": "rebalance", "kind": "assign", "partitions": [0], "generation": 1,
+                                    "ts_ms": 1}])
+    assert not g.wait_formed(timeout_s=0.3)
+    member_lines(tmp_path, "g-2", [{"t": "rebalance", "kind": "assign", "partitions": [1], "generation": 1,
+                                    "ts_ms": 1}])
+    assert g.wait_formed(timeout_s=0.5)
+
+
+def test_history_turns_member_lines_into_rows_and_events(tmp_path):
+    g = group(tmp_path)
+    member_lines(tmp_path, "g-1", [
+        {"t": "read", "consumer": "g-1", "seq": 0, "topic": "t", "partition": 0, "offset": 5, "value": "v",
+         "poll_ts_ms": 9, "hw": 6, "phase": "live", "isolation": "read_uncommitted", "group": "g", "generation": 1},
+        {"t": "commit", "topic": "t", "partition": 0, "offset": 6, "ts_ms": 10},
+        {"t": "commit_failed", "error": "UNKNOWN_MEMBER_ID", "generation": 1, "ts_ms": 11}])
+    consumed, offsets, events = g.history()
+    assert consumed == [{"consumer": "g-1", "seq": 0, "topic": "t", "partition": 0, "offset": 5, "value": "v",
+                         "poll_ts_ms": 9, "hw": 6, "phase": "live", "isolation": "read_uncommitted", "group": "g",
+                         "generation": 1}]
+    assert offsets == [{"group": "g", "topic": "t", "partition": 0, "offset": 6, "ts_ms": 10, "phase": "live"}]
+    assert events == [{"type": "commit_refused", "group": "g", "consumer": "g-1", "error": "UNKNOWN_MEMBER_ID",
+                       "generation": 1, "ts_ms": 11}]
+
+
+def test_held_spans_close_at_revocation_or_at_the_end():
+    ev = [{"type": "rebalance", "group": "g", "consumer": "g-1", "kind": "assign", "partitions": [0, 1],
+           "generation": 1, "ts_ms": 100},
+          {"type": "rebalance", "group": "g", "consumer": "g-1", "kind": "revoke", "partitions": [1],
+           "generation": 1, "ts_ms": 200}]
+    spans = sorted(held_spans(ev, end_ms=900), key=lambda s: s["partition"])
+    assert [(s["partition"], s["start_ms"], s["end_ms"]) for s in spans] == [(0, 100, 900), (1, 100, 200)]
+
+
+def test_member_settings_follow_the_protocol():
+    classic = member_conf(GroupSpec(assignor="cooperative-sticky", session_timeout_ms=6000), {"x": 1})
+    assert classic["partition.assignment.strategy"] == "cooperative-sticky" and classic["session.timeout.ms"] == 6000
+    kip848 = member_conf(GroupSpec(protocol="consumer", commit="auto"), {})
+    assert kip848["group.protocol"] == "consumer" and "session.timeout.ms" not in kip848
+    assert kip848["enable.auto.commit"] is True and "partition.assignment.strategy" not in kip848
+
+
+def test_matrix_overrides_are_part_of_the_run_id():
+    cell = Cell("group-churn", "4.1.2", "kraft", 3, sets=("groups.0.protocol=consumer",))
+    assert cell.run_id == "group-churn-4.1.2-kraft-groups.0.protocol=consumer-s3"
+    assert Cell("group-churn", "4.1.2", "kraft", 3).run_id == "group-churn-4.1.2-kraft-s3"
