@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 READ_BATCH = 100
 STOP_GRACE_S = 15.0  # a member's clean leave on SIGTERM, before it is killed
+FREEZE_WAIT_S = 5.0  # how long client_pause waits for a member to stop itself between calls
 
 
 def now_ms() -> int:
@@ -94,7 +96,7 @@ class MemberProcess:
         self.commit = cfg["commit"]
         self.seq = self.generation = 0
         self.uncommitted, self.last_commit = 0, time.monotonic()
-        self.stopping = False
+        self.stopping = self.freezing = False
         conf = dict(cfg["conf"])
         if self.commit != "sync":  # acknowledgements of auto and async commits arrive here
             conf["on_commit"] = self._on_commit
@@ -175,7 +177,10 @@ class MemberProcess:
                 if m.error() is None:
                     self._record(m)
                     self.uncommitted += 1
-            self._maybe_commit()
+            if self.freezing:  # client_pause: stop here, records processed and not yet committed
+                self.freezing = False
+                os.kill(os.getpid(), signal.SIGSTOP)
+            self._maybe_commit()  # after a freeze: the zombie's commit, sent with what it last knew
         if self.commit != "auto":
             self._commit_sync()
         self.consumer.close()  # a clean leave (auto-commit commits on close)
@@ -194,6 +199,9 @@ def main(cfg_path: str) -> None:
     with open(cfg["out"], "a") as out:
         member = MemberProcess(cfg, out)
         signal.signal(signal.SIGTERM, lambda *_: setattr(member, "stopping", True))
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(member, "freezing", True))
+        out.write(json.dumps({"t": "started", "ts_ms": now_ms()}) + "\n")
+        out.flush()
         member.run()
 
 
@@ -251,9 +259,35 @@ class Member:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def pause(self) -> None:
-        """client_pause: the process freezes: no polls, no heartbeats, no commits."""
-        self.signal(signal.SIGSTOP)
+    def pause(self, wait_s: float = FREEZE_WAIT_S) -> None:
+        """client_pause: the process freezes: no polls, no heartbeats, no commits. It stops itself
+        between calls, after processing a batch and before committing it, never with a commit in
+        flight: a frozen process would hear that commit's acknowledgement only when it resumes,
+        after other members' later commits, and offset_regression (ordered by acknowledgement)
+        would count a regression the coordinator never made. A process that has not reached its
+        loop, or does not stop within ``wait_s`` (a call that blocks), is stopped where it is."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if self._started():  # its SIGUSR1 handler is in place
+            self.signal(signal.SIGUSR1)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and not self.stopped():
+                time.sleep(0.02)
+        if not self.stopped():
+            self.signal(signal.SIGSTOP)
+
+    def _started(self) -> bool:
+        """Whether the current process has written its first line (after installing its handlers)."""
+        out = self.work / f"{self.consumer}.jsonl"
+        return out.exists() and out.stat().st_size > 0
+
+    def stopped(self) -> bool:
+        """Whether the process is stopped (state T in /proc), or gone."""
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()  # type: ignore[union-attr]
+        except OSError:
+            return True
+        return stat.rsplit(")", 1)[1].split()[0] in ("T", "t", "Z")
 
     def resume(self) -> None:
         self.signal(signal.SIGCONT)

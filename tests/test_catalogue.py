@@ -8,6 +8,7 @@ a test asserts only what holds in every run.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pyarrow.parquet as pq
@@ -154,3 +155,27 @@ def test_clean_transactional_run_on_kafka_3(tmp_path):
 def test_transaction_faults_keep_every_promise(tmp_path, name):
     v, _ = run(tmp_path, name)
     assert v.verdict == "pass" and all(n == 0 for n in v.anomalies.values()), v.anomalies
+
+
+def refused_commits(run_dir) -> list[dict]:
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e["type"] == "commit_refused"]
+
+
+@pytest.mark.chaos_long
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_zombie_members_commit_is_refused(tmp_path, protocol):
+    """The zombie's commit, held on its links past its session, reaches the coordinator after the
+    others committed further: refused, and the group's offsets never go back."""
+    v, res = run(tmp_path, "group-zombie", overrides=[f"groups.0.protocol={protocol}"])
+    assert v.verdict == "pass" and all(n == 0 for n in v.anomalies.values()), v.anomalies
+    refused = refused_commits(res.path)
+    assert refused and {e["consumer"] for e in refused} == {"g-1"}, refused
+
+
+@pytest.mark.chaos_long
+@pytest.mark.parametrize("name", ["group-churn", "group-coordinator-kill", "group-zombie-coordinator-cut"])
+def test_group_faults_keep_every_promise(tmp_path, name):
+    v, _ = run(tmp_path, name)
+    assert v.verdict == "pass" and all(n == 0 for n in v.anomalies.values()), v.anomalies
+    assert v.by_group and all(g.verdict == "pass" for g in v.by_group)
