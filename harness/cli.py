@@ -22,7 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Chaos testin
 console = Console(width=None if Console().is_terminal else 200)
 err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people and for grep
 
-EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN = 0, 1, 2, 3
+EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN, EXIT_NOT_EXERCISED = 0, 1, 2, 3, 4
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
 SPARK_MASTER_HELP = ("where to check: the warm local Spark Connect server by default (`kchaos spark` shows it), "
                      "local[*] for an embedded driver, sc://HOST:PORT for any Spark Connect endpoint, "
@@ -168,7 +168,8 @@ def run(
 ) -> None:
     """Run a scenario against a real cluster, record its history, then check it.
 
-    Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed."""
+    Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed;
+    4: a triggered fault never fired (the run did not test what it is for)."""
     from harness import reaper, runner
     from harness import scenario as scenario_mod
     from harness.cluster import ClusterError
@@ -200,7 +201,7 @@ def run(
     verdicts = check_runs([res.path], master=spark_master)
     _log(f"checked in {time.monotonic() - t0:.1f} s")
     print_verdicts(verdicts, summarize(verdicts))
-    raise typer.Exit(EXIT_BROKEN if verdicts[0].failed else EXIT_OK)
+    raise typer.Exit(_exit_code(verdicts))
 
 
 @app.command()
@@ -222,7 +223,7 @@ def check(
         raise typer.Exit(EXIT_BAD_INPUT) from e
     print_verdicts(verdicts, summarize(verdicts))
     _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
-    raise typer.Exit(EXIT_BROKEN if any(v.failed for v in verdicts) else EXIT_OK)
+    raise typer.Exit(_exit_code(verdicts))
 
 
 def print_verdicts(verdicts: list, summary: list[dict]) -> None:
@@ -235,7 +236,7 @@ def print_verdicts(verdicts: list, summary: list[dict]) -> None:
     for a in shown:
         t.add_column(a.replace("_", " "), justify="right")
     for v in verdicts:
-        colour = "red" if v.failed else "green"
+        colour = "red" if v.failed else ("green" if v.exercised else "yellow")
         t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", *(str(v.anomalies[a]) for a in shown))
     console.print(t)
     s = Table(title="per configuration (x = broke a promise, ~ = expected for this configuration)", header_style="bold")
@@ -279,6 +280,13 @@ def report(
 def _csv(values: list[str] | None) -> list[str] | None:
     out = [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
     return out or None
+
+
+def _exit_code(verdicts: list) -> int:
+    """1 if a promise broke, else 4 if a triggered fault never fired (the run tested nothing), else 0."""
+    if any(v.failed for v in verdicts):
+        return EXIT_BROKEN
+    return EXIT_NOT_EXERCISED if any(not v.exercised for v in verdicts) else EXIT_OK
 
 
 @app.command()

@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.cluster import KafkaCluster
 from harness.faults import FAULTS, MEMBER_ACTIONS, Applied
 from harness.schedule import PlannedFault
+from harness.triggers import POLL_S, Observation, fired
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
@@ -66,6 +67,12 @@ class Nemesis:
         self.first_client = first_client  # what "txn_coordinator" alone means
         self.members = members  # a group member by name, or None (Recording.member)
         self.first_group = first_group  # what "group_coordinator" alone means
+        self.acks: Callable[[str], int] | None = None  # acknowledged records of a producer ("" = all)
+        self.started: set[int] = set()  # numbers of the scenario's faults that have started
+        self.ended: set[int] = set()
+        self._lock = threading.Lock()  # _active, started, ended: the schedule and the triggers share them
+        self._armed: list[PlannedFault] = []
+        self._watermarks = None  # a consumer that asks partitions for their high watermark
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
@@ -117,12 +124,13 @@ class Nemesis:
         return p.leader
 
     # ------------------------------------------------------------ apply / heal
-    def apply(self, f: PlannedFault) -> Applied:
+    def apply(self, f: PlannedFault, detail: dict | None = None) -> Applied:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
         st = self.c.describe(self.topic, timeout_s=5)
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
-            "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller})
+            "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller,
+            **(detail or {})})
         kind = FAULTS[f.kind]
         if f.target.role == "txn_coordinator":
             a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
@@ -134,6 +142,7 @@ class Nemesis:
             MEMBER_ACTIONS[f.kind][0](member)
             self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": [],
                                "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+            self._mark(self.started, f)
             return a
         try:
             if kind.on_client is not None:
@@ -151,7 +160,12 @@ class Nemesis:
             raise
         self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": brokers,
                            "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+        self._mark(self.started, f)
         return a
+
+    def _mark(self, which: set[int], f: PlannedFault) -> None:
+        with self._lock:
+            which.add(f.number)
 
     def heal(self, a: Applied) -> None:
         f = a.fault
@@ -170,11 +184,17 @@ class Nemesis:
             "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
             "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
         })
+        self._mark(self.ended, f)
 
     # ------------------------------------------------------------ schedule
     def start(self, plan: list[PlannedFault], t0: float) -> None:
-        self._thread = threading.Thread(target=self._run, args=(plan, t0), name="nemesis", daemon=True)
+        timed = [f for f in plan if f.on is None]
+        self._armed = [f for f in plan if f.on is not None]
+        self._thread = threading.Thread(target=self._run, args=(timed, t0), name="nemesis", daemon=True)
         self._thread.start()
+        if self._armed:
+            self._watcher = threading.Thread(target=self._watch, args=(t0,), name="nemesis-triggers", daemon=True)
+            self._watcher.start()
 
     def _run(self, plan: list[PlannedFault], t0: float) -> None:
         # (time, order, action, item): heals before starts at the same instant
@@ -187,29 +207,114 @@ class Nemesis:
                 if wait > 0 and self._stop.wait(wait):
                     break
                 if action == "start":
-                    f = item  # type: ignore[assignment]
-                    try:
-                        a = self.apply(f)  # type: ignore[arg-type]
-                    except Exception as e:  # a target that cannot be resolved now: log, go on
-                        self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),  # type: ignore[attr-defined]
-                                           "reason": str(e), "ts_ms": now_ms()})
-                        continue
-                    self._active.append(a)
-                    agenda.append((at + f.duration_s, 0, "heal", a))  # type: ignore[attr-defined]
+                    a = self._start_fault(item)  # type: ignore[arg-type]
+                    if a is not None:
+                        agenda.append((at + item.duration_s, 0, "heal", a))  # type: ignore[attr-defined]
                 else:
-                    self._active.remove(item)  # type: ignore[arg-type]
-                    self.heal(item)  # type: ignore[arg-type]
+                    self._heal_active(item)  # type: ignore[arg-type]
         except BaseException as e:
             self.error = e
 
-    def stop(self) -> None:
-        """Stop the schedule and heal whatever is still applied."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
-        for a in list(self._active):
+    def _start_fault(self, f: PlannedFault, detail: dict | None = None) -> Applied | None:
+        """Apply a fault of the schedule; one whose target cannot be resolved now is logged and skipped."""
+        try:
+            a = self.apply(f, detail)
+        except Exception as e:
+            self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),
+                               "reason": str(e), "ts_ms": now_ms()})
+            return None
+        with self._lock:
+            self._active.append(a)
+        return a
+
+    def _heal_active(self, a: Applied) -> None:
+        with self._lock:
+            if a not in self._active:
+                return  # stop() healed it already
             self._active.remove(a)
+        self.heal(a)
+
+    # ------------------------------------------------------------ triggers
+    def _watch(self, t0: float) -> None:
+        """Evaluate every armed trigger each POLL_S; fire the fault of each that holds (after its
+        delay), and heal it ``duration_s`` after it started."""
+        armed_at: dict[int, Observation] = {}
+        try:
+            while self._armed and not self._stop.wait(POLL_S):
+                for f in list(self._armed):
+                    if time.monotonic() - t0 < f.at_s:
+                        continue
+                    try:
+                        now = self.observe(f)
+                    except Exception:  # a broker down or slow to answer: look again next poll
+                        continue
+                    if id(f) not in armed_at:
+                        armed_at[id(f)] = now
+                        continue
+                    why = fired(f.on, now, armed_at[id(f)])  # type: ignore[arg-type]
+                    if why is not None:
+                        self._armed.remove(f)
+                        self._fire(f, why)
+        except BaseException as e:
+            self.error = e
+
+    def _fire(self, f: PlannedFault, why: str) -> None:
+        """Log what fired ``f``, then apply it after its delay and heal it after its duration."""
+        seen_ms = now_ms()
+        self.events.write({"type": "trigger", "fault": f.number, "kind": f.kind, "target": str(f.target),
+                           "on": str(f.on), "observed": why, "ts_ms": seen_ms, "delay_s": f.on.delay_s})  # type: ignore[union-attr]
+
+        def go() -> None:
+            a = self._start_fault(f, {"trigger": str(f.on), "observed": why, "trigger_ms": seen_ms})
+            if a is not None:
+                timer = threading.Timer(f.duration_s, self._heal_active, (a,))
+                timer.daemon = True
+                timer.start()
+
+        timer = threading.Timer(f.on.delay_s, go)  # type: ignore[union-attr]
+        timer.daemon = True
+        timer.start()
+
+    def observe(self, f: PlannedFault) -> Observation:
+        """What a trigger of ``f`` looks at, now: only what its event needs is asked for."""
+        t = f.on
+        assert t is not None
+        with self._lock:
+            obs = Observation(started=frozenset(self.started), ended=frozenset(self.ended))
+        if t.event == "acked" and self.acks is not None:
+            obs.acked = self.acks(t.producer)
+        part = f.partition if t.partition < 0 else t.partition
+        if t.event in ("isr_shrink", "isr_grow", "leader_change"):
+            p = self.c.describe(self.topic, timeout_s=1).partition(self.topic, part)
+            obs.leader, obs.isr = p.leader, tuple(p.isr)
+        if t.event == "hw":
+            obs.hw = self.high_watermark(part)
+        return obs
+
+    def high_watermark(self, partition: int) -> int:
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._watermarks is None:
+            self._watermarks = Consumer(self.c.client_config(**{"group.id": "kchaos-triggers"}), logger=LOG)
+        _, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=1,
+                                                         cached=False)
+        return high
+
+    def stop(self) -> None:
+        """Stop the schedule and heal whatever is still applied; a trigger that never fired is logged."""
+        self._stop.set()
+        for t in (self._thread, getattr(self, "_watcher", None)):
+            if t is not None:
+                t.join(timeout=60)
+        for f in self._armed:
+            self.events.write({"type": "trigger_unfired", "fault": f.number, "kind": f.kind, "target": str(f.target),
+                               "on": str(f.on), "armed_at_s": f.at_s, "ts_ms": now_ms()})
+        with self._lock:
+            active, self._active = list(self._active), []
+        for a in active:
             self.heal(a)
+        if self._watermarks is not None:
+            self._watermarks.close()
 
 
 class StateSampler(threading.Thread):

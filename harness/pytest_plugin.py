@@ -130,17 +130,33 @@ class _Nemesis:
         self._applied: list = []
         self.members = None  # the started workload's group members by name (Recording.member)
         self.first_group = ""
+        self.acks = None  # the started workload's acknowledgement counts (Recording.acked)
+        self._triggered: list = []  # the nemeses that armed triggers
 
     def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0, **kw):
         """Apply one fault now (heal it with ``heal``); returns what was hit."""
-        from harness.nemesis import Nemesis
         from harness.schedule import PlannedFault
 
-        n = Nemesis(self.cluster, topic, self.events, members=self.members, first_group=self.first_group)
+        n = self._nemesis(topic)
         a = n.apply(PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
                                  kw.get("rate_kbps", 64)))
         self._applied.append((n, a))
         return a
+
+    def on(self, event: str, **params) -> _Armed:
+        """A trigger: ``nemesis.on("isr_shrink", partition=0).fault("kill", "leader", topic="t1")`` fires
+        the fault on that event (parameters and delay_s as in a scenario's ``[faults.on]``) and
+        returns at once; ``.wait(timeout_s)`` gives what was hit, or raises if it never fired."""
+        from harness.scenario import TriggerSpec
+
+        return _Armed(self, TriggerSpec(event=event, **params).trigger())
+
+    def _nemesis(self, topic: str):
+        from harness.nemesis import Nemesis
+
+        n = Nemesis(self.cluster, topic, self.events, members=self.members, first_group=self.first_group)
+        n.acks = self.acks
+        return n
 
     def heal(self, applied) -> None:
         for i, (n, a) in enumerate(self._applied):
@@ -148,12 +164,52 @@ class _Nemesis:
                 n.heal(a)
                 del self._applied[i]
                 return
+        for n in self._triggered:  # a fault a trigger fired: its nemesis holds it
+            with n._lock:
+                if applied not in n._active:
+                    continue
+                n._active.remove(applied)
+            n.heal(applied)
+            return
 
     def heal_all(self) -> None:
+        while self._triggered:
+            self._triggered.pop().stop()  # heals what its triggers fired, logs those that never did
         while self._applied:
             n, a = self._applied.pop()
             n.heal(a)
         self.cluster.heal()
+
+
+class _Armed:
+    """One armed trigger of the ``nemesis`` fixture (see ``_Nemesis.on``)."""
+
+    def __init__(self, nemesis: _Nemesis, trigger):
+        self.nemesis, self.trigger = nemesis, trigger
+        self._n = None
+
+    def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0,
+              duration_s: float = 3600, **kw) -> _Armed:
+        """Arm: the fault fires on the trigger's event and stays until healed (``nemesis.heal`` of
+        ``wait()``'s result, or the fixture's teardown), or for ``duration_s``."""
+        from harness.schedule import PlannedFault
+
+        self._n = self.nemesis._nemesis(topic)
+        self.nemesis._triggered.append(self._n)
+        planned = PlannedFault(0, duration_s, kind, target, partition, kw.get("latency_ms", 200),
+                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger, 0)
+        self._n.start([planned], time.monotonic())
+        return self
+
+    def wait(self, timeout_s: float = 60):
+        """What the fault hit once it fired; AssertionError if it did not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._n._lock:
+                if self._n._active:
+                    return self._n._active[0]
+            time.sleep(0.02)
+        raise AssertionError(f"the trigger {self.trigger} did not fire within {timeout_s:g} s")
 
 
 @dataclass
@@ -207,6 +263,7 @@ class Workload:
                                    self.nemesis.events, groups=group_specs, work=self.run_dir)
         self.nemesis.members, self.nemesis.first_group = self.recording.member, (
             group_specs[0].name if group_specs else "")
+        self.nemesis.acks = self.recording.acked
         self.recording.start()
         return self
 

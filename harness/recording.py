@@ -242,6 +242,11 @@ class Recording:
                 return t
         raise ValueError(f"no transactional producer or copier named {name!r}")
 
+    def acked(self, producer: str = "") -> int:
+        """Acknowledged records so far, of one producer instance ("" = every producer): what an
+        ``acked`` trigger counts."""
+        return sum(p.acked() for p in self.producers if not producer or p.pname == producer)
+
     def member(self, name: str) -> Member | None:
         """A group member by name, for faults on its process; None if no group has it."""
         return next((m for g in self.groups for m in g.members if m.name == name), None)

@@ -180,7 +180,12 @@ def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
         layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
                                       "xanchor": "left", "yanchor": "bottom", "showarrow": False,
                                       "font": {"size": 9, "color": colour},
-                                      "text": f"{f.get('name', f.get('kind'))} {_hit(f)}"})
+                                      "text": f"{f.get('name', f.get('kind'))} {_hit(f)}"
+                                              + (f" on {f['trigger']}" if f.get("trigger") else "")})
+        if f.get("trigger_ms"):  # the moment its trigger's event was seen
+            t = (f["trigger_ms"] - t0) / 1000
+            layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
+                                     "line": {"color": colour, "width": 1, "dash": "dot"}})
 
 
 def _hit(fault: dict) -> str:
@@ -295,6 +300,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if e.get("type") == "fault"],
         "skipped": [e for e in events if e.get("type") == "fault_skipped"],
+        "unfired": [e for e in events if e.get("type") == "trigger_unfired"],
         "elections": verdict.elections,
     }
 

@@ -74,7 +74,7 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
     plan = schedule.plan(s)
     repro = reproduce_command(scenario_file, s, overrides)
     log(f"schedule ({len(plan)} faults, seed {s.seed}): " + "; ".join(
-        f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" for f in plan))
+        f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" + (f" on {f.on}" if f.on else "") for f in plan))
     log(f"repeat with: {repro}")
     events = EventLog(d / EVENTS)
     settings, imgs = s.cluster_settings(), cluster_images(s.kafka_version)
@@ -113,6 +113,7 @@ def _record(s: Scenario, plan: list, c: KafkaCluster, events: EventLog, d: Path,
     nemesis = Nemesis(c, topic.name, events, rec.client, first_client=s.transactional_clients[0]
                       if s.transactional_clients else "", members=rec.member,
                       first_group=s.groups[0].name if s.groups else "")
+    nemesis.acks = rec.acked
     try:
         with rec.phases.timed("workload"):
             t0 = rec.start()

@@ -23,6 +23,7 @@ from harness.faults import (
     Target,
     check_kind,
 )
+from harness.triggers import EVENTS, PARTITION_EVENTS, Trigger, cycle
 from harness.versions import KAFKA_VERSIONS
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
@@ -181,6 +182,31 @@ def kip848_broker_config(session_timeout_ms: int = 6000) -> dict[str, str]:
             "group.consumer.heartbeat.interval.ms": beat, "group.consumer.min.heartbeat.interval.ms": beat}
 
 
+class TriggerSpec(_Model):
+    """``[faults.on]``: fire the fault on an event after its ``at_s`` (harness/triggers.py)."""
+
+    event: str
+    count: int = Field(0, ge=0, description="acked: fire at this many acknowledged records")
+    producer: str = Field("", description="acked: count one producer instance's ('' = all producers')")
+    partition: int = Field(-1, ge=-1, description="partition events: which partition (-1: the fault's own)")
+    offset: int = Field(0, ge=0, description="hw: fire when the high watermark reaches this offset")
+    fault: int = Field(-1, ge=-1, description="fault_start/fault_end: the number of the other fault")
+    delay_s: float = Field(0.0, ge=0, description="then wait this long before the fault")
+
+    @model_validator(mode="after")
+    def _check(self) -> TriggerSpec:
+        if self.event not in EVENTS:
+            raise ValueError(f"event: {self.event!r} is not an event (allowed: {', '.join(EVENTS)})")
+        if self.event == "acked" and self.count < 1:
+            raise ValueError("count: acked needs count >= 1 (the acknowledgement to fire at)")
+        if self.event in ("fault_start", "fault_end") and self.fault < 0:
+            raise ValueError(f"fault: {self.event} needs fault = the number of another fault (0-based)")
+        return self
+
+    def trigger(self) -> Trigger:
+        return Trigger(**self.model_dump())
+
+
 class FaultSpec(_Model):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
@@ -190,6 +216,7 @@ class FaultSpec(_Model):
     latency_ms: int = Field(200, ge=0)
     jitter_ms: int = Field(0, ge=0)
     rate_kbps: int = Field(64, ge=1)
+    on: TriggerSpec | None = Field(None, description="fire on an event after at_s instead of at at_s")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
@@ -281,6 +308,7 @@ class Scenario(_Model):
             if f.at_s + f.duration_s > self.duration_s:
                 raise ValueError(f"faults.{i}: ends at {f.at_s + f.duration_s:g} s, after duration_s = "
                                  f"{self.duration_s:g}")
+        self._check_triggers()
         self._check_generator_clients()
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
@@ -332,6 +360,30 @@ class Scenario(_Model):
             return (f"{kind} needs a transactional client or a group member, not {name!r} (allowed: "
                     f"{', '.join(self.transactional_clients + self.member_names) or 'none'})")
         return None
+
+    def _check_triggers(self) -> None:
+        """A trigger names a producer instance, a partition and another fault that exist, and no
+        faults wait for each other in a circle."""
+        producers = [n for p in self.producers for n in p.instance_names]
+        waits: dict[int, int] = {}
+        for i, f in enumerate(self.faults):
+            t, where = f.on, f"faults.{i}.on"
+            if t is None:
+                continue
+            if t.producer and t.producer not in producers:
+                raise ValueError(f"{where}.producer: {t.producer!r} is not a producer of this scenario (allowed: "
+                                 f"{', '.join(producers)})")
+            if t.event in PARTITION_EVENTS and t.partition >= self.topic.partitions:
+                raise ValueError(f"{where}.partition: {t.partition} does not exist (allowed: 0.."
+                                 f"{self.topic.partitions - 1})")
+            if t.fault >= 0:
+                if t.fault >= len(self.faults) or t.fault == i:
+                    raise ValueError(f"{where}.fault: {t.fault} is not another fault (allowed: "
+                                     f"{', '.join(str(k) for k in range(len(self.faults)) if k != i) or 'none'})")
+                waits[i] = t.fault
+        if (loop := cycle(waits)) is not None:
+            raise ValueError(f"faults: {' -> '.join(str(k) for k in loop)} trigger each other in a cycle "
+                             "(allowed: faults that wait for faults that do not wait for them)")
 
     def _check_generator_clients(self) -> None:
         g = self.generator

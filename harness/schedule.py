@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from harness.faults import Target
 from harness.scenario import FaultSpec, Scenario
+from harness.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class PlannedFault:
     latency_ms: int = 0
     jitter_ms: int = 0
     rate_kbps: int = 0
+    on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
+    number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -35,7 +38,7 @@ class PlannedFault:
         return self.at_s + self.duration_s
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "target": str(self.target)}
+        return {**asdict(self), "target": str(self.target), "on": self.on.to_dict() if self.on else None}
 
 
 def _resolve_random(target: Target, rng: random.Random, brokers: int) -> Target:
@@ -46,12 +49,12 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
     """The fault schedule of a scenario, sorted by start time, non-overlapping."""
     rng = random.Random(s.seed if seed is None else seed)
     out: list[PlannedFault] = []
-    for f in s.faults:
-        out.append(_planned(f, _resolve_random(f.target, rng, s.brokers)))
+    for i, f in enumerate(s.faults):
+        out.append(_planned(f, _resolve_random(f.target, rng, s.brokers), i))
     g = s.generator
     if g is not None:
         t = g.start_s
-        last_end = max((f.end_s for f in out), default=0.0)
+        last_end = max((f.end_s for f in out if f.on is None), default=0.0)
         t = max(t, last_end)
         while True:
             duration = round(rng.uniform(*g.duration_s), 2)
@@ -67,5 +70,6 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
     return out
 
 
-def _planned(f: FaultSpec, target: str) -> PlannedFault:
-    return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps)
+def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
+    return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps,
+                        f.on.trigger() if f.on is not None else None, number)

@@ -117,8 +117,8 @@ class RecordingProducer(threading.Thread):
         return self._sent
 
     def acked(self) -> int:
-        """Records whose delivery report said they were written (call after the thread ended)."""
-        return sum(1 for r in self._dr_result if not isinstance(r, KafkaError))
+        """Records whose delivery report said they were written, so far (triggers count them live)."""
+        return sum(1 for r in list(self._dr_result) if not isinstance(r, KafkaError))
 
     def _reports(self) -> tuple[list[int | None], list[int | KafkaError | None]]:
         """Per seq: the report's arrival in ns (None: no report) and its result."""

@@ -288,10 +288,13 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     lo, hi = job.span.get(idx, (None, None))
     faults = [e for e in events if e.get("type") == "fault"]
     counts = {a: job.of(a).count(idx) for a in ANOMALIES}
+    unfired = [f"fault {e.get('fault')} ({e.get('kind')} {e.get('target')}) on {e.get('on')}" for e in events
+               if e.get("type") == "trigger_unfired"]
+    broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside)
     return Verdict(
         contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
-        verdict="fail" if any(r.broken for r in rows) or any(g.broken for g in groups) or outside else "pass",
+        verdict="fail" if broken else ("not exercised" if unfired else "pass"), not_exercised=unfired,
         anomalies=counts,
         examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
         by_config=rows, by_group=groups, broken_outside_configs=outside,

@@ -100,7 +100,9 @@ class Verdict(_Model):
     contract: str = "v1"  # "v2" when the run directory has any v2 file or column
     run_id: str
     run_dir: str
-    verdict: Literal["pass", "fail"]
+    # "not exercised": no promise broken, but a triggered fault never fired, so the run did not test
+    # what its scenario is for
+    verdict: Literal["pass", "fail", "not exercised"]
     anomalies: dict[str, int]
     examples: dict[str, list[Example]]
     by_config: list[ConfigVerdict]
@@ -115,10 +117,15 @@ class Verdict(_Model):
     elections: Elections = Field(default_factory=Elections)
     assumptions: list[str] = Field(default_factory=list)
     known_issues: list[KnownIssue] = Field(default_factory=list)
+    not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired
 
     @property
     def failed(self) -> bool:
         return self.verdict == "fail"
+
+    @property
+    def exercised(self) -> bool:
+        return not self.not_exercised
 
     def broken(self) -> list[tuple[str, str, int]]:
         """(configuration, anomaly, count) of every promise broken."""

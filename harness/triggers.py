@@ -1,0 +1,94 @@
+"""Triggers: a fault fired by what the cluster and the workload do rather than at a planned second.
+
+A triggered fault is armed at its ``at_s`` and fires on the first event after that (plus its
+``delay_s``): the N-th acknowledgement of a producer, the ISR of a partition shrinking or growing,
+its leader changing, its high watermark reaching an offset, another fault starting or ending. The
+nemesis evaluates every armed trigger each POLL_S against a fresh observation (acknowledgement
+counts from the producers, the partition's state and high watermark asked of the cluster, the
+nemesis's own fault times); each firing, with the event observed and when, goes to events.jsonl,
+and a trigger still armed at the run's end is logged as unfired, which makes the run "not
+exercised" rather than a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+POLL_S = 0.02  # how often armed triggers are evaluated
+
+# event -> (what it means, the parameters it needs)
+EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "acked": ("the count-th acknowledged record (of producer, or of all producers)", ("count",)),
+    "isr_shrink": ("the partition's ISR loses a member", ()),
+    "isr_grow": ("the partition's ISR gains a member", ()),
+    "leader_change": ("the partition's leader changes (or it loses its leader)", ()),
+    "hw": ("the partition's high watermark reaches offset", ("offset",)),
+    "fault_start": ("fault number `fault` of the scenario starts", ("fault",)),
+    "fault_end": ("fault number `fault` of the scenario ends (is healed)", ("fault",)),
+}
+PARTITION_EVENTS = ("isr_shrink", "isr_grow", "leader_change", "hw")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When a fault fires: ``event`` (one of EVENTS) with its parameters, then ``delay_s``."""
+
+    event: str
+    count: int = 0
+    producer: str = ""  # acked: one producer instance ("" = every producer)
+    partition: int = -1  # partition events: -1 = the fault's own partition
+    offset: int = 0
+    fault: int = -1
+    delay_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in ("", -1) or k == "event"}
+
+    def __str__(self) -> str:
+        params = {k: v for k, v in self.to_dict().items() if k not in ("event", "delay_s")}
+        text = self.event + "".join(f" {k}={v}" for k, v in params.items())
+        return text + (f" +{self.delay_s:g}s" if self.delay_s else "")
+
+
+@dataclass
+class Observation:
+    """What the nemesis saw at one poll: acknowledgements, one partition's state, fault times."""
+
+    acked: int = 0
+    leader: int = -1
+    isr: tuple[int, ...] = ()
+    hw: int = -1
+    started: frozenset[int] = frozenset()  # scenario fault numbers that have started
+    ended: frozenset[int] = frozenset()
+
+
+def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
+    """What made ``t`` fire, comparing the observation now with the one when it was armed, or None.
+    The partition events compare against the arming state: a shrink is an ISR smaller than it was."""
+    if t.event == "acked" and now.acked >= t.count:
+        return f"{now.acked} acknowledged"
+    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr:
+        return f"ISR {list(armed.isr)} -> {list(now.isr)}"
+    if t.event == "isr_grow" and len(now.isr) > len(armed.isr):
+        return f"ISR {list(armed.isr)} -> {list(now.isr)}"
+    if t.event == "leader_change" and now.leader != armed.leader:
+        return f"leader {armed.leader} -> {now.leader}"
+    if t.event == "hw" and now.hw >= t.offset:
+        return f"high watermark {now.hw}"
+    if t.event == "fault_start" and t.fault in now.started:
+        return f"fault {t.fault} started"
+    if t.event == "fault_end" and t.fault in now.ended:
+        return f"fault {t.fault} ended"
+    return None
+
+
+def cycle(edges: dict[int, int]) -> list[int] | None:
+    """A cycle among faults triggered by other faults (fault -> the fault it waits for), or None."""
+    for start in edges:
+        seen, node = [start], edges[start]
+        while node in edges:
+            if node in seen:
+                return [*seen[seen.index(node):], node]
+            seen.append(node)
+            node = edges[node]
+    return None

@@ -1,0 +1,74 @@
+"""Triggers on a real cluster: a fault fired by the producer's acknowledgements, a second fired by
+the first one's end, and a third whose event never comes, which makes the run "not exercised"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import runner
+from harness.checker import check_runs
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+SCENARIO = """
+name = "triggered"
+duration_s = 12
+
+[topic]
+partitions = 1
+
+[[producers]]
+acks = "all"
+idempotence = true
+rate = 300
+
+[[faults]]          # 0: the leader killed at the 600th acknowledgement, 0.2 s later
+at_s = 0
+duration_s = 3
+kind = "kill"
+target = "leader"
+[faults.on]
+event = "acked"
+count = 600
+delay_s = 0.2
+
+[[faults]]          # 1: a follower paused as soon as the kill is healed
+at_s = 0
+duration_s = 2
+kind = "pause"
+target = "follower"
+[faults.on]
+event = "fault_end"
+fault = 0
+
+[[faults]]          # 2: waits for a high watermark the run never reaches
+at_s = 0
+duration_s = 1
+kind = "pause"
+target = "leader"
+[faults.on]
+event = "hw"
+offset = 1000000
+"""
+
+
+def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercised(tmp_path):
+    require_docker(["3.9.1"])
+    (tmp_path / "t.toml").write_text(SCENARIO)
+    res = runner.execute(load(tmp_path / "t.toml"), tmp_path / "run", log=lambda m: None)
+    (v,) = check_runs([res.path])
+    events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
+    fired = {e["fault"]: e for e in events if e["type"] == "trigger"}
+    faults = {e["kind"]: e for e in events if e["type"] == "fault"}
+    assert sorted(fired) == [0, 1]
+    assert fired[0]["observed"].endswith("acknowledged") and int(fired[0]["observed"].split()[0]) >= 600
+    kill, pause = faults["kill"], faults["pause"]
+    assert 200 <= kill["start_ms"] - kill["trigger_ms"] < 1200, "fired 0.2 s after its event"
+    assert pause["trigger_ms"] >= kill["end_ms"] and pause["start_ms"] - kill["end_ms"] < 1000
+    assert [e["fault"] for e in events if e["type"] == "trigger_unfired"] == [2]
+    assert v.verdict == "not exercised" and v.not_exercised and not v.failed
+    assert not any(v.anomalies.values()), v.anomalies

@@ -1,0 +1,91 @@
+"""Triggers on data built here: when each event fires, the validation of [faults.on], cycles,
+and that a triggered fault is planned with its trigger and its number."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import schedule
+from harness.scenario import ScenarioError, load
+from harness.triggers import Observation, Trigger, cycle, fired
+from tests.test_scenarios import GOOD, write
+
+ARMED = Observation(acked=10, leader=1, isr=(1, 2, 3), hw=100)
+
+
+@pytest.mark.parametrize(("trigger", "now", "why"), [
+    (Trigger("acked", count=50), Observation(acked=49), None),
+    (Trigger("acked", count=50), Observation(acked=50), "50 acknowledged"),
+    (Trigger("isr_shrink"), Observation(leader=1, isr=(1, 2, 3)), None),
+    (Trigger("isr_shrink"), Observation(leader=1, isr=(1, 3)), "ISR [1, 2, 3] -> [1, 3]"),
+    (Trigger("isr_grow"), Observation(leader=1, isr=(1, 2, 3)), None),
+    (Trigger("leader_change"), Observation(leader=1, isr=(1, 2, 3)), None),
+    (Trigger("leader_change"), Observation(leader=-1, isr=()), "leader 1 -> -1"),
+    (Trigger("hw", offset=150), Observation(hw=149), None),
+    (Trigger("hw", offset=150), Observation(hw=151), "high watermark 151"),
+    (Trigger("fault_start", fault=2), Observation(started=frozenset({0})), None),
+    (Trigger("fault_start", fault=2), Observation(started=frozenset({2})), "fault 2 started"),
+    (Trigger("fault_end", fault=0), Observation(ended=frozenset({0})), "fault 0 ended"),
+])
+def test_each_event_fires_when_its_condition_holds(trigger, now, why):
+    assert fired(trigger, now, ARMED) == why
+
+
+def test_a_grown_isr_is_measured_from_the_arming_state():
+    assert fired(Trigger("isr_grow"), Observation(isr=(1, 2)), Observation(isr=(1,))) == "ISR [1] -> [1, 2]"
+
+
+def test_cycles_are_found():
+    assert cycle({0: 1, 1: 2}) is None
+    assert cycle({0: 1, 1: 2, 2: 1}) == [1, 2, 1]
+
+
+TRIGGERED = '''
+[[faults]]
+at_s = 2
+duration_s = 3
+kind = "kill"
+target = "leader"
+[faults.on]
+event = "acked"
+count = 500
+delay_s = 0.5
+
+[[faults]]
+at_s = 0
+duration_s = 2
+kind = "pause"
+target = "follower"
+[faults.on]
+event = "fault_start"
+fault = 0
+'''
+
+
+def test_a_triggered_fault_is_planned_with_its_trigger_and_number(tmp_path):
+    s = load(write(tmp_path, GOOD + TRIGGERED))
+    plan = {f.number: f for f in schedule.plan(s)}
+    assert plan[0].on == Trigger("acked", count=500, delay_s=0.5) and plan[0].at_s == 2
+    assert plan[1].on == Trigger("fault_start", fault=0)
+    assert plan[0].to_dict()["on"] == {"event": "acked", "count": 500, "offset": 0, "delay_s": 0.5}
+    assert str(plan[0].on) == "acked count=500 offset=0 +0.5s"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "sunrise"\n',
+     r"faults\.0\.on: event: 'sunrise' is not an event \(allowed: acked, isr_shrink"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "acked"\n',
+     r"faults\.0\.on: .*acked needs count >= 1"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "acked"\ncount = 5\nproducer = "q"\n',
+     r"faults\.0\.on\.producer: 'q' is not a producer of this scenario \(allowed: p\)"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "isr_shrink"\npartition = 9\n',
+     r"faults\.0\.on\.partition: 9 does not exist"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "fault_end"\nfault = 0\n',
+     r"faults\.0\.on\.fault: 0 is not another fault \(allowed: none\)"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "fault_end"\nfault = 1\n'
+     '[[faults]]\nat_s = 1\nkind = "pause"\n[faults.on]\nevent = "fault_start"\nfault = 0\n',
+     r"faults: 0 -> 1 -> 0 trigger each other in a cycle"),
+])
+def test_bad_triggers_exit_before_anything_starts(tmp_path, extra, message):
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, GOOD + extra))
