@@ -42,7 +42,13 @@ class Trigger:
     delay_s: float = 0.0
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in ("", -1) or k == "event"}
+        """The event and the parameters that mean something for it."""
+        keep = {"event", "delay_s", *EVENTS[self.event][1]}
+        if self.event == "acked" and self.producer:
+            keep.add("producer")
+        if self.event in PARTITION_EVENTS and self.partition >= 0:
+            keep.add("partition")
+        return {k: v for k, v in asdict(self).items() if k in keep}
 
     def __str__(self) -> str:
         params = {k: v for k, v in self.to_dict().items() if k not in ("event", "delay_s")}
