@@ -9,6 +9,10 @@ every acknowledged record, commit to the end of every partition, and show no ano
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -105,3 +109,38 @@ def test_a_group_whose_members_all_crash_comes_back_and_misses_nothing(groups_ru
     assert any(e["type"] == "rebalance" and e["consumer"] == "x-1.2" and e["kind"] == "assign" for e in events)
     x = next(g for g in v.by_group if g.group == "x")
     assert x.counts["group_unseen"] == 0 and x.promises["group_unseen"].promised
+
+
+def member_pids(marker: str) -> list[int]:
+    """Pids of group-member processes whose command line names ``marker`` (their run's folder)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "harness.groups" in cmd and marker in cmd:
+                out.append(int(p.name))
+    return out
+
+
+def test_no_member_outlives_a_killed_run(tmp_path):
+    """Members are processes: a run killed with SIGKILL takes them with it (the kernel's
+    parent-death signal), as the reaper takes its containers."""
+    require_docker(["3.9.1"])
+    (tmp_path / "g.toml").write_text('name = "g"\nduration_s = 60\n[consumers]\ncount = 0\n[[groups]]\nmembers = 2\n')
+    run = subprocess.Popen([sys.executable, "-m", "harness", "run", str(tmp_path / "g.toml"), "--no-check", "--out",
+                            str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(member_pids(str(tmp_path))) < 2 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.5)
+        assert len(member_pids(str(tmp_path))) == 2, "both members started"
+    finally:
+        run.kill()
+        run.wait(30)
+    deadline = time.monotonic() + 10
+    while member_pids(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert member_pids(str(tmp_path)) == []
