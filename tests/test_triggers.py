@@ -9,6 +9,7 @@ import pytest
 
 from harness import runner
 from harness.checker import check_runs
+from harness.report import write_report
 from harness.scenario import load
 from tests.conftest import require_docker
 
@@ -72,3 +73,5 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
     assert [e["fault"] for e in events if e["type"] == "trigger_unfired"] == [2]
     assert v.verdict == "not exercised" and v.not_exercised and not v.failed
     assert not any(v.anomalies.values()), v.anomalies
+    html = write_report([res.path], tmp_path / "report.html").read_text()
+    assert "fault_end fault=0: fault 0 ended" in html and "never fired" in html
