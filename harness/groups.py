@@ -95,6 +95,8 @@ class MemberProcess:
         self.cfg, self.out = cfg, out
         self.commit = cfg["commit"]
         self.seq = self.generation = 0
+        self.reader = cfg["consumer"]  # the consumer column: a new name each time the group moves it back
+        self.held: set[int] = set()  # partitions this process has held at any time
         self.uncommitted, self.last_commit = 0, time.monotonic()
         self.stopping = self.freezing = False
         conf = dict(cfg["conf"])
@@ -110,7 +112,14 @@ class MemberProcess:
         return sorted(tp.partition for tp in parts)
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        """A partition this process held before comes back at the group's committed offset, below
+        what it returned: its reads go on under a new reader name (``g-1/2``), as the copier's after
+        a rewind, since nonmonotonic_poll counts a client that goes back on its own."""
         self.generation += 1
+        again = {tp.partition for tp in parts} & self.held
+        self.held |= {tp.partition for tp in parts}
+        if again:
+            self.reader = f"{self.cfg['consumer']}/{self.generation}"
         self.line(t="rebalance", kind="assign", partitions=self._parts(parts), generation=self.generation,
                   ts_ms=now_ms())
 
@@ -162,7 +171,7 @@ class MemberProcess:
 
     def _record(self, m) -> None:
         _, hw = self.consumer.get_watermark_offsets(TopicPartition(m.topic(), m.partition()), cached=True)
-        self.line(t="read", consumer=self.cfg["consumer"], seq=self.seq, topic=m.topic(), partition=m.partition(),
+        self.line(t="read", consumer=self.reader, seq=self.seq, topic=m.topic(), partition=m.partition(),
                   offset=m.offset(), value=m.value().decode(errors="replace") if m.value() is not None else "",
                   poll_ts_ms=now_ms(), hw=hw if hw is not None and hw >= 0 else None, phase="live",
                   isolation=self.cfg["conf"]["isolation.level"], group=self.cfg["conf"]["group.id"],
