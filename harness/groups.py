@@ -96,7 +96,7 @@ class MemberProcess:
         self.commit = cfg["commit"]
         self.seq = self.generation = 0
         self.reader = cfg["consumer"]  # the consumer column: a new name each time the group moves it back
-        self.held: set[int] = set()  # partitions this process has held at any time
+        self.returned_from: set[int] = set()  # partitions this process has returned records of
         self.uncommitted, self.last_commit = 0, time.monotonic()
         self.stopping = self.freezing = False
         conf = dict(cfg["conf"])
@@ -112,13 +112,11 @@ class MemberProcess:
         return sorted(tp.partition for tp in parts)
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
-        """A partition this process held before comes back at the group's committed offset, below
-        what it returned: its reads go on under a new reader name (``g-1/2``), as the copier's after
-        a rewind, since nonmonotonic_poll counts a client that goes back on its own."""
+        """A partition this process returned records of comes back at the group's committed offset,
+        which may be below what it returned: its reads go on under a new reader name (``g-1/2``), as
+        the copier's after a rewind, since nonmonotonic_poll counts a client that goes back on its own."""
         self.generation += 1
-        again = {tp.partition for tp in parts} & self.held
-        self.held |= {tp.partition for tp in parts}
-        if again:
+        if {tp.partition for tp in parts} & self.returned_from:
             self.reader = f"{self.cfg['consumer']}/{self.generation}"
         self.line(t="rebalance", kind="assign", partitions=self._parts(parts), generation=self.generation,
                   ts_ms=now_ms())
@@ -177,6 +175,7 @@ class MemberProcess:
                   isolation=self.cfg["conf"]["isolation.level"], group=self.cfg["conf"]["group.id"],
                   generation=self.generation)
         self.seq += 1
+        self.returned_from.add(m.partition())
 
     def run(self) -> None:
         self.consumer.subscribe([self.cfg["topic"]], on_assign=self._on_assign, on_revoke=self._on_revoke,

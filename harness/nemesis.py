@@ -3,7 +3,8 @@
 The nemesis resolves a planned target ("leader of partition 0", "rack:a") against the cluster
 as it is when the fault fires, applies the fault, and heals it after its duration. Every fault
 becomes one ``{"type": "fault", ...}`` line in events.jsonl with start_ms, end_ms and the brokers
-and links it touched; a state sampler adds leader/ISR/controller lines at least every 500 ms.
+and links it touched; a state sampler adds leader/ISR/controller lines every 250 ms (a sample can
+take longer when the brokers are slow to answer: at most a second apart under the test suite's load).
 """
 
 from __future__ import annotations
