@@ -342,6 +342,25 @@ class Group:
             time.sleep(0.2)
         return False
 
+    def wait_caught_up(self, timeout_s: float) -> bool:
+        """Wait until the group has committed up to the high watermark of every partition (all that
+        was written is processed), so the run's end does not cut members off while they catch up
+        after a fault; whether it did in time."""
+        c = Consumer(self.cluster.client_config(**{"group.id": self.spec.name, "enable.auto.commit": False}))
+        parts = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(KafkaException):
+                    ends = {tp.partition: c.get_watermark_offsets(tp, timeout=5)[1] for tp in parts}
+                    done = {tp.partition: tp.offset for tp in c.committed(parts, timeout=5)}
+                    if all(done.get(p, -1) >= end for p, end in ends.items()):
+                        return True
+                time.sleep(0.5)
+            return False
+        finally:
+            c.close()
+
     def stop(self) -> None:
         """Every member leaves cleanly, in parallel (each may wait out a rebalance)."""
         threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]

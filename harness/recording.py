@@ -28,6 +28,7 @@ from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
+GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to the end of its topic
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
@@ -158,6 +159,9 @@ class Recording:
                                    f"healing: {e}"})
         time.sleep(SETTLE_S)
         for g in self.groups:
+            if not g.wait_caught_up(GROUP_CATCH_UP_S):
+                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"group {g.spec.name} had not committed "
+                                   f"to the end of every partition {GROUP_CATCH_UP_S:g} s after healing"})
             g.stop()
         self._stop_consumers.set()
         threads = [*self.consumers, *([self.copier] if self.copier is not None else [])]

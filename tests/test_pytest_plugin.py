@@ -39,7 +39,7 @@ def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
     assert g.verdict == "pass" and g.counts == {{"group_unseen": 0, "offset_regression": 0}}
     read = {{x["value"] for x in r.rows("consumed") if x["group"] == "g"}}
     members = {{x["consumer"].split("/")[0] for x in r.rows("consumed") if x["group"] == "g"}}
-    assert members == {{"g-1", "g-2"}}, "each member read (a reader name may carry /GENERATION)"
+    assert members >= {{"g-1", "g-2"}}, "each member read (g-1.2 is g-1's process after the kill)"
     acked = {{x["value"] for x in r.rows("produced") if x["status"] == "ok"}}
     final = {{x["value"] for x in r.rows("consumed") if x["phase"] == "final"}}
     assert len(acked) > 100 and acked <= final and r.verdict.final_log_records == len(final)
