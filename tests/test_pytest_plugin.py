@@ -29,7 +29,7 @@ def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
     hit = nemesis.fault("kill", "follower", topic="t1")
     time.sleep(2)
     nemesis.heal(hit)
-    crash = nemesis.fault("client_kill", "client:g-1", topic="t1")
+    crash = nemesis.on("acked", count=50).fault("client_kill", "client:g-1", topic="t1").wait(30)
     time.sleep(2)
     nemesis.heal(crash)
     time.sleep(2)
