@@ -266,8 +266,14 @@ class Nemesis:
                            "on": str(f.on), "observed": why, "ts_ms": seen_ms, "delay_s": f.on.delay_s})  # type: ignore[union-attr]
 
         def go() -> None:
+            if self._stop.is_set():  # its delay outlasted the schedule: the run is healing
+                self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),
+                                   "reason": "the schedule ended during its trigger's delay", "ts_ms": now_ms()})
+                return
             a = self._start_fault(f, {"trigger": str(f.on), "observed": why, "trigger_ms": seen_ms})
-            if a is not None:
+            if a is not None and self._stop.is_set():
+                self._heal_active(a)  # stop() ran while it was being applied
+            elif a is not None:
                 timer = threading.Timer(f.duration_s, self._heal_active, (a,))
                 timer.daemon = True
                 timer.start()
