@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from harness import faults, known_results
 from harness.checker import shown_anomalies
-from harness.checker.promises import ANOMALIES, DOC_CASES, DOC_CASES_V2, V1_ANOMALIES, promises
+from harness.checker.promises import ANOMALIES, DOC_CASES, DOC_CASES_V2, GROUP_ANOMALIES, V1_ANOMALIES, promises
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import (
@@ -305,6 +305,20 @@ def run_section(d: Path, verdict: Verdict) -> dict:
     }
 
 
+def _cell(c, a: str) -> dict:
+    n = c.counts[a]
+    state = "clean" if n == 0 else ("broke" if c.promises[a].promised else "expected")
+    return {"anomaly": a, "count": n, "state": state, "why": c.promises[a].why}
+
+
+def _group_cell(v: Verdict, a: str) -> dict:
+    """A group anomaly's cell: the run's groups together, each judged by its own commit mode."""
+    n = sum(g.counts[a] for g in v.by_group)
+    broke = any(g.counts[a] and g.promises[a].promised for g in v.by_group)
+    why = "; ".join(f"group {g.group}: {g.promises[a].why}" for g in v.by_group)
+    return {"anomaly": a, "count": n, "state": "clean" if n == 0 else ("broke" if broke else "expected"), "why": why}
+
+
 def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> list[dict]:
     rows = []
     for s in sections:
@@ -315,9 +329,7 @@ def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> lis
             st = c.settings
             cells = []
             for a in shown:
-                n = c.counts[a]
-                state = "clean" if n == 0 else ("broke" if c.promises[a].promised else "expected")
-                cells.append({"anomaly": a, "count": n, "state": state, "why": c.promises[a].why})
+                cells.append(_group_cell(v, a) if a in GROUP_ANOMALIES and v.by_group else _cell(c, a))
             rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
                          "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
                          "acks": st["acks"], "min_insync": st["min_insync"],
