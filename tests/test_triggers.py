@@ -68,8 +68,10 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
     assert sorted(fired) == [0, 1]
     assert fired[0]["observed"].endswith("acknowledged") and int(fired[0]["observed"].split()[0]) >= 600
     kill, pause = faults["kill"], faults["pause"]
-    assert 200 <= kill["start_ms"] - kill["trigger_ms"] < 1200, "fired 0.2 s after its event"
-    assert pause["trigger_ms"] >= kill["end_ms"] and pause["start_ms"] - kill["end_ms"] < 1000
+    # Order, not speed (the latency is a figure, not a test): the delay is kept, the second fault
+    # follows the first's end, and neither waits for anything else.
+    assert 200 <= kill["start_ms"] - kill["trigger_ms"] < 5000, "fired 0.2 s after its event"
+    assert kill["end_ms"] <= pause["trigger_ms"] <= pause["start_ms"] < kill["end_ms"] + 5000
     assert [e["fault"] for e in events if e["type"] == "trigger_unfired"] == [2]
     assert v.verdict == "not exercised" and v.not_exercised and not v.failed
     assert not any(v.anomalies.values()), v.anomalies
