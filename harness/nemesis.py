@@ -212,7 +212,7 @@ class Nemesis:
                     if a is not None:
                         agenda.append((at + item.duration_s, 0, "heal", a))  # type: ignore[attr-defined]
                 else:
-                    self._heal_active(item)  # type: ignore[arg-type]
+                    self.heal_active(item)  # type: ignore[arg-type]
         except BaseException as e:
             self.error = e
 
@@ -228,12 +228,19 @@ class Nemesis:
             self._active.append(a)
         return a
 
-    def _heal_active(self, a: Applied) -> None:
+    def heal_active(self, a: Applied) -> bool:
+        """Heal ``a`` if it is still applied (stop() or another caller may have healed it); whether it was."""
         with self._lock:
             if a not in self._active:
-                return  # stop() healed it already
+                return False
             self._active.remove(a)
         self.heal(a)
+        return True
+
+    def applied(self) -> list[Applied]:
+        """The faults applied and not yet healed, oldest first."""
+        with self._lock:
+            return list(self._active)
 
     # ------------------------------------------------------------ triggers
     def _watch(self, t0: float) -> None:
@@ -272,9 +279,9 @@ class Nemesis:
                 return
             a = self._start_fault(f, {"trigger": str(f.on), "observed": why, "trigger_ms": seen_ms})
             if a is not None and self._stop.is_set():
-                self._heal_active(a)  # stop() ran while it was being applied
+                self.heal_active(a)  # stop() ran while it was being applied
             elif a is not None:
-                timer = threading.Timer(f.duration_s, self._heal_active, (a,))
+                timer = threading.Timer(f.duration_s, self.heal_active, (a,))
                 timer.daemon = True
                 timer.start()
 

@@ -165,12 +165,8 @@ class _Nemesis:
                 del self._applied[i]
                 return
         for n in self._triggered:  # a fault a trigger fired: its nemesis holds it
-            with n._lock:
-                if applied not in n._active:
-                    continue
-                n._active.remove(applied)
-            n.heal(applied)
-            return
+            if n.heal_active(applied):
+                return
 
     def heal_all(self) -> None:
         while self._triggered:
@@ -205,9 +201,8 @@ class _Armed:
         """What the fault hit once it fired; AssertionError if it did not within ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            with self._n._lock:
-                if self._n._active:
-                    return self._n._active[0]
+            if applied := self._n.applied():
+                return applied[0]
             time.sleep(0.02)
         raise AssertionError(f"the trigger {self.trigger} did not fire within {timeout_s:g} s")
 
