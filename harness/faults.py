@@ -23,11 +23,15 @@ LATENCY_TOXIC = "kchaos-latency"
 BANDWIDTH_TOXIC = "kchaos-bandwidth"
 HOLD_TOXIC = "kchaos-hold"
 
-TARGET_HELP = ("leader | follower | follower:K | followers | controller | random | broker:N | rack:NAME | "
+TARGET_HELP = ("leader | follower | follower:K | followers | controller | controller:K | zookeeper | "
+               "zookeeper:K | quorum_majority | random | broker:N | rack:NAME | "
                "txn_coordinator | txn_coordinator:CLIENT | group_coordinator | group_coordinator:GROUP | "
                "client:CLIENT")
 COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator")
 PARTITION_ROLES = ("leader", "follower", "followers")
+# Roles that name coordination nodes: "controller" alone is Kafka's controller (in ZooKeeper mode a
+# broker), "controller:K" a KRaft controller, "zookeeper" the ensemble's leader or server K.
+QUORUM_ROLES = ("controller", "zookeeper", "quorum_majority")
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,10 @@ class Target:
     """Where a fault is aimed: a role resolved when it fires (leader, follower K of the partition,
     every follower, the controller), a broker chosen at plan time (random), a broker, or a rack."""
 
-    role: str  # leader | follower | followers | controller | random | broker | rack | *_coordinator | client
-    number: int = 0  # follower K (1 = the first) or broker N
+    # leader | follower | followers | controller | zookeeper | quorum_majority | random | broker | rack |
+    # *_coordinator | client
+    role: str
+    number: int = 0  # follower K (1 = the first), broker N, KRaft controller K or ZooKeeper server K (0: the leader)
     rack: str = ""
     client: str = ""  # txn_coordinator's client or group_coordinator's group ("" = the first); client's name
 
@@ -44,9 +50,10 @@ class Target:
     def parse(cls, text: str) -> Target:
         """The target a scenario spells, or ValueError naming what is allowed."""
         head, _, tail = text.partition(":")
-        if not tail and head in ("leader", "follower", "followers", "controller", "random", *COORDINATOR_ROLES):
+        if not tail and head in ("leader", "follower", "followers", "controller", "zookeeper", "quorum_majority",
+                                 "random", *COORDINATOR_ROLES):
             return cls(head, 1 if head == "follower" else 0)
-        if head in ("follower", "broker") and tail.isdigit() and int(tail) >= 1:
+        if head in ("follower", "broker", "controller", "zookeeper") and tail.isdigit() and int(tail) >= 1:
             return cls(head, int(tail))
         if head == "rack" and tail:
             return cls("rack", rack=tail)
@@ -59,9 +66,15 @@ class Target:
             return f"rack:{self.rack}"
         if self.client:
             return f"{self.role}:{self.client}"
-        if self.role == "broker" or (self.role == "follower" and self.number != 1):
+        if self.role == "broker" or (self.role == "follower" and self.number != 1) or \
+                (self.role in QUORUM_ROLES and self.number):
             return f"{self.role}:{self.number}"
         return self.role
+
+    @property
+    def of_quorum(self) -> bool:
+        """Whether the target may be a coordination node (KRaft controller, ZooKeeper server)."""
+        return self.role in QUORUM_ROLES
 
     @property
     def of_partition(self) -> bool:
@@ -97,6 +110,8 @@ class FaultKind:
     beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
     on_client: ClientAction | None = None  # a fault on a client (target client:NAME), not on brokers
     client_links: bool = False  # a network fault on one client's own links (target client:NAME)
+    on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
+    quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
 
 
 # ---------------------------------------------------------------- process faults
@@ -155,10 +170,9 @@ def _throttle(c: KafkaCluster, a: Applied, b: int) -> None:
 
 
 def _one_way(c: KafkaCluster, a: Applied, b: int) -> None:
-    for other in c.settings.broker_ids:
-        if other != b:
-            a.links += [link for link, _ in c.topo.one_way(b, other)]
-            c.cut_one_way(b, other, tag=a.tag)
+    for other in c.topo.peers_of(b):
+        a.links += [link for link, _ in c.topo.one_way(b, other)]
+        c.cut_one_way(b, other, tag=a.tag)
 
 
 def _to_leader(c: KafkaCluster, a: Applied, b: int) -> list[str]:
@@ -184,6 +198,16 @@ def _hold(c: KafkaCluster, a: Applied, b: int) -> None:
     chosen = _own_links(c, a, b)
     a.links += chosen
     c.hold(chosen, tag=a.tag)
+
+
+# ---------------------------------------------------------------- quorum changes (KIP-853)
+
+def _remove_controller(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.remove_controller(b)
+
+
+def _add_controller(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.add_controller(b)
 
 
 # ---------------------------------------------------------------- client faults
@@ -219,22 +243,28 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "duration_s", "#7f0000", _power_loss, _start, beyond_kafka=True),
     FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume),
     FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start),
-    FaultKind("isolate", "every link of the broker black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC),
+    FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC),
     FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
-              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC),
+              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, on_nodes=False),
     FaultKind("cut_fetch", "the broker's connection to the partition's leader (its fetches), both directions",
-              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC),
+              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC, on_nodes=False),
     FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
-              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC),
-    FaultKind("cut_coordination", "broker to ZooKeeper / to the KRaft controller", "#bcbd22",
-              _cut(lambda c, a, b: [c.topo.coordination(b)]), toxic=CUT_TOXIC),
+              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, on_nodes=False),
+    FaultKind("cut_coordination", "a broker: its links to every ZooKeeper server / KRaft controller; a "
+              "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
+              _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC),
     FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
-              toxic=CUT_TOXIC),
-    FaultKind("one_way", "bytes from the broker to every other broker dropped; the other way flows", "#ffbb78",
-              _one_way, toxic=CUT_TOXIC),
-    FaultKind("latency", "latency_ms +- jitter_ms on every link of the broker", "#aec7e8", _slow(_every_link),
+              toxic=CUT_TOXIC, on_nodes=False),
+    FaultKind("one_way", "bytes from the node to every other broker (a coordination node: every other node of "
+              "the quorum) dropped; the other way flows", "#ffbb78", _one_way, toxic=CUT_TOXIC),
+    FaultKind("remove_controller", "KIP-853: the controller leaves the voter set (it runs on as an observer); "
+              "added back at the heal", "#3182bd", _remove_controller, _add_controller, quorum_change=True),
+    FaultKind("add_controller", "KIP-853: a spare controller (target controller:K past the voters) joins the "
+              "voter set; removed again at the heal", "#6baed6", _add_controller, _remove_controller,
+              quorum_change=True),
+    FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC),
-    FaultKind("bandwidth", "rate_kbps on every link of the broker", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
+    FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
     FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
               "a new instance with the same transactional.id takes over at once and fences it. A group member's "
               "process is killed without leaving the group; a new one joins at the heal", "#393b79",

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
-from harness.faults import FAULTS, MEMBER_ACTIONS, Applied
+from harness.faults import FAULTS, MEMBER_ACTIONS, Applied, Target
 from harness.schedule import PlannedFault
 from harness.triggers import POLL_S, Observation, fired
 from harness.workload import now_ms
@@ -93,11 +93,9 @@ class Nemesis:
             return [self.coordinator("__consumer_offsets", t.client or self.first_group)]
         if t.role == "client":  # its own links to every broker, or no broker at all (client_kill)
             return self.c.settings.broker_ids if FAULTS[f.kind].client_links else []
+        if t.of_quorum:
+            return self.quorum_nodes(t)
         st = self.c.describe(self.topic, timeout_s=5)
-        if t.role == "controller":
-            if st.controller in self.c.settings.broker_ids:
-                return [st.controller]
-            raise ValueError("KRaft: the controller is not a broker; aim network faults at brokers instead")
         p = st.partition(self.topic, f.partition)
         if t.role == "leader":
             if p.leader < 0:
@@ -111,6 +109,28 @@ class Nemesis:
         if t.number > len(followers):
             raise ValueError(f"partition {f.partition} has {len(followers)} followers, no follower {t.number}")
         return [followers[t.number - 1]]
+
+    def quorum_nodes(self, t: Target) -> list[int]:
+        """Coordination targets: ``controller`` (ZooKeeper mode: the broker that is Kafka's controller;
+        KRaft: the active controller), ``controller:K`` / ``zookeeper:K`` (that node), ``zookeeper``
+        (the ensemble's leader), ``quorum_majority`` (enough voters to lose the majority: followers
+        first, so the leader is left alone without it)."""
+        topo = self.c.topo
+        if t.number:
+            return [self.c.settings.coordination_ids[t.number - 1]]
+        if t.role == "controller" and self.c.settings.mode == "zk":
+            controller = self.c.describe(timeout_s=5).controller
+            if controller < 0:
+                raise ValueError("no broker is the controller now")
+            return [controller]
+        q = self.c.quorum_state(timeout_s=1)
+        if t.role != "quorum_majority":
+            if q.leader < 0:
+                raise ValueError("the quorum has no leader now")
+            return [q.leader]
+        voters = list(q.voters) or [n for n in topo.quorum][: self.c.settings.quorum_size]
+        ordered = [n for n in voters if n != q.leader] + [n for n in voters if n == q.leader]
+        return ordered[: len(voters) // 2 + 1]
 
     def coordinator(self, internal_topic: str, key: str) -> int:
         """The coordinator of a transactional id or a group now: the leader of the partition of
@@ -128,10 +148,10 @@ class Nemesis:
     def apply(self, f: PlannedFault, detail: dict | None = None) -> Applied:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
-        st = self.c.describe(self.topic, timeout_s=5)
+        st = self.c.describe(self.topic, timeout_s=5, quorum=f.target.of_quorum)
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller,
-            **(detail or {})})
+            **({"quorum_before": st.quorum.as_event()} if st.quorum is not None else {}), **(detail or {})})
         kind = FAULTS[f.kind]
         if f.target.role == "txn_coordinator":
             a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
@@ -160,9 +180,13 @@ class Nemesis:
                     LOG.warning("could not take back the toxics of %s %s: %s", f.kind, f.target, e)
             raise
         self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": brokers,
-                           "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+                           "nodes": self.node_names(brokers), "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
         self._mark(self.started, f)
         return a
+
+    def node_names(self, nodes: list[int]) -> list[str]:
+        """Container names of the nodes a fault hit (kafka-2, controller-1, zookeeper-3)."""
+        return [self.c.topo.node_key(n) for n in nodes]
 
     def _mark(self, which: set[int], f: PlannedFault) -> None:
         with self._lock:
@@ -181,7 +205,8 @@ class Nemesis:
         end = now_ms()
         self.events.write({
             "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target.of_partition else ""),
-            "kind": f.kind, "target": str(f.target), "partition": f.partition, "brokers": a.brokers, "tag": a.tag,
+            "kind": f.kind, "target": str(f.target), "partition": f.partition, "brokers": a.brokers,
+            "nodes": self.node_names(a.brokers), "tag": a.tag,
             "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
             "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
         })
@@ -332,7 +357,8 @@ class Nemesis:
 
 
 class StateSampler(threading.Thread):
-    """Leader, ISR and controller of every partition, at least every ``interval_s``."""
+    """Leader, ISR and controller of every partition, and the coordination quorum (its leader, epoch,
+    whether it has a majority, each node's lag), at least every ``interval_s``."""
 
     def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog, interval_s: float = 0.25):
         super().__init__(name="state-sampler", daemon=True)
@@ -343,12 +369,19 @@ class StateSampler(threading.Thread):
         while not self.stop_event.is_set():
             t = time.monotonic()
             try:
-                st = self.c.describe(self.topic, timeout_s=0.2)
+                st = self.c.describe(self.topic, timeout_s=0.2, quorum=True)
                 self.events.write({
                     "type": "state", "ts_ms": now_ms(), "controller": st.controller, "brokers": st.brokers,
                     "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
                                     "isr": p.isr} for p in st.partitions],
+                    **({"quorum": st.quorum.as_event()} if st.quorum is not None else {}),
                 })
-            except Exception as e:
-                self.events.write({"type": "state", "ts_ms": now_ms(), "error": str(e)})
+            except Exception as e:  # brokers or ZooKeeper not answering: the quorum's own state still tells
+                self.events.write({"type": "state", "ts_ms": now_ms(), "error": str(e), **self._quorum()})
             self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - t)))
+
+    def _quorum(self) -> dict:
+        try:
+            return {"quorum": self.c.quorum_state(timeout_s=0.2).as_event()}
+        except Exception:
+            return {}

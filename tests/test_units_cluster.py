@@ -5,31 +5,59 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from harness.cluster.settings import ClusterSettings, broker_properties, controller_properties
+from harness.cluster import quorum
+from harness.cluster.settings import (
+    ClusterSettings,
+    broker_properties,
+    controller_format_args,
+    controller_properties,
+    zookeeper_config,
+)
 from harness.cluster.topology import Topology
 from harness.setup import images
 from harness.versions import KAFKA_VERSIONS, get_version, version_mode_pairs
 
 
 def test_every_broker_link_has_its_own_proxy():
-    topo = Topology([1, 2, 3], "zk")
-    specs = topo.proxies({1: "10.0.1.2", 2: "10.0.2.2", 3: "10.0.3.2"})
+    topo = Topology([1, 2, 3], "zk", quorum=(201, 202, 203))
+    ips = {1: "10.0.1.2", 2: "10.0.2.2", 3: "10.0.3.2", 201: "10.1.1.2", 202: "10.1.2.2", 203: "10.1.3.2"}
+    specs = topo.proxies(ips)
     names = [s.name for s in specs]
     assert len(names) == len(set(names))
-    # 3 client + 9 replication (incl. self) + 3 ZooKeeper
-    assert len(specs) == 3 + 9 + 3
+    # 3 client + 9 replication (incl. self) + 9 broker-ZooKeeper + 3 admin + 6 ordered pairs x 2 ports
+    assert len(specs) == 3 + 9 + 9 + 3 + 12
     by = {s.name: s for s in specs}
     assert by["repl-1-2"].listen == "10.0.1.2:19102" and by["repl-1-2"].upstream == "kafka-2:9093"
     assert by["repl-2-1"].listen == "10.0.2.2:19101"
-    assert by["zk-3"].listen == "10.0.3.2:2181" and by["zk-3"].upstream == "zk-server:2181"
+    assert by["zk-3-2"].listen == "10.0.3.2:21812" and by["zk-3-2"].upstream == "zookeeper-2-server:2181"
+    assert by["zq-1-3"].listen == "10.1.1.2:2883" and by["zq-1-3"].upstream == "zookeeper-3-server:2883"
+    assert by["ze-3-1"].listen == "10.1.3.2:3881" and by["ze-3-1"].upstream == "zookeeper-1-server:3881"
+    assert by["admin-2"].listen == "0.0.0.0:9302" and by["admin-2"].upstream == "zookeeper-2-server:2181"
     listens = [s.listen for s in specs]
     assert len(listens) == len(set(listens)), "two proxies would bind the same address"
 
 
+def test_controller_links_go_through_proxies_on_every_side():
+    topo = Topology([1, 2, 3], "kraft", quorum=(101, 102, 103))
+    ips = {1: "10.0.1.2", 2: "10.0.2.2", 3: "10.0.3.2", 101: "10.1.1.2", 102: "10.1.2.2", 103: "10.1.3.2"}
+    by = {s.name: s for s in topo.proxies(ips)}
+    assert by["ctl-2-3"].listen == "10.0.2.2:19303" and by["ctl-2-3"].upstream == "controller-3-server:19303"
+    assert by["cc-1-2"].listen == "10.1.1.2:19302" and by["cc-1-2"].upstream == "controller-2-server:19302"
+    assert "cc-1-1" not in by, "a controller has no link to itself"
+    assert topo.aliases_on_quorum_net(2) == ["controller-1", "controller-3"]
+    assert topo.node_key(102) == "controller-2" and topo.node_key(2) == "kafka-2"
+    # a controller's own links: to its peers (cut_coordination) and, for isolate, the brokers' to it too
+    assert set(topo.coordination(102)) == {"cc-2-1", "cc-1-2", "cc-2-3", "cc-3-2"}
+    assert set(topo.isolation_links(102)) == {"cc-2-1", "cc-1-2", "cc-2-3", "cc-3-2", "ctl-1-2", "ctl-2-2",
+                                              "ctl-3-2"}
+    assert topo.one_way(101, 103) == [("cc-1-3", "upstream"), ("cc-3-1", "downstream")]
+    assert topo.peers_of(101) == [102, 103] and topo.peers_of(1) == [2, 3]
+
+
 def test_isolation_cuts_every_link_of_a_broker_but_no_other():
-    topo = Topology([1, 2, 3], "kraft")
+    topo = Topology([1, 2, 3], "kraft", quorum=(101, 102, 103))
     iso = set(topo.isolation_links(2))
-    assert iso == {"client-2", "repl-2-1", "repl-2-3", "repl-1-2", "repl-3-2", "ctl-2"}
+    assert iso == {"client-2", "repl-2-1", "repl-2-3", "repl-1-2", "repl-3-2", "ctl-2-1", "ctl-2-2", "ctl-2-3"}
     assert topo.one_way(1, 2) == [("repl-1-2", "upstream"), ("repl-2-1", "downstream")]
 
 
@@ -52,12 +80,33 @@ def test_broker_properties_route_everything_through_proxies():
     s = ClusterSettings(brokers=3, mode="zk", racks=["a", "b", "c"])
     p = broker_properties(s, 2, 40002)
     assert "advertised.listeners=CLIENT://127.0.0.1:40002,REPLICATION://kafka-2-repl:19102" in p
-    assert "zookeeper.connect=zk:2181" in p
+    assert "zookeeper.connect=zk-1:21811,zk-2:21812,zk-3:21813" in p
     assert "broker.rack=b" in p
     assert f"replica.lag.time.max.ms={s.replica_lag_time_max_ms}" in p
     k = ClusterSettings(kafka_version="4.1.2", mode="kraft")
-    assert "controller.quorum.voters=100@controller:9094" in broker_properties(k, 1, 1)
-    assert "process.roles=controller" in controller_properties(k)
+    voters = "controller.quorum.voters=101@controller-1:19301,102@controller-2:19302,103@controller-3:19303"
+    assert voters in broker_properties(k, 1, 1)
+    c2 = controller_properties(k, 2)
+    assert "process.roles=controller" in c2 and "node.id=102" in c2 and "CONTROLLER://0.0.0.0:19302" in c2
+    assert voters in c2
+
+
+def test_a_dynamic_quorum_bootstraps_and_formats_its_voters_with_directory_ids():
+    k = ClusterSettings(kafka_version="3.9.1", mode="kraft", dynamic_quorum=True, spare_controllers=1)
+    assert k.coordination_ids == [101, 102, 103, 104]
+    boot = "controller.quorum.bootstrap.servers=controller-1:19301,controller-2:19302,controller-3:19303"
+    assert boot in broker_properties(k, 1, 1) and "controller.quorum.voters" not in broker_properties(k, 1, 1)
+    assert "advertised.listeners=CONTROLLER://controller-4:19304" in controller_properties(k, 4)
+    dirs = {1: "d1", 2: "d2", 3: "d3"}
+    assert controller_format_args(k, 2, dirs) == (
+        "--initial-controllers 101@controller-1:19301:d1,102@controller-2:19302:d2,103@controller-3:19303:d3")
+    assert controller_format_args(k, 4, dirs) == "--no-initial-controllers", "a spare starts as an observer"
+
+
+def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own():
+    cfg = zookeeper_config(ClusterSettings(mode="zk"))
+    assert "server.2=zk-2:2882:3882" in cfg and "quorumListenOnAllIPs=true" in cfg
+    assert "server." not in zookeeper_config(ClusterSettings(mode="zk", zookeepers=1))
 
 
 @pytest.mark.parametrize(
@@ -72,6 +121,12 @@ def test_broker_properties_route_everything_through_proxies():
         ({"private_clients": ["a", "a"]}, "names must differ"),
         ({"private_clients": ["a b"]}, "names must differ and use letters"),
         ({"private_clients": ["a", "b", "c", "d", "e"]}, "at most 4 items"),
+        ({"mode": "kraft", "controllers": 2}, "Input should be 1, 3 or 5"),
+        ({"mode": "zk", "controllers": 3}, "controllers applies to KRaft only"),
+        ({"mode": "kraft", "zookeepers": 3}, "zookeepers applies to ZooKeeper mode only"),
+        ({"mode": "zk", "zookeepers": 5}, "Input should be 1 or 3"),
+        ({"kafka_version": "2.8.2", "mode": "zk", "dynamic_quorum": True}, "dynamic_quorum needs KRaft on Kafka 3.9"),
+        ({"mode": "kraft", "spare_controllers": 1}, "spare_controllers needs dynamic_quorum"),
     ],
 )
 def test_bad_settings_are_refused_with_what_is_allowed(kwargs, message):
@@ -116,3 +171,33 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch):
     assert not cid.startswith("-") and len(cid) == 22
     monkeypatch.undo()
     assert all(not settings.new_cluster_id().startswith("-") for _ in range(2000))
+
+
+def _srvr(mode: str, zxid: int) -> str:
+    return f"Zookeeper version: 3.8.4\nLatency min/avg/max: 0/1/2\nZxid: {zxid:#x}\nMode: {mode}\nNode count: 48\n"
+
+
+def test_the_ensemble_leader_epoch_and_lag_come_from_each_servers_srvr():
+    epoch = 3 << 32
+    q = quorum.zk_state_of({201: _srvr("follower", epoch + 7), 202: _srvr("leader", epoch + 9), 203: None})
+    assert (q.leader, q.epoch, q.majority) == (202, 3, True)
+    assert [(n.node, n.reachable, n.role, n.lag) for n in q.nodes] == [
+        (201, True, "follower", 2), (202, True, "leader", 0), (203, False, "", None)]
+    # a leader alone (the followers gone or in an older epoch) serves no majority
+    alone = quorum.zk_state_of({201: "This ZooKeeper instance is not currently serving requests\n",
+                                202: _srvr("leader", epoch + 9), 203: _srvr("follower", (2 << 32) + 40)})
+    assert alone.leader == 202 and not alone.majority
+    assert quorum.zk_state_of({201: None, 202: None, 203: None}).leader == -1
+
+
+def test_the_kraft_leader_is_the_controller_that_describes_the_quorum_with_the_highest_epoch():
+    old = {"leader": 101, "epoch": 4, "voters": {101: 50, 102: 40, 103: 40}, "observers": {}, "in_touch": [101]}
+    new = {"leader": 102, "epoch": 5, "voters": {101: 50, 102: 60, 103: 58}, "observers": {104: 60},
+           "in_touch": [102, 103]}
+    q = quorum.kraft_state_of({101: old, 102: new, 103: {}, 104: None})
+    assert (q.leader, q.epoch, q.voters, q.majority) == (102, 5, (101, 102, 103), True)
+    assert {n.node: (n.role, n.lag, n.reachable) for n in q.nodes} == {
+        101: ("follower", 10, True), 102: ("leader", 0, True), 103: ("follower", 2, True),
+        104: ("observer", 0, False)}
+    assert not quorum.kraft_state_of({101: old}).majority, "one voter of three in touch is no majority"
+    assert quorum.kraft_state_of({101: {}, 102: None}).leader == -1

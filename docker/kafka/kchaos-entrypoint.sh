@@ -18,6 +18,10 @@ JVM="${KCHAOS_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutO
 case "$role" in
   zookeeper)
     printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/zookeeper.cfg
+    # A member of an ensemble learns its server id from dataDir/myid.
+    if [ -n "${KCHAOS_ZK_MYID:-}" ]; then
+      printf '%s\n' "$KCHAOS_ZK_MYID" > /var/lib/zookeeper/myid
+    fi
     exec java $HEAP $JVM $LOGOPT -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/kchaos/zookeeper.cfg
     ;;
   broker|controller)

@@ -1,7 +1,7 @@
 """A real Kafka cluster on Testcontainers, with Toxiproxy in every link a fault must cut.
 
-Containers: one Toxiproxy, ZooKeeper or one KRaft controller, N brokers. See
-``topology.py`` for how the networks force every connection through a proxy.
+Containers: one Toxiproxy, a ZooKeeper ensemble or a KRaft quorum (each node in its own container),
+N brokers. See ``topology.py`` for how the networks force every connection through a proxy.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import os
+import re
 import shlex
 import tarfile
 import time
@@ -32,14 +33,16 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness import reaper
-from harness.cluster import powerloss
+from harness.cluster import powerloss, quorum
 from harness.cluster.powerloss import Cut
+from harness.cluster.quorum import QuorumState
 from harness.cluster.settings import (
-    CONTROLLER_ID,
+    CONTROLLER_ID_BASE,
     PROXY_CLIENT_BASE,
-    ZK_PORT,
     ClusterSettings,
     broker_properties,
+    controller_format_args,
+    controller_port,
     controller_properties,
     new_cluster_id,
     zookeeper_config,
@@ -83,9 +86,10 @@ class PartitionState:
 
 @dataclass(frozen=True)
 class ClusterState:
-    controller: int
+    controller: int  # ZooKeeper mode: the broker that is Kafka's controller; KRaft: the active controller
     brokers: list[int]  # brokers the metadata lists as alive
     partitions: list[PartitionState]
+    quorum: QuorumState | None = None  # the coordination layer, when asked for (always in KRaft)
 
     def partition(self, topic: str, p: int) -> PartitionState:
         for x in self.partitions:
@@ -119,11 +123,15 @@ class KafkaCluster:
 
     def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
         self.settings = settings
-        self.topo = Topology(self.settings.broker_ids, self.settings.mode, tuple(self.settings.private_clients))
+        self.topo = Topology(self.settings.broker_ids, self.settings.mode, tuple(self.settings.private_clients),
+                             tuple(self.settings.coordination_ids))
         self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
         self.kafka_image = images.kafka
         self.toxiproxy_image = images.toxiproxy
         self.cluster_id = new_cluster_id()
+        # KIP-853: each controller's log directory id, given to every controller's format
+        self.directory_ids = {k: new_cluster_id() for k in range(1, self.settings.quorum_size + 1)}
+        self.admin_ports: dict[int, int] = {}  # coordination node -> the harness's published port to it
         self._containers: dict[str, DockerContainer] = {}
         self._networks: dict[str, Network] = {}
         self.client_ports: dict[int, int] = {}
@@ -131,9 +139,10 @@ class KafkaCluster:
         self.toxi: Toxiproxy | None = None
         self._admin: AdminClient | None = None
         self._zk: KazooClient | None = None
-        self._paused: set[int] = set()
+        self._paused: set[int] = set()  # node numbers (brokers and coordination nodes) of each state
         self._stopped: set[int] = set()
         self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
+        self._last_quorum: QuorumState | None = None
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> KafkaCluster:
@@ -183,56 +192,67 @@ class KafkaCluster:
     def _start(self, timeout_s: float) -> None:
         s = self.settings
         core = self._network("core", internal=False)
-        broker_nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
-
-        # Toxiproxy first: brokers' advertised client ports are its published ports.
-        ports = {f"{PROXY_CLIENT_BASE + b}/tcp": ("127.0.0.1", None) for b in s.broker_ids}
-        ports |= {f"{self.topo.private_port(b, n)}/tcp": ("127.0.0.1", None)
-                  for n in s.private_clients for b in s.broker_ids}
-        ports["8474/tcp"] = ("127.0.0.1", None)
-        tp = self._container("toxiproxy", self.toxiproxy_image, core, ["toxiproxy"])
-        # with_bind_ports cannot name a host address; its dict goes to docker as is.
-        tp.ports.update(ports)
-        tp.start()
-        net_ips = {}
-        for net in broker_nets.values():
-            net.connect(tp.get_container_id(), network_aliases=self.topo.aliases_on_broker_net())
-        w = tp.get_wrapped_container()
-        w.reload()
-        nets = w.attrs["NetworkSettings"]["Networks"]
-        for b, net in broker_nets.items():
-            net_ips[b] = nets[net.name]["IPAddress"]
-        host_ports = w.attrs["NetworkSettings"]["Ports"]
-        api_port = int(host_ports["8474/tcp"][0]["HostPort"])
-        self.client_ports = {b: int(host_ports[f"{PROXY_CLIENT_BASE + b}/tcp"][0]["HostPort"]) for b in s.broker_ids}
-        self.private_ports = {n: {b: int(host_ports[f"{self.topo.private_port(b, n)}/tcp"][0]["HostPort"])
-                                  for b in s.broker_ids} for n in s.private_clients}
-        self.toxi = Toxiproxy(f"http://127.0.0.1:{api_port}")
-        until(self._toxi_up, 20, "toxiproxy API did not answer", error=ClusterError)
-        self.toxi.populate(self.topo.proxies(net_ips))
-
+        nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
+        nets |= {n: self._network(f"qnet{self.topo.index(n)}", internal=True) for n in s.coordination_ids}
+        self._start_toxiproxy(core, nets)
         env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id}
+        for n in s.coordination_ids:
+            self._start_coordination(n, nets[n], env_common)
         if s.mode == "zk":
-            zk = self._container("zookeeper", self.kafka_image, core, ["zk-server"], command="zookeeper")
-            zk.with_env("KCHAOS_CONFIG", zookeeper_config()).with_env("KCHAOS_HEAP", "-Xms64m -Xmx256m")
-            # The harness's own view of the truth, on loopback and never through a proxy (see describe).
-            zk.ports[f"{ZK_PORT}/tcp"] = ("127.0.0.1", None)
-            zk.start()
-            zk_port = int(zk.get_exposed_port(ZK_PORT))
-            self._zk = KazooClient(hosts=f"127.0.0.1:{zk_port}", timeout=5, logger=LOG)
-            self._zk.start(timeout=30)
-        else:
-            ctl = self._container("controller", self.kafka_image, core, ["controller-server", "controller"],
-                                  command="controller")
-            ctl.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s), KCHAOS_FORMAT_ARGS=s.format_args())
-            ctl.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
-            ctl.start()
+            hosts = ",".join(f"127.0.0.1:{p}" for p in self.admin_ports.values())
+            self._zk = KazooClient(hosts=hosts, timeout=5, logger=LOG)
+            self._zk.start(timeout=60)
         for b in s.broker_ids:
-            c = self._container(f"kafka-{b}", self.kafka_image, broker_nets[b], [f"kafka-{b}"], command="broker")
+            c = self._container(f"kafka-{b}", self.kafka_image, nets[b], [f"kafka-{b}"], command="broker")
             private = [self.private_ports[n][b] for n in s.private_clients]
             c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private))
             c.start()
         self.wait_ready(timeout_s)
+
+    def _start_toxiproxy(self, core: Network, nets: dict[int, Network]) -> None:
+        """Toxiproxy first: brokers' advertised client ports are its published ports."""
+        s, topo = self.settings, self.topo
+        published = [PROXY_CLIENT_BASE + b for b in s.broker_ids]
+        published += [topo.private_port(b, n) for n in s.private_clients for b in s.broker_ids]
+        published += [topo.admin_port(topo.index(n)) for n in s.coordination_ids]
+        tp = self._container("toxiproxy", self.toxiproxy_image, core, ["toxiproxy"])
+        # with_bind_ports cannot name a host address; its dict goes to docker as is.
+        tp.ports.update({f"{p}/tcp": ("127.0.0.1", None) for p in [*published, 8474]})
+        tp.start()
+        for n, net in nets.items():
+            aliases = topo.aliases_on_quorum_net(topo.index(n)) if topo.is_coordination(n) \
+                else topo.aliases_on_broker_net()
+            net.connect(tp.get_container_id(), network_aliases=aliases)
+        w = tp.get_wrapped_container()
+        w.reload()
+        attached = w.attrs["NetworkSettings"]["Networks"]
+        net_ips = {n: attached[net.name]["IPAddress"] for n, net in nets.items()}
+        host_ports = w.attrs["NetworkSettings"]["Ports"]
+
+        def host_port(p: int) -> int:
+            return int(host_ports[f"{p}/tcp"][0]["HostPort"])
+
+        self.client_ports = {b: host_port(PROXY_CLIENT_BASE + b) for b in s.broker_ids}
+        self.private_ports = {n: {b: host_port(topo.private_port(b, n)) for b in s.broker_ids}
+                              for n in s.private_clients}
+        self.admin_ports = {n: host_port(topo.admin_port(topo.index(n))) for n in s.coordination_ids}
+        self.toxi = Toxiproxy(f"http://127.0.0.1:{host_port(8474)}")
+        until(self._toxi_up, 20, "toxiproxy API did not answer", error=ClusterError)
+        self.toxi.populate(topo.proxies(net_ips))
+
+    def _start_coordination(self, n: int, net: Network, env_common: dict[str, str]) -> None:
+        """Start ZooKeeper server K or KRaft controller K on its own network (not waiting for it)."""
+        s, k = self.settings, self.topo.index(n)
+        key = self.topo.node_key(n)
+        c = self._container(key, self.kafka_image, net, [self.topo.node_name(k), self.topo.server_name(k)],
+                            command="zookeeper" if s.mode == "zk" else "controller")
+        if s.mode == "zk":
+            c.with_envs(KCHAOS_CONFIG=zookeeper_config(s), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k))
+        else:
+            c.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s, k),
+                        KCHAOS_FORMAT_ARGS=controller_format_args(s, k, self.directory_ids))
+            c.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
+        c.start()
 
     def _toxi_up(self) -> bool:
         try:
@@ -284,15 +304,18 @@ class KafkaCluster:
         return self._admin
 
     # ---------------------------------------------------------------- state
-    def describe(self, topic: str | None = None, timeout_s: float = 5.0) -> ClusterState:
-        """Leader, replicas (AR order) and ISR of every partition, plus the controller.
+    def describe(self, topic: str | None = None, timeout_s: float = 5.0, quorum: bool = False) -> ClusterState:
+        """Leader, replicas (AR order) and ISR of every partition, plus the controller (and, with
+        ``quorum`` or in KRaft mode, the coordination layer's state).
 
         ZooKeeper mode reads ZooKeeper itself, the controller's source of truth: any broker's
         metadata cache can be stale while a fault keeps the controller's updates from it.
-        KRaft mode asks the brokers' metadata (the controller is not reachable by clients).
+        KRaft mode asks the brokers' metadata, and the controllers themselves who leads.
         """
+        q = self.quorum_state(min(timeout_s, 0.5)) if quorum or self.settings.mode == "kraft" else None
         if self._zk is not None:
-            return self._describe_zk(topic)
+            st = self._describe_zk(topic)
+            return ClusterState(st.controller, st.brokers, st.partitions, q)
         md = self.admin.list_topics(topic=topic, timeout=timeout_s)
         parts = []
         for t in md.topics.values():
@@ -303,8 +326,20 @@ class KafkaCluster:
             for p in t.partitions.values():
                 parts.append(PartitionState(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
         parts.sort(key=lambda x: (x.topic, x.partition))
-        controller = CONTROLLER_ID if self.settings.mode == "kraft" else md.controller_id
-        return ClusterState(controller, sorted(md.brokers), parts)
+        assert q is not None
+        return ClusterState(q.leader, sorted(md.brokers), parts, q)
+
+    def quorum_state(self, timeout_s: float = 0.5) -> QuorumState:
+        """Who leads the KRaft quorum or the ZooKeeper ensemble now, in which epoch, each node's lag."""
+        if self.settings.mode == "kraft":
+            self._last_quorum = quorum.kraft_state(self.admin_ports, timeout_s)
+        else:
+            self._last_quorum = quorum.zk_state(self.admin_ports, timeout_s)
+        return self._last_quorum
+
+    def active_controller(self) -> int:
+        """ZooKeeper mode: the broker that is Kafka's controller; KRaft: the quorum's leader (node 100+K)."""
+        return self.describe(timeout_s=2).controller
 
     def _describe_zk(self, topic: str | None) -> ClusterState:
         zk = self._zk
@@ -347,9 +382,9 @@ class KafkaCluster:
         until(ready, timeout_s, "brokers did not all register", error=ClusterError)
 
     def _raise_if_exited(self) -> None:
+        stopped = {self.topo.node_key(n) for n in self._stopped}
         for key, c in self._containers.items():
-            b = int(key.split("-")[1]) if key.startswith("kafka-") else None
-            if b in self._stopped:
+            if key in stopped:
                 continue
             w = c.get_wrapped_container()
             w.reload()
@@ -466,23 +501,29 @@ class KafkaCluster:
                                  f"{err.str()}") from e
 
     # ---------------------------------------------------------------- process faults
-    def _broker(self, b: int):
-        if b not in self.settings.broker_ids:
-            raise ValueError(f"broker {b} does not exist (brokers: {self.settings.broker_ids})")
-        return self._containers[f"kafka-{b}"].get_wrapped_container()
+    def _node(self, n: int):
+        """The container of node n: a broker, or a coordination node (100+K, 200+K)."""
+        if n not in self.settings.broker_ids and n not in self.settings.coordination_ids:
+            raise ValueError(f"node {n} does not exist (brokers: {self.settings.broker_ids}; coordination nodes: "
+                             f"{self.settings.coordination_ids})")
+        return self._containers[self.topo.node_key(n)].get_wrapped_container()
 
     def kill(self, b: int) -> None:
-        """kill -9 the broker's JVM; the container (and its log dir) stays for a restart."""
-        self._broker(b).kill(signal="SIGKILL")
+        """kill -9 the node's JVM; the container (and its log dir) stays for a restart."""
+        self._node(b).kill(signal="SIGKILL")
         self._stopped.add(b)
         self._killed.add(b)
 
     def power_loss(self, b: int) -> list[Cut]:
         """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
 
-        The cut is applied by the entrypoint when the broker is next started."""
+        The cut is applied by the entrypoint when the broker is next started. A coordination node
+        loses nothing a kill does not: the Raft log and ZooKeeper's transaction log are flushed before
+        a write is acknowledged, so what is past the flush was never promised."""
         self.kill(b)
-        w = self._broker(b)
+        if self.topo.is_coordination(b):
+            return []
+        w = self._node(b)
         stream, _ = w.get_archive(DATA_DIR)
         cuts = powerloss.plan_from_tar(b"".join(stream))
         w.put_archive(powerloss.SCRIPT_PATH.rsplit("/", 1)[0], powerloss.script_tar(cuts))
@@ -490,7 +531,7 @@ class KafkaCluster:
 
     def stop_broker(self, b: int, timeout_s: int = 30) -> None:
         """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
-        self._broker(b).stop(timeout=timeout_s)
+        self._node(b).stop(timeout=timeout_s)
         self._stopped.add(b)
 
     def start_broker(self, b: int) -> float:
@@ -501,26 +542,28 @@ class KafkaCluster:
         owner does not match current session"). So, like a supervisor that restarts until it
         sticks, the start waits for the old registration to go."""
         waited = 0.0
-        if b in self._killed and self.settings.mode == "zk" and self._zk is not None:
+        if b in self._killed and self.settings.mode == "zk" and self._zk is not None \
+                and not self.topo.is_coordination(b):
             zk, limit = self._zk, self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
             waited = until(lambda: not zk.exists(f"/brokers/ids/{b}"), limit, "", 0.1, error=None)
-        self._broker(b).start()
+        self._node(b).start()
         self._stopped.discard(b)
         self._killed.discard(b)
         return waited
 
     def pause(self, b: int) -> None:
-        """Freeze every process of the broker (SIGSTOP-like, via the cgroup freezer)."""
-        self._broker(b).pause()
+        """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer)."""
+        self._node(b).pause()
         self._paused.add(b)
 
     def resume(self, b: int) -> None:
-        self._broker(b).unpause()
+        self._node(b).unpause()
         self._paused.discard(b)
 
     # ---------------------------------------------------------------- network faults
     def _proxy_names(self) -> set[str]:
-        return {p.name for p in self.topo.proxies({b: "0" for b in self.settings.broker_ids})}
+        nodes = [*self.settings.broker_ids, *self.settings.coordination_ids]
+        return {p.name for p in self.topo.proxies({n: "0" for n in nodes})}
 
     def _check_links(self, links: Iterable[str]) -> list[str]:
         links = list(links)
@@ -528,7 +571,7 @@ class KafkaCluster:
         bad = [x for x in links if x not in known]
         if bad:
             raise ValueError(f"unknown links {bad}; links look like client-1, repl-1-2, "
-                             f"{self.topo.coordination(1)}")
+                             f"{self.topo.coordination(1)[0]}")
         return links
 
     def cut(self, links: Iterable[str], stream: str = "both", tag: str = "") -> None:
@@ -543,7 +586,8 @@ class KafkaCluster:
                 self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
 
     def cut_one_way(self, src: int, dst: int, tag: str = "") -> None:
-        """Bytes from broker src to broker dst are dropped; dst to src still flows."""
+        """Bytes from node src to node dst (two brokers, or two coordination nodes) are dropped; dst to
+        src still flows."""
         assert self.toxi is not None
         for link, st in self.topo.one_way(src, dst):
             self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
@@ -594,6 +638,40 @@ class KafkaCluster:
         for b in sorted(self._stopped):
             self.start_broker(b)
 
+    # ---------------------------------------------------------------- dynamic quorum (KIP-853)
+    def _quorum_tool(self, n: int, args: list[str]) -> str:
+        """Kafka's metadata-quorum tool, run in coordination node n's own container (so it reaches
+        the other controllers through that node's links); its output, or ClusterError."""
+        boot = ",".join(f"controller-{k}:{controller_port(k)}" for k in range(1, self.settings.quorum_size + 1))
+        code, out = self.exec(self.topo.node_key(n), [
+            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller", boot, *args])
+        if code != 0:
+            raise ClusterError(f"metadata-quorum {' '.join(args)} on {self.topo.node_key(n)} failed "
+                               f"(exit {code}): {out.strip()[-400:]}")
+        return out
+
+    def remove_controller(self, n: int) -> None:
+        """Take controller n (node id) out of the voters; it goes on as an observer. Removing the
+        active controller makes it resign once the removal is committed."""
+        k = self.topo.index(n)
+        self._quorum_tool(n, ["remove-controller", "--controller-id", str(n),
+                              "--controller-directory-id", self.directory_id(k)])
+
+    def add_controller(self, n: int) -> None:
+        """Make controller n (running, an observer) a voter, from its own configuration and log dir."""
+        self._quorum_tool(n, ["--command-config", "/etc/kchaos/server.properties", "add-controller"])
+
+    def directory_id(self, k: int) -> str:
+        """Controller K's log directory id: the one its format was given, or (a spare) read back."""
+        if k in self.directory_ids:
+            return self.directory_ids[k]
+        meta = self.files(self.topo.node_key(CONTROLLER_ID_BASE + k), DATA_DIR, "meta.properties")["meta.properties"]
+        found = re.search(rb"^directory\.id=(\S+)", meta, re.M)
+        if found is None:
+            raise ClusterError(f"controller {k} has no directory.id in meta.properties")
+        return found.group(1).decode()
+
     # ---------------------------------------------------------------- files
     def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
         """Run a command in a container (e.g. 'kafka-1'); returns (exit code, combined output)."""
@@ -625,6 +703,10 @@ class KafkaCluster:
             "client_ports": self.client_ports,
             "private_client_ports": self.private_ports,
             "settings": self.settings.model_dump(),
+            "coordination": {self.topo.node_key(n): self.topo.index(n) for n in self.settings.coordination_ids},
+            "coordination_config": (zookeeper_config(self.settings) if self.settings.mode == "zk" else
+                                    {k: controller_properties(self.settings, k)
+                                     for k in range(1, len(self.settings.coordination_ids) + 1)}),
             "broker_properties": {b: broker_properties(self.settings, b, p, [self.private_ports[n][b] for n in
                                                                              self.settings.private_clients])
                                   for b, p in self.client_ports.items()},

@@ -16,11 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
 
-CONTROLLER_ID = 100  # KRaft: the single dedicated controller's node id
+CONTROLLER_ID_BASE = 100  # KRaft: controller K's node.id is 100+K
+ZK_NODE_BASE = 200  # ZooKeeper server K (myid K) is node 200+K where faults name nodes
 CLIENT_PORT = 9092  # broker listener for clients (reached through proxy client-i)
 REPLICATION_PORT = 9093  # inter-broker listener (reached through proxies repl-x-i)
-CONTROLLER_PORT = 9094  # KRaft controller listener
-ZK_PORT = 2181
+CONTROLLER_PORT_BASE = 19300  # controller K listens, and is reached through a proxy, on 19300+K
+ZK_PORT = 2181  # every ZooKeeper server's client port
+ZK_PROXY_BASE = 21810  # broker i reaches ZooKeeper server K through a proxy on 21810+K
+ZK_QUORUM_BASE = 2880  # server K's quorum port is 2880+K and its election port 3880+K
+ZK_ELECTION_BASE = 3880
+ADMIN_PROXY_BASE = 9300  # the harness reaches coordination node K on 9300+K (published, never faulted)
 PROXY_CLIENT_BASE = 9100  # toxiproxy listens on 9100+i for broker i's clients
 PROXY_REPL_BASE = 19100  # toxiproxy listens on <ip on net_x>:19100+i for x -> i replication
 PRIVATE_PORT_BASE = 9110  # broker listener PRIVATEk for the k-th client with links of its own
@@ -47,6 +52,15 @@ class ClusterSettings(BaseModel):
     heap: str = "-Xms256m -Xmx512m"
     eligible_leader_replicas: bool | None = Field(
         None, description="KIP-966 ELR (KRaft, Kafka >= 4.0); None keeps the version's default (on from 4.1)")
+    controllers: Literal[1, 3, 5] | None = Field(
+        None, description="KRaft controllers in the quorum (1, 3 or 5; default 3), each in its own container")
+    zookeepers: Literal[1, 3] | None = Field(
+        None, description="ZooKeeper servers in the ensemble (1 or 3; default 3), each in its own container")
+    dynamic_quorum: bool = Field(
+        False, description="KIP-853 dynamic KRaft quorum (Kafka >= 3.9): formatted with --initial-controllers, "
+                           "so controllers can be added and removed at run time")
+    spare_controllers: int = Field(
+        0, ge=0, le=2, description="controllers started as observers (dynamic quorum), for add_controller")
     private_clients: list[str] = Field(
         default_factory=list, max_length=MAX_PRIVATE_CLIENTS,
         description="clients with links of their own (a listener per broker, its own proxies), so a fault can "
@@ -73,9 +87,36 @@ class ClusterSettings(BaseModel):
         if bad or len(set(self.private_clients)) != len(self.private_clients):
             raise ValueError(f"private_clients {self.private_clients}: names must differ and use letters, digits, "
                              f"'_', '.', '-'")
+        self._check_quorum()
         if self.replica_socket_timeout_ms < 500:
             raise ValueError("replica_socket_timeout_ms must be >= replica.fetch.wait.max.ms (500)")
         return self
+
+    def _check_quorum(self) -> None:
+        if self.mode == "zk" and self.controllers is not None:
+            raise ValueError("controllers applies to KRaft only (mode = \"kraft\"); ZooKeeper mode sizes its "
+                             "ensemble with zookeepers (allowed: 1, 3)")
+        if self.mode == "kraft" and self.zookeepers is not None:
+            raise ValueError("zookeepers applies to ZooKeeper mode only (mode = \"zk\"); KRaft sizes its quorum "
+                             "with controllers (allowed: 1, 3, 5)")
+        if (self.dynamic_quorum or self.spare_controllers) and not supports_dynamic_quorum(self):
+            raise ValueError(f"dynamic_quorum needs KRaft on Kafka 3.9 or later (KIP-853); this cluster is "
+                             f"{self.mode} on {self.kafka_version} (allowed: false)")
+        if self.spare_controllers and not self.dynamic_quorum:
+            raise ValueError("spare_controllers needs dynamic_quorum = true (allowed: 0)")
+
+    @property
+    def quorum_size(self) -> int:
+        """Voting members of the coordination layer: KRaft controllers or ZooKeeper servers."""
+        if self.mode == "kraft":
+            return self.controllers or 3
+        return self.zookeepers or 3
+
+    @property
+    def coordination_ids(self) -> list[int]:
+        """Node numbers of every coordination container, voters first, then spare controllers."""
+        base = CONTROLLER_ID_BASE if self.mode == "kraft" else ZK_NODE_BASE
+        return [base + k for k in range(1, self.quorum_size + self.spare_controllers + 1)]
 
     @property
     def elr_enabled(self) -> bool:
@@ -98,6 +139,11 @@ class ClusterSettings(BaseModel):
 
     def rack_of(self, broker: int) -> str | None:
         return self.racks[broker - 1] if self.racks else None
+
+
+def supports_dynamic_quorum(s: ClusterSettings) -> bool:
+    """KIP-853 (add and remove controllers) came with Kafka 3.9, in KRaft mode."""
+    return s.mode == "kraft" and _major_minor(s.kafka_version) >= (3, 9)
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -166,7 +212,7 @@ def broker_properties(s: ClusterSettings, broker: int, client_host_port: int,
     if s.mode == "zk":
         p |= {
             "broker.id": broker,
-            "zookeeper.connect": f"zk:{ZK_PORT}",
+            "zookeeper.connect": ",".join(f"zk-{k}:{ZK_PROXY_BASE + k}" for k in range(1, s.quorum_size + 1)),
             "zookeeper.session.timeout.ms": s.zookeeper_session_timeout_ms,
             "zookeeper.connection.timeout.ms": 30000,
         }
@@ -174,7 +220,7 @@ def broker_properties(s: ClusterSettings, broker: int, client_host_port: int,
         p |= {
             "process.roles": "broker",
             "node.id": broker,
-            "controller.quorum.voters": f"{CONTROLLER_ID}@controller:{CONTROLLER_PORT}",
+            **quorum_address(s),
             "controller.listener.names": "CONTROLLER",
             "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
         }
@@ -185,26 +231,65 @@ def broker_properties(s: ClusterSettings, broker: int, client_host_port: int,
     return _props(p)
 
 
-def controller_properties(s: ClusterSettings) -> str:
+def controller_port(k: int) -> int:
+    return CONTROLLER_PORT_BASE + k
+
+
+def quorum_address(s: ClusterSettings) -> dict[str, str]:
+    """How a node finds the KRaft quorum: a static voter set, or (dynamic quorum) where to bootstrap.
+    Controller K is ``controller-K:19300+K`` everywhere: on every other node's network that name is
+    Toxiproxy, on its own it is itself."""
+    voters = range(1, s.quorum_size + 1)
+    if s.dynamic_quorum:
+        return {"controller.quorum.bootstrap.servers": ",".join(f"controller-{k}:{controller_port(k)}"
+                                                                for k in voters)}
+    return {"controller.quorum.voters": ",".join(f"{CONTROLLER_ID_BASE + k}@controller-{k}:{controller_port(k)}"
+                                                 for k in voters)}
+
+
+def controller_properties(s: ClusterSettings, k: int) -> str:
+    """Controller K's server.properties."""
+    port = controller_port(k)
     p: dict[str, object] = {
         "process.roles": "controller",
-        "node.id": CONTROLLER_ID,
-        "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+        "node.id": CONTROLLER_ID_BASE + k,
+        "listeners": f"CONTROLLER://0.0.0.0:{port}",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        "controller.quorum.voters": f"{CONTROLLER_ID}@controller:{CONTROLLER_PORT}",
+        **quorum_address(s),
         "log.dirs": "/var/lib/kafka/data",
         "broker.session.timeout.ms": s.broker_session_timeout_ms,
         "broker.heartbeat.interval.ms": s.broker_heartbeat_interval_ms,
         "unclean.leader.election.enable": "false",
     }
+    if s.dynamic_quorum:
+        p["advertised.listeners"] = f"CONTROLLER://controller-{k}:{port}"
     p |= s.controller_config
     return _props(p)
 
 
-def zookeeper_config() -> str:
-    # tickTime 500 allows broker session timeouts from 1 s to 10 s.
-    return _props({
+def controller_format_args(s: ClusterSettings, k: int, directory_ids: dict[int, str]) -> str:
+    """``kafka-storage format`` arguments of controller K: the version's features and, in a dynamic
+    quorum, the initial voters with their directory ids (a spare controller starts outside them)."""
+    args = s.format_args()
+    if s.dynamic_quorum:
+        if k > s.quorum_size:
+            args += " --no-initial-controllers"
+        else:
+            voters = ",".join(f"{CONTROLLER_ID_BASE + j}@controller-{j}:{controller_port(j)}:{directory_ids[j]}"
+                              for j in range(1, s.quorum_size + 1))
+            args += f" --initial-controllers {voters}"
+    return args.strip()
+
+
+def zookeeper_config(s: ClusterSettings) -> str:
+    """The ensemble's zoo.cfg (the same for every server; each learns its id from myid).
+
+    Server K's quorum and election ports are 2880+K and 3880+K, so that Toxiproxy, one address on
+    each server's network, can listen for every peer at once; quorumListenOnAllIPs makes server K
+    bind those ports on its own address, although its name (``zk-K``) is Toxiproxy elsewhere.
+    tickTime 500 allows broker session timeouts from 1 s to 10 s."""
+    p: dict[str, object] = {
         "dataDir": "/var/lib/zookeeper",
         "clientPort": ZK_PORT,
         "tickTime": 500,
@@ -213,4 +298,9 @@ def zookeeper_config() -> str:
         "maxClientCnxns": 0,
         "admin.enableServer": "false",
         "4lw.commands.whitelist": "ruok,srvr,stat",
-    })
+    }
+    if s.quorum_size > 1:
+        p["quorumListenOnAllIPs"] = "true"
+        for k in range(1, s.quorum_size + 1):
+            p[f"server.{k}"] = f"zk-{k}:{ZK_QUORUM_BASE + k}:{ZK_ELECTION_BASE + k}"
+    return _props(p)
