@@ -73,8 +73,14 @@ class Target:
 
     @property
     def of_quorum(self) -> bool:
-        """Whether the target may be a coordination node (KRaft controller, ZooKeeper server)."""
+        """Whether the target is resolved against the coordination layer (it may name a broker: the
+        ZooKeeper-mode controller)."""
         return self.role in QUORUM_ROLES
+
+    def on_coordination(self, mode: str) -> bool:
+        """Whether the target names coordination nodes (KRaft controllers, ZooKeeper servers) in ``mode``."""
+        return self.role in ("zookeeper", "quorum_majority") or (
+            self.role == "controller" and (self.number > 0 or mode == "kraft"))
 
     @property
     def of_partition(self) -> bool:

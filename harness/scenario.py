@@ -13,11 +13,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
-from harness.cluster.settings import ClusterSettings
+from harness.cluster.settings import ClusterSettings, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
     CLIENT_LINK_FAULTS,
     FAULT_KINDS,
+    FAULTS,
     MEMBER_FAULTS,
     TARGET_HELP,
     Target,
@@ -248,9 +249,11 @@ class GeneratorSpec(_Model):
                 raise ValueError(f"kinds: {k} needs {wanted} in targets (allowed: {TARGET_HELP})")
         return self
 
-    def targets_for(self, kind: str) -> list[Target]:
-        """The targets a fault of this kind can be drawn on: client faults on clients, the rest on brokers."""
-        return [t for t in self.targets if (t.role == "client") == (kind in CLIENT_FAULTS)]
+    def targets_for(self, kind: str, mode: str = "") -> list[Target]:
+        """The targets a fault of this kind can be drawn on: client faults on clients, the rest on brokers
+        and (kinds that act on them, given the cluster's ``mode``) on coordination nodes."""
+        return [t for t in self.targets if (t.role == "client") == (kind in CLIENT_FAULTS)
+                and (not mode or FAULTS[kind].on_nodes or not t.on_coordination(mode))]
 
 
 class Scenario(_Model):
@@ -259,6 +262,8 @@ class Scenario(_Model):
     kafka_version: str = "3.9.1"
     mode: Literal["zk", "kraft"] = "zk"
     brokers: int = Field(3, ge=1, le=9)
+    controllers: Literal[1, 3, 5] | None = Field(None, description="KRaft controllers (default 3)")
+    zookeepers: Literal[1, 3] | None = Field(None, description="ZooKeeper servers (default 3)")
     racks: list[str] | None = None
     duration_s: float = Field(20.0, gt=0, le=3600)
     seed: int = 1
@@ -293,8 +298,10 @@ class Scenario(_Model):
                              f"Kafka 2.x here (allowed with kafka_version: "
                              f"{', '.join(v for v in KAFKA_VERSIONS if v.startswith('2.'))})")
         racks = set(self.racks or [])
+        self._check_quorum_size()
         for i, f in enumerate(self.faults):
             self._check_client_target(i, f)
+            self._check_quorum_target(f"faults.{i}.target", f.kind, f.target)
             where = f"faults.{i}.target"
             if f.target.role == "broker" and not 1 <= f.target.number <= self.brokers:
                 raise ValueError(f"{where}: broker {f.target.number} does not exist (allowed: broker:1..broker:"
@@ -323,6 +330,65 @@ class Scenario(_Model):
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
             raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
+
+    def _check_quorum_size(self) -> None:
+        if self.mode == "zk" and self.controllers is not None:
+            raise ValueError("controllers: KRaft only (mode = \"kraft\"); a ZooKeeper-mode scenario sizes its "
+                             "ensemble with zookeepers (allowed: 1, 3)")
+        if self.mode == "kraft" and self.zookeepers is not None:
+            raise ValueError("zookeepers: ZooKeeper mode only (mode = \"zk\"); a KRaft scenario sizes its quorum "
+                             "with controllers (allowed: 1, 3, 5)")
+
+    @property
+    def quorum_size(self) -> int:
+        return (self.controllers if self.mode == "kraft" else self.zookeepers) or 3
+
+    def _check_quorum_target(self, where: str, kind: str, t: Target) -> None:
+        """Coordination targets exist in this mode and quorum; a kind that acts on brokers' own links
+        does not take them; KIP-853 changes need a controller on a version that has them."""
+        if t.role == "zookeeper" and self.mode != "zk":
+            raise ValueError(f"{where}: {t} is a ZooKeeper server; this scenario is KRaft (allowed: controller, "
+                             f"controller:1..{self.quorum_size}, quorum_majority)")
+        if t.role == "controller" and t.number and self.mode != "kraft":
+            raise ValueError(f"{where}: {t} names a KRaft controller; in ZooKeeper mode 'controller' is the broker "
+                             f"that is Kafka's controller (allowed: controller, zookeeper, zookeeper:1.."
+                             f"{self.quorum_size}, quorum_majority)")
+        spares = self.spare_controllers
+        top = self.quorum_size + spares if t.role == "controller" else self.quorum_size
+        if t.role in ("controller", "zookeeper") and t.number > top:
+            raise ValueError(f"{where}: {t} does not exist (allowed: {t.role}:1..{t.role}:{top})")
+        kind_ = FAULTS[kind]
+        if t.on_coordination(self.mode) and not kind_.on_nodes:
+            allowed = [k for k, f in FAULTS.items() if f.on_nodes and k not in CLIENT_FAULTS]
+            raise ValueError(f"{where}: {kind} acts on a broker's own links, not on {t} (allowed kinds there: "
+                             f"{', '.join(allowed)})")
+        if kind_.quorum_change:
+            self._check_quorum_change(where, kind, t)
+
+    def _check_quorum_change(self, where: str, kind: str, t: Target) -> None:
+        if not supports_dynamic_quorum(self.mode, self.kafka_version):
+            allowed = [v for v, modes in KAFKA_VERSIONS.items() for m in modes if supports_dynamic_quorum(m, v)]
+            raise ValueError(f"{where}: {kind} needs KIP-853 (KRaft on Kafka 3.9 or later), not {self.mode} on "
+                             f"{self.kafka_version} (allowed: mode = \"kraft\" with kafka_version "
+                             f"{', '.join(allowed)})")
+        if t.role != "controller":
+            raise ValueError(f"{where}: {kind} acts on a controller, not {t} (allowed: controller, controller:K)")
+        if kind == "add_controller" and t.number <= self.quorum_size:
+            raise ValueError(f"{where}: add_controller needs a spare controller, controller:K with K > controllers "
+                             f"= {self.quorum_size} (allowed: controller:{self.quorum_size + 1}.."
+                             f"controller:{self.quorum_size + 2})")
+
+    @property
+    def spare_controllers(self) -> int:
+        """Controllers an add_controller fault names past the voters: started as observers."""
+        ks = [f.target.number for f in self.faults if f.kind == "add_controller" and f.target.role == "controller"]
+        return max([0, *(k - self.quorum_size for k in ks)])
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        """A quorum change among the faults (or the generator's kinds) needs a KIP-853 quorum."""
+        kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
+        return any(FAULTS[k].quorum_change for k in kinds if k in FAULTS)
 
     def _check_client_target(self, i: int, f: FaultSpec) -> None:
         """Coordinator targets name a client or group of this scenario; client faults take a client
@@ -393,6 +459,13 @@ class Scenario(_Model):
             for kind in [k for k in g.kinds if k in CLIENT_FAULTS] if t.role == "client" else []:
                 if why := self._client_refuses(t.client, kind):
                     raise ValueError(f"generator.targets: {why}")
+            if t.role != "client":
+                for kind in [k for k in g.kinds if k not in CLIENT_FAULTS and FAULTS[k].on_nodes]:
+                    self._check_quorum_target("generator.targets", kind, t)
+        for kind in g.kinds:
+            if not g.targets_for(kind, self.mode):
+                raise ValueError(f"generator.kinds: {kind} acts on a broker's own links and no target of "
+                                 f"generator.targets is a broker (allowed: {TARGET_HELP})")
 
     def _check_groups(self) -> None:
         """Group names differ from each other and the copier's; the consumer protocol needs Kafka 4;
@@ -470,6 +543,9 @@ class Scenario(_Model):
 
     def cluster_settings(self) -> ClusterSettings:
         extra = {**self.cluster, "private_clients": self.private_clients}
+        if self.dynamic_quorum:
+            extra |= {"dynamic_quorum": True, "spare_controllers": self.spare_controllers}
+        extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},
                                eligible_leader_replicas=self.eligible_leader_replicas, **extra)

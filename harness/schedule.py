@@ -61,7 +61,7 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
             if t + duration > s.duration_s - 1:
                 break
             kind = rng.choice(g.kinds)
-            target = _resolve_random(rng.choice(g.targets_for(kind)), rng, s.brokers)
+            target = _resolve_random(rng.choice(g.targets_for(kind, s.mode)), rng, s.brokers)
             partition = rng.randrange(s.topic.partitions)
             out.append(PlannedFault(round(t, 2), duration, kind, target, partition, g.latency_ms, g.jitter_ms,
                                     g.rate_kbps))

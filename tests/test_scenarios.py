@@ -237,3 +237,63 @@ def test_consumer_protocol_groups_get_a_short_broker_session(tmp_path):
                                              "groups.0.session_timeout_ms=6000"])
     cfg = s.cluster_settings().broker_config
     assert cfg["group.consumer.session.timeout.ms"] == "6000" and cfg["group.consumer.heartbeat.interval.ms"] == "1000"
+
+
+def _fault(kind: str, target: str) -> str:
+    return f'[[faults]]\nat_s = 1\nkind = "{kind}"\ntarget = "{target}"\n'
+
+
+KRAFT = ["mode=kraft"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "overrides", "message"),
+    [
+        ("controllers = 2\n", KRAFT, r"controllers: 2 is not allowed \(1, 3 or 5\)"),
+        ("zookeepers = 5\n", [], r"zookeepers: 5 is not allowed \(1 or 3\)"),
+        ("controllers = 3\n", [], r"controllers: KRaft only .*\(allowed: 1, 3\)"),
+        ("zookeepers = 3\n", KRAFT, r"zookeepers: ZooKeeper mode only .*\(allowed: 1, 3, 5\)"),
+        ("controllers = 5\n", KRAFT, None),
+        (_fault("kill", "zookeeper:2"), KRAFT,
+         r"faults\.0\.target: zookeeper:2 is a ZooKeeper server; this scenario is KRaft \(allowed: controller, "
+         r"controller:1\.\.3, quorum_majority\)"),
+        (_fault("kill", "controller:2"), [], r"faults\.0\.target: controller:2 names a KRaft controller"),
+        (_fault("kill", "zookeeper:4"), [], r"faults\.0\.target: zookeeper:4 does not exist \(allowed: "
+                                            r"zookeeper:1\.\.zookeeper:3\)"),
+        (_fault("isolate", "zookeeper"), [], None),
+        (_fault("pause", "quorum_majority"), KRAFT, None),
+        (_fault("cut_fetch", "controller:1"), KRAFT,
+         r"faults\.0\.target: cut_fetch acts on a broker's own links, not on controller:1 \(allowed kinds there: "
+         r"kill, power_loss"),
+        (_fault("cut_replication", "controller"), [], None),  # ZooKeeper mode: the controller is a broker
+        (_fault("remove_controller", "controller"), ["mode=kraft", "kafka_version=3.9.1"], None),
+        (_fault("remove_controller", "controller"), [],
+         r"faults\.0\.target: remove_controller needs KIP-853 \(KRaft on Kafka 3\.9 or later\), not zk on 3\.9\.1 "
+         r"\(allowed: mode = \"kraft\" with kafka_version 3\.9\.1, 4\.1\.2\)"),
+        (_fault("remove_controller", "leader"), KRAFT,
+         r"faults\.0\.target: remove_controller acts on a controller, not leader"),
+        (_fault("add_controller", "controller:2"), KRAFT,
+         r"faults\.0\.target: add_controller needs a spare controller, controller:K with K > controllers = 3 "
+         r"\(allowed: controller:4\.\.controller:5\)"),
+        ('[generator]\nkinds = ["cut_fetch"]\ntargets = ["quorum_majority"]\n', KRAFT,
+         r"generator\.kinds: cut_fetch acts on a broker's own links and no target"),
+    ],
+)
+def test_quorum_keys_and_targets_are_validated_before_anything_starts(tmp_path, extra, overrides, message):
+    text = extra + GOOD if not extra.startswith("[") else GOOD + extra
+    p = write(tmp_path, text)
+    if message is None:
+        load(p, overrides)
+        return
+    with pytest.raises(ScenarioError, match=message):
+        load(p, overrides)
+
+
+def test_a_quorum_change_makes_the_quorum_dynamic_with_the_spares_it_names(tmp_path):
+    text = GOOD + _fault("add_controller", "controller:4") + _fault("remove_controller", "controller")
+    s = load(write(tmp_path, text.replace("at_s = 1", "at_s = 1\nduration_s = 2")), ["mode=kraft"])
+    cs = s.cluster_settings()
+    assert (cs.dynamic_quorum, cs.spare_controllers, cs.coordination_ids) == (True, 1, [101, 102, 103, 104])
+    plain = load(write(tmp_path, GOOD), ["mode=kraft"]).cluster_settings()
+    assert (plain.dynamic_quorum, plain.coordination_ids) == (False, [101, 102, 103])
+    assert load(write(tmp_path, "zookeepers = 1\n" + GOOD)).cluster_settings().coordination_ids == [201]

@@ -99,7 +99,8 @@ class ClusterSettings(BaseModel):
         if self.mode == "kraft" and self.zookeepers is not None:
             raise ValueError("zookeepers applies to ZooKeeper mode only (mode = \"zk\"); KRaft sizes its quorum "
                              "with controllers (allowed: 1, 3, 5)")
-        if (self.dynamic_quorum or self.spare_controllers) and not supports_dynamic_quorum(self):
+        dynamic = self.dynamic_quorum or self.spare_controllers
+        if dynamic and not supports_dynamic_quorum(self.mode, self.kafka_version):
             raise ValueError(f"dynamic_quorum needs KRaft on Kafka 3.9 or later (KIP-853); this cluster is "
                              f"{self.mode} on {self.kafka_version} (allowed: false)")
         if self.spare_controllers and not self.dynamic_quorum:
@@ -141,9 +142,9 @@ class ClusterSettings(BaseModel):
         return self.racks[broker - 1] if self.racks else None
 
 
-def supports_dynamic_quorum(s: ClusterSettings) -> bool:
+def supports_dynamic_quorum(mode: str, kafka_version: str) -> bool:
     """KIP-853 (add and remove controllers) came with Kafka 3.9, in KRaft mode."""
-    return s.mode == "kraft" and _major_minor(s.kafka_version) >= (3, 9)
+    return mode == "kraft" and _major_minor(kafka_version) >= (3, 9)
 
 
 def _major_minor(version: str) -> tuple[int, int]:
