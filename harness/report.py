@@ -35,6 +35,8 @@ from harness.history import (
 )
 from harness.report_groups import PANELS as GROUP_PANELS
 from harness.report_groups import group_context, group_tables, group_traces, has_groups
+from harness.report_quorum import PANEL as QUORUM_PANEL
+from harness.report_quorum import failover_rows, has_quorum, quorum_traces, shade_no_majority
 from harness.report_transactions import PANEL as TXN_PANEL
 from harness.report_transactions import has_transactions, txn_tables, txn_traces
 
@@ -189,8 +191,10 @@ def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
 
 
 def _hit(fault: dict) -> str:
-    """The brokers a fault hit, for its label; a client's fault names the client alone."""
-    return "" if str(fault.get("target", "")).startswith("client:") else str(fault.get("brokers", ""))
+    """The nodes a fault hit, for its label; a client's fault names the client alone."""
+    if str(fault.get("target", "")).startswith("client:"):
+        return ""
+    return ", ".join(fault["nodes"]) if fault.get("nodes") else str(fault.get("brokers", ""))
 
 
 def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
@@ -208,7 +212,7 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
 
 def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
     """Plotly figure (as a dict) of one run: six panels on one time axis (one more with transactions,
-    two more with groups), faults shaded."""
+    two more with groups, one more with the quorum's state), faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
     t0 = _t0(run, produced, events)
     traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
@@ -221,9 +225,14 @@ def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
         end_ms = max([e.get("ts_ms") or e.get("end_ms") or 0 for e in events] + [t0])
         traces += group_traces(d, events, t0, end_ms)
         panels = [*panels, *GROUP_PANELS]
+    if has_quorum(events):
+        traces += quorum_traces(events, t0)
+        panels = [*panels, QUORUM_PANEL]
     layout = panel_layout(panels)
     shade_faults(layout, events, t0)
     outline_unavailability(layout, verdict, t0)
+    if has_quorum(events):
+        shade_no_majority(layout, verdict, t0)
     return {"data": traces, "layout": layout}
 
 
@@ -302,6 +311,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "skipped": [e for e in events if e.get("type") == "fault_skipped"],
         "unfired": [e for e in events if e.get("type") == "trigger_unfired"],
         "elections": verdict.elections,
+        "failovers": failover_rows(verdict),
     }
 
 

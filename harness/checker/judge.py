@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from harness.checker.analysis import JobResult
+from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES, Config, group_promises, promises
 from harness.checker.verdict import (
     BrokenOutside,
     ConfigVerdict,
+    Coordination,
     Elections,
     GroupVerdict,
     KnownIssue,
@@ -291,6 +293,8 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     unfired = [f"fault {e.get('fault')} ({e.get('kind')} {e.get('target')}) on {e.get('on')}" for e in events
                if e.get("type") == "trigger_unfired"]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside)
+    outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.get("start_ms", lo), wl.get("end_ms", hi),
+                                             threshold_ms, faults))
     return Verdict(
         contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
@@ -304,9 +308,9 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         acks0_missing=job.of("acks0_missing").count(idx),
         final_log_records=job.final_rows.get(idx, 0),
         rows=rd.rows,
-        unavailability=Unavailability(**unavailability(job.buckets.get(idx, []), wl.get("start_ms", lo),
-                                                       wl.get("end_ms", hi), threshold_ms, faults)),
+        unavailability=outage,
         elections=Elections.model_validate(elections(events)),
+        coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes,
         known_issues=known_issues(rd.run, cfgs, counts),
     )

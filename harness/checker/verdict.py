@@ -87,6 +87,34 @@ class Elections(_Model):
     changes: list[dict[str, Any]] = Field(default_factory=list, alias="list")
 
 
+class Failover(_Model):
+    """One fault on the coordination layer: whether and how fast a new leader took over, how long the
+    quorum had no leader or no majority, and the unavailability the producers saw."""
+
+    fault: str
+    kind: str
+    target: str
+    nodes: list[Any] = Field(default_factory=list)
+    start_ms: int
+    end_ms: int
+    layer: Literal["controller", "zookeeper"]  # Kafka's (active) controller, or the ZooKeeper ensemble's leader
+    leader_before: int | None = None
+    new_leader: int | None = None  # None: no other leader was seen (the fault spared the leader, or none won)
+    failover_ms: int | None = None  # fault start to the first sample showing the new leader
+    no_leader_ms: int = 0  # from the fault's start until SETTLE_MS after its end
+    no_majority_ms: int = 0
+    outage_ms: int = 0  # the unavailability window the fault overlapped
+    recovery_ms: int = 0
+
+
+class Coordination(_Model):
+    """The coordination layer over a run (empty for runs sampled without the quorum's state)."""
+
+    failovers: list[Failover] = Field(default_factory=list)
+    no_leader: list[dict[str, Any]] = Field(default_factory=list)  # spans without a quorum leader
+    no_majority: list[dict[str, Any]] = Field(default_factory=list)  # spans without a majority in touch
+
+
 class KnownIssue(_Model):
     """A known Kafka or client bug whose symptoms a run shows. The run still fails where the bug
     breaks a promise (the promise is Kafka's); this names the likely cause."""
@@ -115,6 +143,7 @@ class Verdict(_Model):
     rows: dict[str, int] = Field(default_factory=dict)
     unavailability: Unavailability
     elections: Elections = Field(default_factory=Elections)
+    coordination: Coordination = Field(default_factory=Coordination)
     assumptions: list[str] = Field(default_factory=list)
     known_issues: list[KnownIssue] = Field(default_factory=list)
     not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired

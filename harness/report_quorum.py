@@ -1,0 +1,51 @@
+"""The report's coordination lane: who led the KRaft quorum or the ZooKeeper ensemble over time, and
+when it had no leader or no majority; and the controller failovers table's rows."""
+
+from __future__ import annotations
+
+from harness.checker.verdict import Verdict
+
+PANEL = ("y10", "quorum leader")
+NO_MAJORITY = "rgba(214,39,40,0.25)"
+
+
+def has_quorum(events: list[dict]) -> bool:
+    return any(e.get("type") == "state" and e.get("quorum") for e in events)
+
+
+def node_label(n: int) -> str:
+    """controller-K for KRaft node 100+K, zookeeper-K for 200+K."""
+    if n > 200:
+        return f"zookeeper-{n - 200}"
+    return f"controller-{n - 100}" if n > 100 else f"broker {n}"
+
+
+def quorum_traces(events: list[dict], t0: int) -> list[dict]:
+    """The quorum's leader (a step line over node names, gaps where it had none) and its epoch."""
+    ss = [e for e in events if e.get("type") == "state" and e.get("quorum")]
+    x = [round((e["ts_ms"] - t0) / 1000, 2) for e in ss]
+    leaders = [node_label(e["quorum"]["leader"]) if e["quorum"]["leader"] >= 0 else None for e in ss]
+    epochs = [e["quorum"].get("epoch") for e in ss]
+    return [{"type": "scatter", "mode": "lines+markers", "name": "quorum leader", "x": x, "y": leaders,
+             "yaxis": PANEL[0], "line": {"shape": "hv"}, "marker": {"size": 3}, "customdata": epochs,
+             "hovertemplate": "%{y} (epoch %{customdata})", "connectgaps": False}]
+
+
+def shade_no_majority(layout: dict, verdict: Verdict, t0: int) -> None:
+    """Each span without a majority in touch, shaded on the coordination lane."""
+    key = f"yaxis{PANEL[0][1:]}"
+    lo, hi = layout[key]["domain"]
+    for w in verdict.coordination.no_majority:
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": (w["start_ms"] - t0) / 1000,
+                                 "x1": (w["end_ms"] - t0) / 1000, "y0": lo, "y1": hi, "fillcolor": NO_MAJORITY,
+                                 "line": {"width": 0}, "layer": "below"})
+    layout[key]["type"] = "category"
+
+
+def failover_rows(verdict: Verdict) -> list[dict]:
+    """The failovers table: node numbers as names, times in seconds."""
+    rows = []
+    for f in verdict.coordination.failovers:
+        rows.append({**f.model_dump(), "before": node_label(f.leader_before) if f.leader_before is not None else "",
+                     "after": node_label(f.new_leader) if f.new_leader is not None else "none"})
+    return rows
