@@ -183,10 +183,14 @@ def test_the_ensemble_leader_epoch_and_lag_come_from_each_servers_srvr():
     assert (q.leader, q.epoch, q.majority) == (202, 3, True)
     assert [(n.node, n.reachable, n.role, n.lag) for n in q.nodes] == [
         (201, True, "follower", 2), (202, True, "leader", 0), (203, False, "", None)]
-    # a leader alone (the followers gone or in an older epoch) serves no majority
+    # a leader alone (its followers looking for another) serves no majority
     alone = quorum.zk_state_of({201: "This ZooKeeper instance is not currently serving requests\n",
-                                202: _srvr("leader", epoch + 9), 203: _srvr("follower", (2 << 32) + 40)})
+                                202: _srvr("leader", epoch + 9), 203: None})
     assert alone.leader == 202 and not alone.majority
+    # an old leader cut off still says "leader" for a while: the newest epoch's leader is the one
+    both = quorum.zk_state_of({201: _srvr("follower", (2 << 32) + 40), 202: _srvr("leader", epoch + 1),
+                               203: _srvr("leader", (2 << 32) + 41)})
+    assert (both.leader, both.majority) == (202, True)
     assert quorum.zk_state_of({201: None, 202: None, 203: None}).leader == -1
 
 

@@ -314,7 +314,7 @@ class KafkaCluster:
         """
         q = self.quorum_state(min(timeout_s, 0.5)) if quorum or self.settings.mode == "kraft" else None
         if self._zk is not None:
-            st = self._describe_zk(topic)
+            st = self._describe_zk(topic, max(timeout_s, 0.5))
             return ClusterState(st.controller, st.brokers, st.partitions, q)
         md = self.admin.list_topics(topic=topic, timeout=timeout_s)
         parts = []
@@ -341,24 +341,32 @@ class KafkaCluster:
         """ZooKeeper mode: the broker that is Kafka's controller; KRaft: the quorum's leader (node 100+K)."""
         return self.describe(timeout_s=2).controller
 
-    def _describe_zk(self, topic: str | None) -> ClusterState:
+    def _describe_zk(self, topic: str | None, timeout_s: float) -> ClusterState:
+        """Partition state from ZooKeeper; every read bounded by ``timeout_s`` (while the ensemble
+        elects a leader, reads wait for it: the caller gets a TimeoutError instead)."""
         zk = self._zk
         assert zk is not None
+        deadline = time.monotonic() + timeout_s
+
+        def read(path: str, children: bool = False):
+            call = zk.get_children_async if children else zk.get_async
+            return call(path).get(timeout=max(0.05, deadline - time.monotonic()))
+
         try:
-            controller = json.loads(zk.get("/controller")[0])["brokerid"]
+            controller = json.loads(read("/controller")[0])["brokerid"]
         except NoNodeError:
             controller = -1
-        brokers = sorted(int(b) for b in zk.get_children("/brokers/ids"))
-        topics = [topic] if topic is not None else zk.get_children("/brokers/topics")
+        brokers = sorted(int(b) for b in read("/brokers/ids", children=True))
+        topics = [topic] if topic is not None else read("/brokers/topics", children=True)
         parts = []
         for t in topics:
             try:
-                assignment = json.loads(zk.get(f"/brokers/topics/{t}")[0])["partitions"]
+                assignment = json.loads(read(f"/brokers/topics/{t}")[0])["partitions"]
             except NoNodeError as e:
                 raise TopicError(f"topic {t}: unknown topic") from e
             for p_str, replicas in assignment.items():
                 try:
-                    st = json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p_str}/state")[0])
+                    st = json.loads(read(f"/brokers/topics/{t}/partitions/{p_str}/state")[0])
                 except NoNodeError:
                     st = {"leader": -1, "isr": [], "leader_epoch": -1}
                 parts.append(PartitionState(t, int(p_str), st["leader"], list(replicas), list(st["isr"]),

@@ -156,9 +156,11 @@ def zk_state_of(texts: dict[int, str | None]) -> QuorumState:
     leader = max(leaders, key=lambda n: zxids.get(n, -1)) if leaders else -1
     top = zxids.get(leader, -1)
     epoch = top >> 32 if top >= 0 else -1
-    serving = {n for n, r in roles.items() if r in ("leader", "follower", "standalone") and n in zxids
-               and zxids[n] >> 32 == epoch}
-    nodes = tuple(NodeState(n, texts[n] is not None, roles.get(n, ""), top - zxids[n] if n in serving else None)
+    # A server answers srvr only while it leads or follows a leader; an old leader cut off keeps
+    # saying "leader" until syncLimit passes, so only the newest leader's side counts.
+    serving = {n for n, r in roles.items() if r == "follower"} | ({leader} if leader >= 0 else set())
+    nodes = tuple(NodeState(n, texts[n] is not None, roles.get(n, ""),
+                            max(0, top - zxids[n]) if n in serving and n in zxids else None)
                   for n in texts)
     majority = leader >= 0 and len(serving) > len(texts) // 2
     return QuorumState(leader, epoch, tuple(texts), nodes, majority)
