@@ -302,6 +302,9 @@ def zookeeper_config(s: ClusterSettings) -> str:
     }
     if s.quorum_size > 1:
         p["quorumListenOnAllIPs"] = "true"
+        # A peer that is not up yet still accepts through Toxiproxy, which then closes: give up on a
+        # connection in 1 s, not the default 5 s, so the first election does not wait on it.
+        p["cnxTimeout"] = 1000
         for k in range(1, s.quorum_size + 1):
             p[f"server.{k}"] = f"zk-{k}:{ZK_QUORUM_BASE + k}:{ZK_ELECTION_BASE + k}"
     return _props(p)
