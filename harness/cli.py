@@ -100,6 +100,7 @@ def up(
     kafka_version: str = typer.Option("3.9.1", "--kafka-version", help=f"one of {VERSIONS_HELP}"),
     mode: str = typer.Option("zk", "--mode", help="zk | kraft"),
     brokers: int = typer.Option(3, "--brokers"),
+    quorum: int = typer.Option(3, "--quorum", help="KRaft controllers (1, 3, 5) or ZooKeeper servers (1, 3)"),
 ) -> None:
     """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
     from pydantic import ValidationError
@@ -108,10 +109,11 @@ def up(
     from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
     from harness.setup import cluster_images, engine
 
+    size = {"controllers": quorum} if mode == "kraft" else {"zookeepers": quorum}
     try:
-        settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers)
+        settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers, **size)
     except ValidationError as e:
-        err.print(f"[red]bad input:[/red] {e.errors()[0]['msg']}")
+        err.print(f"[red]bad input:[/red] {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     reaper.install_signal_handlers()
     try:
@@ -119,6 +121,7 @@ def up(
             console.print(f"session {reaper.SESSION_ID} cluster {c.name} ready")
             console.print(f"bootstrap.servers={c.bootstrap_servers}")
             console.print(f"toxiproxy API {c.toxi.url if c.toxi else '?'}; Ctrl-C stops and removes everything")
+            _print_quorum(c)
             while True:
                 time.sleep(3600)
     except KeyboardInterrupt:
@@ -126,6 +129,20 @@ def up(
     except (ClusterError, engine.EngineError) as e:
         err.print(f"[red]cluster could not start:[/red] {e}")
         raise typer.Exit(EXIT_NOT_RUN) from e
+
+
+def _print_quorum(c) -> None:
+    """The coordination layer of a running cluster: each node, its role, lag and admin port."""
+    q = c.quorum_state(timeout_s=2)
+    what = "KRaft quorum" if c.settings.mode == "kraft" else "ZooKeeper ensemble"
+    t = Table(title=f"{what}: leader {c.topo.node_key(q.leader) if q.leader >= 0 else 'none'}, epoch {q.epoch}, "
+                    f"majority {'yes' if q.majority else 'no'}")
+    for col in ("node", "id", "role", "lag", "admin port (127.0.0.1)"):
+        t.add_column(col)
+    for n in q.nodes:
+        t.add_row(c.topo.node_key(n.node), str(n.node), n.role or "-", "-" if n.lag is None else str(n.lag),
+                  str(c.admin_ports[n.node]))
+    console.print(t)
 
 
 @contextlib.contextmanager

@@ -104,13 +104,22 @@ def test_every_shipped_scenario_is_valid():
         load(f)
 
 
-def test_cli_refuses_bad_input_before_any_container_starts(tmp_path):
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["topic.replication_factor=5"], "s.toml: topic.replication_factor: 5 is greater than brokers = 3"),
+    (["mode=kraft", "controllers=2"], "s.toml: controllers: 2 is not allowed (1, 3 or 5)"),
+    (["faults=[{at_s = 1, kind = \"kill\", target = \"zookeeper:1\"}]", "mode=kraft"],
+     "s.toml: faults.0.target: zookeeper:1 is a ZooKeeper server; this scenario is KRaft"),
+    (["faults=[{at_s = 1, kind = \"remove_controller\", target = \"controller\"}]", "kafka_version=2.8.2"],
+     "remove_controller needs KIP-853 (KRaft on Kafka 3.9 or later), not zk on 2.8.2"),
+])
+def test_cli_refuses_bad_input_before_any_container_starts(tmp_path, overrides, message):
     p = write(tmp_path, GOOD)
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "harness", "run", str(p), "--set", "topic.replication_factor=5",
+    sets = [x for o in overrides for x in ("--set", o)]
+    r = subprocess.run([sys.executable, "-m", "harness", "run", str(p), *sets,
                         "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
-    assert "s.toml: topic.replication_factor: 5 is greater than brokers = 3" in r.stderr
+    assert message in " ".join(r.stderr.split()), r.stderr
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
     assert time.monotonic() - t0 < 30
 

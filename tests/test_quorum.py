@@ -1,0 +1,113 @@
+"""The coordination layer as deployed, against real Kafka: a three-controller KRaft quorum and a
+three-server ZooKeeper ensemble, each node behind its own proxies, and faults aimed at them."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import runner
+from harness.checker import check_runs
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+BASE = """
+name = "q"
+brokers = 3
+duration_s = 12
+[topic]
+partitions = 2
+replication_factor = 3
+min_insync_replicas = 2
+[[producers]]
+name = "safe"
+acks = "all"
+idempotence = true
+rate = 150
+[consumers]
+count = 1
+"""
+
+
+def run(tmp_path, version: str, mode: str, faults: str):
+    """One run of BASE with these faults, checked: (verdict, events, run directory)."""
+    require_docker([version])
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(BASE + faults))
+    s = load(p, [f"kafka_version={version}", f"mode={mode}"])
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    (v,) = check_runs([res.path])
+    events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
+    return v, events, res.path
+
+
+def quorum_samples(events: list[dict]) -> list[dict]:
+    return [e["quorum"] for e in events if e.get("type") == "state" and e.get("quorum")]
+
+
+def durable(v) -> bool:
+    """No anomaly but a duplicate (librdkafka#4953 may write one record twice under any leader change)."""
+    return all(n == 0 for a, n in v.anomalies.items() if a != "duplicate")
+
+
+def test_killing_the_active_controller_of_three_elects_another(tmp_path):
+    v, events, _ = run(tmp_path, "3.9.1", "kraft",
+                       '[[faults]]\nat_s = 2\nduration_s = 6\nkind = "kill"\ntarget = "controller"\n')
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    assert fault["nodes"][0].startswith("controller-") and fault["brokers"] == [fault["controller_before"]]
+    samples = quorum_samples(events)
+    assert samples and all(q["voters"] == [101, 102, 103] for q in samples if q["leader"] >= 0)
+    (f,) = v.coordination.failovers
+    assert f.layer == "controller" and f.leader_before == fault["controller_before"]
+    assert f.new_leader in (101, 102, 103) and f.new_leader != f.leader_before
+    assert 0 < f.failover_ms < 10_000, f
+    assert durable(v), v.anomalies
+
+
+def test_the_zookeeper_ensembles_isolated_leader_is_replaced(tmp_path):
+    v, events, _ = run(tmp_path, "3.9.1", "zk",
+                       '[[faults]]\nat_s = 2\nduration_s = 8\nkind = "isolate"\ntarget = "zookeeper"\n')
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    (node,) = fault["nodes"]
+    k = int(node.split("-")[1])
+    # cut from both peers (quorum and election ports, both ways) and from every broker
+    assert {f"zq-{k}-{j}" for j in (1, 2, 3) if j != k} <= set(fault["links"])
+    assert {f"zk-{b}-{k}" for b in (1, 2, 3)} <= set(fault["links"])
+    (f,) = v.coordination.failovers
+    assert f.layer == "zookeeper" and f.leader_before == 200 + k
+    assert f.new_leader in (201, 202, 203) and f.new_leader != 200 + k, f
+    assert durable(v), v.anomalies
+
+
+def test_without_a_quorum_majority_metadata_freezes_but_a_full_isr_keeps_taking_writes(tmp_path):
+    v, events, d = run(tmp_path, "4.1.2", "kraft",
+                       '[[faults]]\nat_s = 2\nduration_s = 7\nkind = "pause"\ntarget = "quorum_majority"\n')
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    assert len(fault["nodes"]) == 2 and fault["quorum_before"]["leader"] not in fault["brokers"], \
+        "followers first: the leader is left alone"
+    (f,) = v.coordination.failovers
+    assert f.no_majority_ms > 3000 and f.no_leader_ms > 0, f
+    # brokers go on serving what they lead: records are acknowledged while the quorum is gone
+    acked = [r["ack_ts_ms"] for r in pq.read_table(d / "produced.parquet").to_pylist() if r["status"] == "ok"]
+    lost_at = min(w["start_ms"] for w in v.coordination.no_majority)
+    assert sum(lost_at < t < fault["end_ms"] for t in acked) > 100
+    assert durable(v), v.anomalies
+
+
+def test_the_active_controller_removed_from_the_voters_is_added_back_at_the_heal(tmp_path):
+    v, events, _ = run(tmp_path, "3.9.1", "kraft",
+                       '[[faults]]\nat_s = 2\nduration_s = 6\nkind = "remove_controller"\ntarget = "controller"\n')
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    removed = fault["brokers"][0]
+    voters = [tuple(q["voters"]) for q in quorum_samples(events) if q["leader"] >= 0]
+    shrunk = tuple(n for n in (101, 102, 103) if n != removed)
+    assert shrunk in voters, "the voter set lost the removed controller"
+    assert voters[-1] == (101, 102, 103), "and has it back after the heal"
+    (f,) = v.coordination.failovers
+    assert f.new_leader is not None and f.new_leader != removed, "the removed leader resigned"
+    assert durable(v), v.anomalies
