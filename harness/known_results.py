@@ -1,7 +1,10 @@
 """Known results: per scenario, Kafka version and mode, in how many runs each anomaly showed and how
-many broke a promise. The matrix writes them to known-results.md; the report shows them."""
+many broke a promise, and for faults on the coordination layer how fast it failed over. The matrix
+writes them to known-results.md; the report shows them."""
 
 from __future__ import annotations
+
+import statistics
 
 from harness.checker.verdict import Verdict
 
@@ -45,4 +48,46 @@ def markdown(rows: list[dict]) -> str:
         out.append(f"| {r['scenario']} | {kafka} | {n} | {pct(r['with'].get('lost', 0))} | "
                    f"{pct(r['with'].get('divergence', 0))} | {pct(r['loss_or_divergence'])} | "
                    f"{pct(r['any_anomaly'])} | {pct(r['broke_promise'])} | {seen(r['with'])} |")
+    return "\n".join(out)
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def coordination_rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
+    """Per scenario, version and mode with faults on the coordination layer: how many such faults,
+    how many changed the leader and how fast (failover), and what they cost (no majority, no
+    acknowledgement), each as the median and the worst over the runs' faults."""
+    acc: dict[tuple, dict] = {}
+    for v in verdicts:
+        if not v.coordination.failovers:
+            continue
+        run = runs.get(v.run_id, {})
+        key = (run.get("scenario", "?"), run.get("kafka_version", "?"), run.get("mode", "?"))
+        a = acc.setdefault(key, {"runs": 0, "faults": 0, "failover": [], "no_majority": [], "outage": []})
+        a["runs"] += 1
+        for f in v.coordination.failovers:
+            a["faults"] += 1
+            if f.failover_ms is not None:
+                a["failover"].append(f.failover_ms)
+            a["no_majority"].append(f.no_majority_ms)
+            a["outage"].append(f.outage_ms)
+    return [{"scenario": k[0], "kafka_version": k[1], "mode": k[2], "runs": a["runs"], "faults": a["faults"],
+             "failovers": len(a["failover"]),
+             **{f"{m}_median_ms": _median(a[m]) for m in ("failover", "no_majority", "outage")},
+             **{f"{m}_max_ms": max(a[m], default=None) for m in ("failover", "no_majority", "outage")}}
+            for k, a in sorted(acc.items())]
+
+
+def coordination_markdown(rows: list[dict]) -> str:
+    """The coordination table: seconds, median (worst) over every coordination fault of the row."""
+    def s(r: dict, m: str) -> str:
+        med, top = r[f"{m}_median_ms"], r[f"{m}_max_ms"]
+        return "-" if med is None else f"{med / 1000:.1f} ({top / 1000:.1f})"
+
+    out = ["| scenario | Kafka | runs | coordination faults | that moved the leader | failover s | "
+           "no majority s | no acknowledgement s |", "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['scenario']} | {r['kafka_version']} {r['mode']} | {r['runs']} | {r['faults']} | {r['failovers']} | "
+            f"{s(r, 'failover')} | {s(r, 'no_majority')} | {s(r, 'outage')} |" for r in rows]
     return "\n".join(out)

@@ -163,6 +163,10 @@ def check_and_report(finished: list[Path], out: Path, spark_master: str | None =
     verdicts = check_runs(finished, master=spark_master)
     runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
     known = known_results.markdown(known_results.rows(verdicts, runs))
+    coordination = known_results.coordination_rows(verdicts, runs)
+    if coordination:
+        known += "\n\nFaults on the coordination layer (seconds: median (worst) over those faults):\n\n" + \
+            known_results.coordination_markdown(coordination)
     (out / "known-results.md").write_text(known + "\n")
     status = Status(out)
     html = report.write_report(finished, out / "index.html", title="kchaos durability matrix",

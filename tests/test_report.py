@@ -96,3 +96,35 @@ def test_report_of_transactions_shows_their_panel_records_and_known_issue(tmp_pa
     assert "transaction p0:2" in text and ">absent<" in text, "the torn transaction's missing record"
     assert "transaction p0:1" in text and "c-rc (read_committed) @3" in text, "who read the aborted record"
     assert "KAFKA-17754" in page.text
+
+
+@pytest.mark.spark
+def test_report_draws_the_quorum_lane_and_each_controller_failover(tmp_path):
+    from harness import known_results
+
+    h = History()
+    h.clean(20)
+    t0 = 1_700_000_000_000
+    h.events += [{"type": "workload_start", "ts_ms": t0},
+                 {"type": "fault", "name": "kill controller", "kind": "kill", "target": "controller", "brokers": [101],
+                  "nodes": ["controller-1"], "links": [], "start_ms": t0 + 1000, "end_ms": t0 + 6000,
+                  "leader_before": 1, "controller_before": 101}]
+    for i, (leader, majority) in enumerate([(101, True), (101, True), (-1, False), (-1, True), (102, True)]):
+        h.events.append({"type": "state", "ts_ms": t0 + 800 * i, "controller": leader, "brokers": [1, 2, 3],
+                         "partitions": [{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}],
+                         "quorum": {"leader": leader, "epoch": 1 + (leader == 102), "voters": [101, 102, 103],
+                                    "majority": majority, "nodes": []}})
+    h.run["run_id"] = "quorum"
+    d = h.write(tmp_path / "runs" / "quorum")
+    (v,) = check_runs([d])
+    (f,) = v.coordination.failovers
+    assert (f.leader_before, f.new_leader, f.failover_ms) == (101, 102, 3200 - 1000)
+    assert v.coordination.no_majority == [{"start_ms": t0 + 1600, "end_ms": t0 + 2400, "duration_ms": 800}]
+    (row,) = known_results.coordination_rows([v], {"quorum": {"scenario": "q", "kafka_version": "3.9.1",
+                                                              "mode": "kraft"}})
+    assert (row["faults"], row["failovers"], row["failover_median_ms"]) == (1, 1, 2200)
+    assert "| q | 3.9.1 kraft | 1 | 1 | 1 | 2.2 (2.2) |" in known_results.coordination_markdown([row])
+    html = write_report([d], tmp_path / "report.html")
+    page = _assert_page(html, [v])
+    assert "Coordination faults" in page.text and "controller-2" in page.text, "the failovers table names nodes"
+    assert "quorum leader" in html.read_text(), "the coordination lane is drawn"
