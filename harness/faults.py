@@ -157,7 +157,7 @@ def _cut(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
     def apply(c: KafkaCluster, a: Applied, b: int) -> None:
         chosen = links(c, a, b)
         a.links += chosen  # before the toxics go on, so a failure halfway takes them back
-        c.cut(chosen, tag=a.tag)
+        c.cut(chosen, stream=a.fault.stream, tag=a.tag)
     return apply
 
 
@@ -165,7 +165,7 @@ def _slow(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
     def apply(c: KafkaCluster, a: Applied, b: int) -> None:
         chosen = links(c, a, b)
         a.links += chosen
-        c.latency(chosen, a.fault.latency_ms, a.fault.jitter_ms, tag=a.tag)
+        c.latency(chosen, a.fault.latency_ms, a.fault.jitter_ms, stream=a.fault.stream, tag=a.tag)
     return apply
 
 

@@ -153,6 +153,8 @@ class Nemesis:
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller,
             **({"quorum_before": st.quorum.as_event()} if st.quorum is not None else {}), **(detail or {})})
         kind = FAULTS[f.kind]
+        if f.stream != "both":
+            a.detail["stream"] = f.stream
         if f.target.role == "txn_coordinator":
             a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
         if f.target.role == "group_coordinator":

@@ -139,7 +139,7 @@ class _Nemesis:
 
         n = self._nemesis(topic)
         a = n.apply(PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
-                                 kw.get("rate_kbps", 64)))
+                                 kw.get("rate_kbps", 64), stream=kw.get("stream", "both")))
         self._applied.append((n, a))
         return a
 
@@ -193,7 +193,8 @@ class _Armed:
         self._n = self.nemesis._nemesis(topic)
         self.nemesis._triggered.append(self._n)
         planned = PlannedFault(0, duration_s, kind, target, partition, kw.get("latency_ms", 200),
-                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger, 0)
+                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger, 0,
+                               kw.get("stream", "both"))
         self._n.start([planned], time.monotonic())
         return self
 

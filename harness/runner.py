@@ -74,7 +74,8 @@ def _execute(s: Scenario, out: Path, d: Path, scenario_file: str | None, overrid
     plan = schedule.plan(s)
     repro = reproduce_command(scenario_file, s, overrides)
     log(f"schedule ({len(plan)} faults, seed {s.seed}): " + "; ".join(
-        f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" + (f" on {f.on}" if f.on else "") for f in plan))
+        f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" + (f" ({f.stream} only)" if f.stream != "both" else "")
+        + (f" on {f.on}" if f.on else "") for f in plan))
     log(f"repeat with: {repro}")
     events = EventLog(d / EVENTS)
     settings, imgs = s.cluster_settings(), cluster_images(s.kafka_version)

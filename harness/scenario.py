@@ -17,8 +17,10 @@ from harness.cluster.settings import ClusterSettings, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
     CLIENT_LINK_FAULTS,
+    CUT_TOXIC,
     FAULT_KINDS,
     FAULTS,
+    LATENCY_TOXIC,
     MEMBER_FAULTS,
     TARGET_HELP,
     Target,
@@ -218,10 +220,20 @@ class FaultSpec(_Model):
     jitter_ms: int = Field(0, ge=0)
     rate_kbps: int = Field(64, ge=1)
     on: TriggerSpec | None = Field(None, description="fire on an event after at_s instead of at at_s")
+    stream: Literal["both", "upstream", "downstream"] = Field(
+        "both", description="cuts and delays: one direction only. upstream is what the connecting side sends (a "
+                            "follower's fetch requests), downstream what it receives (the leader's fetch responses, "
+                            "which carry the high watermark)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
-        check_kind(self.kind)
+        kind = check_kind(self.kind)
+        if self.stream != "both" and kind.toxic not in (CUT_TOXIC, LATENCY_TOXIC):
+            directional = [k for k, f in FAULTS.items() if f.toxic in (CUT_TOXIC, LATENCY_TOXIC) and k != "one_way"]
+            raise ValueError(f"stream: {self.stream} applies to cuts and delays only, not {self.kind} (allowed "
+                             f"kinds: {', '.join(directional)})")
+        if self.stream != "both" and self.kind == "one_way":
+            raise ValueError("stream: one_way already picks its direction (allowed: both)")
         return self
 
 

@@ -28,6 +28,7 @@ class PlannedFault:
     rate_kbps: int = 0
     on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
     number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
+    stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -72,4 +73,4 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
 
 def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
     return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps,
-                        f.on.trigger() if f.on is not None else None, number)
+                        f.on.trigger() if f.on is not None else None, number, f.stream)

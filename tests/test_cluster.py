@@ -187,6 +187,25 @@ def test_overlapping_faults_of_one_kind_each_heal_their_own(healed, tmp_path):
         ("fault", "cut_client", first.tag), ("fault", "isolate", second.tag)]
 
 
+def test_a_cut_on_one_stream_holds_the_fetch_responses_and_lets_the_requests_through(healed, tmp_path):
+    """cut_fetch with stream = "downstream" black-holes only what the leader sends back on the
+    follower's fetch link (the responses that carry the high watermark); its requests still flow."""
+    topic = unique_topic("stream")
+    healed.create_topic(topic, partitions=1, replication_factor=3)
+    healed.wait_full_isr(topic)
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(healed, topic, events)
+    a = nem.apply(PlannedFault(0, 1, "cut_fetch", "follower", stream="downstream"))
+    (link,) = a.links
+    assert {t["name"]: t["stream"] for t in healed.toxi.toxics(link)} == {
+        toxic_name(CUT_TOXIC, "downstream", a.tag): "downstream"}
+    nem.heal(a)
+    assert healed.toxi.toxics(link) == []
+    events.close()
+    (start, end) = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert start["stream"] == end["stream"] == "downstream"
+
+
 def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_path, monkeypatch):
     """An isolation puts toxics on its links one by one. When Toxiproxy refuses one on the last link
     (409: a toxic of that name is there, planted through its API first), the links already cut are

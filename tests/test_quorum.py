@@ -99,15 +99,46 @@ def test_without_a_quorum_majority_metadata_freezes_but_a_full_isr_keeps_taking_
     assert durable(v), v.anomalies
 
 
-def test_the_active_controller_removed_from_the_voters_is_added_back_at_the_heal(tmp_path):
+def test_the_active_controller_removed_from_the_voters_is_added_back_and_a_spare_joins(tmp_path):
     v, events, _ = run(tmp_path, "3.9.1", "kraft",
-                       '[[faults]]\nat_s = 2\nduration_s = 6\nkind = "remove_controller"\ntarget = "controller"\n')
-    (fault,) = [e for e in events if e["type"] == "fault"]
-    removed = fault["brokers"][0]
+                       '[[faults]]\nat_s = 2\nduration_s = 4\nkind = "remove_controller"\ntarget = "controller"\n'
+                       '[[faults]]\nat_s = 8\nduration_s = 3\nkind = "add_controller"\ntarget = "controller:4"\n')
+    removal, addition = [e for e in events if e["type"] == "fault"]
+    removed = removal["brokers"][0]
     voters = [tuple(q["voters"]) for q in quorum_samples(events) if q["leader"] >= 0]
     shrunk = tuple(n for n in (101, 102, 103) if n != removed)
     assert shrunk in voters, "the voter set lost the removed controller"
-    assert voters[-1] == (101, 102, 103), "and has it back after the heal"
-    (f,) = v.coordination.failovers
-    assert f.new_leader is not None and f.new_leader != removed, "the removed leader resigned"
+    assert (101, 102, 103, 104) in voters, "the spare joined the voters"
+    assert voters[-1] == (101, 102, 103), "and each change was undone at its heal"
+    assert addition["nodes"] == ["controller-4"]
+    first = v.coordination.failovers[0]
+    assert first.new_leader is not None and first.new_leader != removed, "the removed leader resigned"
     assert durable(v), v.anomalies
+
+
+def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
+    """Each kind that acts on coordination nodes, on controller 2 of a live quorum: it hits that
+    node's links or process alone, and after its heal the quorum has its three voters in touch."""
+    from harness.cluster import ClusterSettings, KafkaCluster
+    from harness.faults import FAULTS
+    from harness.nemesis import EventLog, Nemesis
+    from harness.schedule import PlannedFault
+    from harness.setup import cluster_images
+    from harness.waiting import until
+
+    require_docker(["3.9.1"])
+    kinds = [k for k, f in FAULTS.items() if f.on_nodes and not f.quorum_change and f.on_client is None
+             and not f.client_links]
+    assert {"kill", "power_loss", "pause", "restart", "isolate", "cut_coordination", "latency"} <= set(kinds)
+    with KafkaCluster(ClusterSettings(kafka_version="3.9.1", mode="kraft"), cluster_images("3.9.1")) as c:
+        c.create_topic("t", partitions=1, replication_factor=3)
+        events = EventLog(tmp_path / "events.jsonl")
+        nem = Nemesis(c, "t", events)
+        for kind in kinds:
+            a = nem.apply(PlannedFault(0, 1, kind, "controller:2", latency_ms=100, rate_kbps=64))
+            assert a.brokers == [102], kind
+            assert set(a.links) <= set(c.topo.isolation_links(102)), (kind, a.links)
+            nem.heal(a)
+            until(lambda: (q := c.quorum_state()).majority and len(q.voters) == 3
+                  and all(n.lag is not None for n in q.nodes), 60, f"quorum back after {kind}")
+        events.close()

@@ -306,3 +306,21 @@ def test_a_quorum_change_makes_the_quorum_dynamic_with_the_spares_it_names(tmp_p
     plain = load(write(tmp_path, GOOD), ["mode=kraft"]).cluster_settings()
     assert (plain.dynamic_quorum, plain.coordination_ids) == (False, [101, 102, 103])
     assert load(write(tmp_path, "zookeepers = 1\n" + GOOD)).cluster_settings().coordination_ids == [201]
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ('kind = "cut_fetch"\ntarget = "follower"\nstream = "downstream"\n', None),
+    ('kind = "slow_fetch"\ntarget = "follower"\nstream = "upstream"\n', None),
+    ('kind = "kill"\nstream = "downstream"\n', r"faults\.0: stream: downstream applies to cuts and delays only, "
+                                               r"not kill \(allowed kinds: isolate, cut_replication, cut_fetch"),
+    ('kind = "one_way"\nstream = "upstream"\n', r"faults\.0: stream: one_way already picks its direction"),
+    ('kind = "cut_fetch"\nstream = "sideways"\n', r"faults\.0\.stream: 'sideways' is not allowed"),
+])
+def test_a_cut_or_delay_may_act_on_one_direction_only(tmp_path, fault, message):
+    p = write(tmp_path, GOOD + "[[faults]]\nat_s = 1\n" + fault)
+    if message is None:
+        (planned,) = schedule.plan(load(p))
+        assert planned.stream in ("upstream", "downstream") and planned.to_dict()["stream"] == planned.stream
+        return
+    with pytest.raises(ScenarioError, match=message):
+        load(p)

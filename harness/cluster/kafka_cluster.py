@@ -600,11 +600,11 @@ class KafkaCluster:
         for link, st in self.topo.one_way(src, dst):
             self.toxi.add_toxic(link, toxic_name(CUT_TOXIC, st, tag), "timeout", st, {"timeout": 0})
 
-    def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0, tag: str = "") -> None:
-        """Add ``ms`` (+- jitter) to each direction of the links."""
+    def latency(self, links: Iterable[str], ms: int, jitter_ms: int = 0, stream: str = "both", tag: str = "") -> None:
+        """Add ``ms`` (+- jitter) to each direction of the links, or to one (``stream``)."""
         assert self.toxi is not None
         for link in self._check_links(links):
-            for st in STREAMS:
+            for st in STREAMS if stream == "both" else (stream,):
                 self.toxi.add_toxic(link, toxic_name(LATENCY_TOXIC, st, tag), "latency", st,
                                     {"latency": ms, "jitter": jitter_ms})
 
