@@ -249,6 +249,9 @@ class GeneratorSpec(_Model):
     latency_ms: int = 200
     jitter_ms: int = 50
     rate_kbps: int = 64
+    chain: float = Field(0.0, ge=0, le=1, description="the share of drawn faults fired on a trigger: the previous "
+                                                      "drawn fault's start, after a delay from chain_delay_s")
+    chain_delay_s: tuple[float, float] = Field((0.0, 2.0), description="the range that delay is drawn from")
 
     @model_validator(mode="after")
     def _check(self) -> GeneratorSpec:

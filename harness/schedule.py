@@ -1,7 +1,8 @@
 """Seeded fault plans: the same scenario and seed always give the same schedule.
 
 Explicit faults from the scenario are kept as written; a generator adds faults at random gaps
-with random kinds and targets drawn from ``random.Random(seed)``. "random" targets are resolved
+with random kinds and targets drawn from ``random.Random(seed)``, a share of them chained on a
+trigger (the previous drawn fault's start plus a drawn delay). "random" targets are resolved
 to a broker here, at plan time, so the plan itself is fully reproducible; "leader", "follower"
 and "controller" are resolved against the live cluster when the fault fires (and logged).
 """
@@ -52,22 +53,38 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
     out: list[PlannedFault] = []
     for i, f in enumerate(s.faults):
         out.append(_planned(f, _resolve_random(f.target, rng, s.brokers), i))
-    g = s.generator
-    if g is not None:
-        t = g.start_s
-        last_end = max((f.end_s for f in out if f.on is None), default=0.0)
-        t = max(t, last_end)
-        while True:
-            duration = round(rng.uniform(*g.duration_s), 2)
-            if t + duration > s.duration_s - 1:
-                break
-            kind = rng.choice(g.kinds)
-            target = _resolve_random(rng.choice(g.targets_for(kind, s.mode)), rng, s.brokers)
-            partition = rng.randrange(s.topic.partitions)
-            out.append(PlannedFault(round(t, 2), duration, kind, target, partition, g.latency_ms, g.jitter_ms,
-                                    g.rate_kbps))
-            t += duration + rng.uniform(*g.gap_s)
+    if s.generator is not None:
+        out += _generated(s, rng, max((f.end_s for f in out if f.on is None), default=0.0))
     out.sort(key=lambda f: f.at_s)
+    return out
+
+
+def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedFault]:
+    """The generator's faults from ``after_s``: random kinds, targets and partitions at random gaps.
+    A share (``chain``) fires on a trigger instead: the previous drawn fault's start plus a drawn
+    delay, so the two overlap in that order (a leader killed, then the controller 0.4 s later)."""
+    g = s.generator
+    assert g is not None
+    out: list[PlannedFault] = []
+    starts: list[float] = []  # when each is expected to start: a chained fault, its predecessor's plus its delay
+    t = max(g.start_s, after_s)
+    number = len(s.faults)  # generated faults are numbered after the scenario's, so triggers can name them
+    while True:
+        duration = round(rng.uniform(*g.duration_s), 2)
+        chained = bool(out) and g.chain > 0 and rng.random() < g.chain
+        delay = round(rng.uniform(*g.chain_delay_s), 2) if chained else 0.0
+        start = starts[-1] + delay if chained else t
+        if start + duration > s.duration_s - 1:
+            break
+        kind = rng.choice(g.kinds)
+        target = _resolve_random(rng.choice(g.targets_for(kind, s.mode)), rng, s.brokers)
+        partition = rng.randrange(s.topic.partitions)
+        on = Trigger("fault_start", fault=out[-1].number, delay_s=delay) if chained else None
+        out.append(PlannedFault(out[-1].at_s if chained else round(t, 2), duration, kind, target, partition,
+                                g.latency_ms, g.jitter_ms, g.rate_kbps, on, number))
+        starts.append(start)
+        number += 1
+        t = max(t, start + duration) + (rng.uniform(*g.gap_s) if not chained else 0.0)
     return out
 
 

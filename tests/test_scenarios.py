@@ -324,3 +324,27 @@ def test_a_cut_or_delay_may_act_on_one_direction_only(tmp_path, fault, message):
         return
     with pytest.raises(ScenarioError, match=message):
         load(p)
+
+
+def test_a_generator_chains_a_share_of_its_faults_on_the_previous_ones_start(tmp_path):
+    text = GOOD + ('[[faults]]\nat_s = 1\nduration_s = 1\nkind = "kill"\n'
+                   '[generator]\nkinds = ["kill", "pause"]\ntargets = ["leader", "controller"]\nchain = 0.5\n'
+                   'chain_delay_s = [0.2, 0.8]\nstart_s = 3\n')
+    s = load(write(tmp_path, text))
+    plan = schedule.plan(s, seed=4)
+    generated = sorted((f for f in plan if f.number >= 1), key=lambda f: f.number)
+    assert [f.number for f in generated] == list(range(1, len(generated) + 1)), "numbered after the scenario's"
+    chained = [f for f in generated if f.on is not None]
+    assert chained and len(chained) < len(generated), "a share, not all"
+    by_number = {f.number: f for f in generated}
+    start = {}  # when each is expected to start
+    for f in generated:
+        start[f.number] = f.at_s if f.on is None else start[f.on.fault] + f.on.delay_s
+        assert start[f.number] + f.duration_s <= s.duration_s - 1
+    for f in chained:
+        prev = by_number[f.on.fault]
+        assert f.on.event == "fault_start" and f.on.fault == f.number - 1 and 0.2 <= f.on.delay_s <= 0.8
+        assert f.at_s == prev.at_s, "armed no later than the fault it follows"
+    assert schedule.plan(s, seed=4) == plan, "the same seed, the same chains"
+    plain = load(write(tmp_path, text.replace("chain = 0.5\n", "")))
+    assert all(f.on is None for f in schedule.plan(plain, seed=4))
