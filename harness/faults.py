@@ -102,7 +102,8 @@ class Applied:
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
-ClientAction = Callable[[object], None]  # acts on a transactional client (recording.Recording.client)
+ClientAction = Callable[[object], None]  # acts on a client (recording.Recording.client) or a group member
+StepAction = Callable[[object, "PlannedFault"], None]  # a workload step on a client, given its planned fault
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class FaultKind:
     heal: Action | None = None  # process faults; a network fault's heal takes its toxics off
     toxic: str | None = None  # the toxics a network fault adds
     beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
-    on_client: ClientAction | None = None  # a fault on a client (target client:NAME), not on brokers
+    on_client: ClientAction | StepAction | None = None  # a fault on a client (target client:NAME), not on brokers
     client_links: bool = False  # a network fault on one client's own links (target client:NAME)
     on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
     quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
@@ -222,12 +223,16 @@ def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
     """Client faults touch no broker."""
 
 
-def _kill_client(client: object) -> None:
+def _kill_client(client: object, f: PlannedFault) -> None:
     client.kill()  # type: ignore[attr-defined]
 
 
-def _members_only(client: object) -> None:
+def _members_only(client: object, f: PlannedFault) -> None:
     raise ValueError("client_restart acts on group members only")
+
+
+def _send_one(client: object, f: PlannedFault) -> None:
+    client.send_one(f.partition)  # type: ignore[attr-defined]
 
 
 def _member_action(name: str) -> ClientAction:
@@ -281,6 +286,9 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True),
     FaultKind("client_restart", "a group member leaves cleanly (its last commit included) and a new one joins "
               "at the heal (target client:MEMBER)", "#8c6d31", _no_broker, on_client=_members_only),
+    FaultKind("send", "a workload step: a quiet producer (target client:NAME, quiet = true) sends one record to the "
+              "fault's partition and the step ends when it is acknowledged (or its delivery timeout passes)",
+              "#2ca02c", _no_broker, on_client=_send_one),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
               _slow(_own_links), toxic=LATENCY_TOXIC, client_links=True),
     FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",

@@ -171,7 +171,7 @@ class Nemesis:
             if kind.on_client is not None:
                 if self.clients is None or f.target.role != "client":
                     raise ValueError(f"{f.kind} needs a target client:NAME of this run's transactional clients")
-                kind.on_client(self.clients(f.target.client))
+                kind.on_client(self.clients(f.target.client), f)  # type: ignore[call-arg]
             for b in brokers:
                 kind.apply(self.c, a, b)
         except Exception:

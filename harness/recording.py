@@ -239,12 +239,16 @@ class Recording:
                 produced[k] += [r[k] for r in self.copier.log.sends]
         return produced
 
-    def client(self, name: str) -> TransactionalProducer | Copier:
-        """A transactional client by name (a producer instance or the copier), for client faults."""
+    def client(self, name: str) -> TransactionalProducer | Copier | RecordingProducer:
+        """A client by name, for client faults and workload steps: a transactional producer instance
+        or the copier, else a plain producer instance."""
         for t in self._txn_clients():
             if (t.spec.name if isinstance(t, Copier) else t.pname) == name:
                 return t
-        raise ValueError(f"no transactional producer or copier named {name!r}")
+        for p in self.producers:
+            if isinstance(p, RecordingProducer) and p.pname == name:
+                return p
+        raise ValueError(f"no producer or copier named {name!r}")
 
     def acked(self, producer: str = "") -> int:
         """Acknowledged records so far, of one producer instance ("" = every producer): what an

@@ -88,6 +88,8 @@ class ProducerSpec(_Model):
     txn_records: int = Field(10, ge=1, le=100_000, description="records per transaction, over every partition")
     abort_ratio: float = Field(0.0, ge=0, le=1, description="share of transactions aborted (seeded)")
     transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
+    quiet: bool = Field(False, description="send nothing on its own: only `send` steps, one record each, "
+                                           "acknowledged before the step ends (a quiet pipeline)")
 
     @property
     def instance_names(self) -> list[str]:
@@ -108,6 +110,8 @@ class ProducerSpec(_Model):
                              f"\"{self.acks}\"; allowed: all)")
         if self.idempotence and self.acks != "all":
             raise ValueError("idempotence requires acks = \"all\"")
+        if self.quiet and self.transactional:
+            raise ValueError("quiet: send steps are for plain producers, not transactional ones (allowed: false)")
         return self
 
 
@@ -434,6 +438,10 @@ class Scenario(_Model):
             return f"{name!r} is not a client of this scenario (allowed: {', '.join(self.client_names)})"
         if name in self.member_names and kind in MEMBER_FAULTS | CLIENT_LINK_FAULTS:
             return None
+        if kind == "send":
+            quiet = [n for p in self.producers if p.quiet for n in p.instance_names]
+            return None if name in quiet else (f"send steps need a producer with quiet = true, not {name!r} "
+                                               f"(allowed: {', '.join(quiet) or 'none'})")
         if kind == "client_restart":
             return (f"client_restart acts on group members only, not {name!r} (allowed: "
                     f"{', '.join(self.member_names) or 'none: add a [[groups]] table'})")

@@ -8,6 +8,7 @@ offset 0 and record each record with the high watermark the client knew when it 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -110,6 +111,7 @@ class RecordingProducer(threading.Thread):
         })
         self.failure: BaseException | None = None
         self._msgs: list[dict] = [{"value": None} for _ in range(CHUNK_MAX)]  # see _send
+        self._steps: queue.Queue[tuple[int, threading.Event]] = queue.Queue()  # send steps of a quiet producer
 
     @property
     def sent(self) -> int:
@@ -217,8 +219,38 @@ class RecordingProducer(threading.Thread):
                     err = m.pop("_error")
                     self._refused[i] = err.name() if isinstance(err, KafkaError) else str(err)
 
+    def send_one(self, partition: int) -> None:
+        """A workload step: send the next record to ``partition`` and return once it is acknowledged
+        (or refused, or its delivery timeout passed). Only a quiet producer takes steps."""
+        if not self.spec.quiet:
+            raise ValueError(f"producer {self.pname} is not quiet; send steps need quiet = true")
+        done = threading.Event()
+        self._steps.put((partition, done))
+        if not done.wait(self.spec.delivery_timeout_ms / 1000 + 10):
+            raise TimeoutError(f"producer {self.pname}: the send step had no delivery report")
+
+    def _run_quiet(self, p: Producer) -> None:
+        """Send only what steps ask for, one record at a time, each waited for before the next."""
+        seq = 0
+        while not self.stop_event.is_set():
+            try:
+                partition, done = self._steps.get(timeout=0.05)
+            except queue.Empty:
+                self._poll(p, 0)
+                continue
+            reports = len(self._dr_result)
+            self._send(p, seq, 1, partition)
+            seq += 1
+            deadline = time.monotonic() + self.spec.delivery_timeout_ms / 1000 + 5
+            while len(self._dr_result) == reports and time.monotonic() < deadline:
+                self._poll(p, 0.01)
+            done.set()
+
     def _run(self) -> None:
         p = Producer(self.conf, logger=LOG)
+        if self.spec.quiet:
+            self._run_quiet(p)
+            return
         rate, parts, stop = self.spec.rate, self.partitions, self.stop_event
         unlimited = rate >= 1e6
         t0 = time.monotonic()

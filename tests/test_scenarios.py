@@ -348,3 +348,13 @@ def test_a_generator_chains_a_share_of_its_faults_on_the_previous_ones_start(tmp
     assert schedule.plan(s, seed=4) == plan, "the same seed, the same chains"
     plain = load(write(tmp_path, text.replace("chain = 0.5\n", "")))
     assert all(f.on is None for f in schedule.plan(plain, seed=4))
+
+
+def test_send_steps_need_a_quiet_producer(tmp_path):
+    step = '[[faults]]\nat_s = 1\nduration_s = 0\nkind = "send"\ntarget = "client:p"\n'
+    with pytest.raises(ScenarioError, match=r"faults\.0\.target: send steps need a producer with quiet = true, "
+                                            r"not 'p' \(allowed: none\)"):
+        load(write(tmp_path, GOOD + step))
+    load(write(tmp_path, GOOD.replace('acks = "all"', 'acks = "all"\nquiet = true') + step))
+    with pytest.raises(ScenarioError, match=r"quiet: send steps are for plain producers"):
+        load(write(tmp_path, GOOD.replace('acks = "all"', 'acks = "all"\nquiet = true\ntransactional = true')))

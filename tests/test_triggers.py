@@ -77,3 +77,59 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
     assert not any(v.anomalies.values()), v.anomalies
     html = write_report([res.path], tmp_path / "report.html").read_text()
     assert "fault_end fault=0: fault 0 ended" in html and "never fired" in html
+
+
+QUIET = """
+name = "steps"
+duration_s = 10
+[topic]
+partitions = 2
+[[producers]]
+name = "q"
+acks = "all"
+idempotence = true
+quiet = true
+[[producers]]
+name = "load"
+acks = "all"
+rate = 50
+[[faults]]          # 0: one record to partition 1
+at_s = 2
+duration_s = 0
+kind = "send"
+target = "client:q"
+partition = 1
+[[faults]]          # 1: the next, once the first is acknowledged
+at_s = 0
+duration_s = 0
+kind = "send"
+target = "client:q"
+partition = 1
+[faults.on]
+event = "fault_end"
+fault = 0
+[[faults]]          # 2: and a third, on partition 0
+at_s = 0
+duration_s = 0
+kind = "send"
+target = "client:q"
+[faults.on]
+event = "fault_end"
+fault = 1
+"""
+
+
+def test_a_quiet_producer_sends_one_record_per_step_each_acknowledged_before_the_next(tmp_path):
+    require_docker(["3.9.1"])
+    p = tmp_path / "s.toml"
+    p.write_text(QUIET)
+    res = runner.execute(load(p), tmp_path / "run", log=lambda m: None)
+    import pyarrow.parquet as pq
+
+    rows = sorted((r for r in pq.read_table(res.path / "produced.parquet").to_pylist() if r["producer"] == "q"),
+                  key=lambda r: r["seq"])
+    assert [(r["value"], r["partition"], r["status"]) for r in rows] == [
+        ("q-0", 1, "ok"), ("q-1", 1, "ok"), ("q-2", 0, "ok")], "three steps, three records, nothing else"
+    assert rows[0]["ack_ts_ms"] <= rows[1]["send_ts_ms"] and rows[1]["ack_ts_ms"] <= rows[2]["send_ts_ms"]
+    (v,) = check_runs([res.path])
+    assert v.verdict == "pass" and all(n == 0 for n in v.anomalies.values()), v.anomalies
