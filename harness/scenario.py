@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
-from harness.cluster.settings import ClusterSettings, supports_dynamic_quorum
+from harness.cluster.settings import ClusterSettings, quorum_size_refused, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
     CLIENT_LINK_FAULTS,
@@ -351,12 +351,8 @@ class Scenario(_Model):
         return self
 
     def _check_quorum_size(self) -> None:
-        if self.mode == "zk" and self.controllers is not None:
-            raise ValueError("controllers: KRaft only (mode = \"kraft\"); a ZooKeeper-mode scenario sizes its "
-                             "ensemble with zookeepers (allowed: 1, 3)")
-        if self.mode == "kraft" and self.zookeepers is not None:
-            raise ValueError("zookeepers: ZooKeeper mode only (mode = \"zk\"); a KRaft scenario sizes its quorum "
-                             "with controllers (allowed: 1, 3, 5)")
+        if why := quorum_size_refused(self.mode, self.controllers, self.zookeepers):
+            raise ValueError(why)
 
     @property
     def quorum_size(self) -> int:

@@ -116,6 +116,7 @@ def test_the_active_controller_removed_from_the_voters_is_added_back_and_a_spare
     assert durable(v), v.anomalies
 
 
+@pytest.mark.chaos_long
 def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
     """Each kind that acts on coordination nodes, on controller 2 of a live quorum: it hits that
     node's links or process alone, and after its heal the quorum has its three voters in touch."""

@@ -93,12 +93,8 @@ class ClusterSettings(BaseModel):
         return self
 
     def _check_quorum(self) -> None:
-        if self.mode == "zk" and self.controllers is not None:
-            raise ValueError("controllers applies to KRaft only (mode = \"kraft\"); ZooKeeper mode sizes its "
-                             "ensemble with zookeepers (allowed: 1, 3)")
-        if self.mode == "kraft" and self.zookeepers is not None:
-            raise ValueError("zookeepers applies to ZooKeeper mode only (mode = \"zk\"); KRaft sizes its quorum "
-                             "with controllers (allowed: 1, 3, 5)")
+        if why := quorum_size_refused(self.mode, self.controllers, self.zookeepers):
+            raise ValueError(why)
         dynamic = self.dynamic_quorum or self.spare_controllers
         if dynamic and not supports_dynamic_quorum(self.mode, self.kafka_version):
             raise ValueError(f"dynamic_quorum needs KRaft on Kafka 3.9 or later (KIP-853); this cluster is "
@@ -140,6 +136,17 @@ class ClusterSettings(BaseModel):
 
     def rack_of(self, broker: int) -> str | None:
         return self.racks[broker - 1] if self.racks else None
+
+
+def quorum_size_refused(mode: str, controllers: int | None, zookeepers: int | None) -> str | None:
+    """Why a quorum size does not fit the mode (it starts with the key), or None."""
+    if mode == "zk" and controllers is not None:
+        return ("controllers: KRaft only (mode = \"kraft\"); ZooKeeper mode sizes its ensemble with zookeepers "
+                "(allowed: 1, 3)")
+    if mode == "kraft" and zookeepers is not None:
+        return ("zookeepers: ZooKeeper mode only (mode = \"zk\"); KRaft sizes its quorum with controllers "
+                "(allowed: 1, 3, 5)")
+    return None
 
 
 def supports_dynamic_quorum(mode: str, kafka_version: str) -> bool:
