@@ -74,6 +74,8 @@ class Nemesis:
         self._lock = threading.Lock()  # _active, started, ended: the schedule and the triggers share them
         self._armed: list[PlannedFault] = []
         self._watermarks = None  # a consumer that asks partitions for their high watermark
+        self._hw_lock = threading.Lock()
+        self._watchers: list[threading.Thread] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
@@ -148,7 +150,7 @@ class Nemesis:
     def apply(self, f: PlannedFault, detail: dict | None = None) -> Applied:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
-        st = self.c.describe(self.topic, timeout_s=5, quorum=f.target.of_quorum)
+        st = self.c.describe(self.topic, timeout_s=5, quorum=True if f.target.of_quorum else None)
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller,
             **({"quorum_before": st.quorum.as_event()} if st.quorum is not None else {}), **(detail or {})})
@@ -220,9 +222,12 @@ class Nemesis:
         self._armed = [f for f in plan if f.on is not None]
         self._thread = threading.Thread(target=self._run, args=(timed, t0), name="nemesis", daemon=True)
         self._thread.start()
-        if self._armed:
-            self._watcher = threading.Thread(target=self._watch, args=(t0,), name="nemesis-triggers", daemon=True)
-            self._watcher.start()
+        # One watcher per trigger, so a slow observation of one (a high watermark asked of a broker
+        # that does not answer) never delays another's.
+        self._watchers = [threading.Thread(target=self._watch, args=(f, t0), name=f"trigger-{f.number}",
+                                           daemon=True) for f in self._armed]
+        for w in self._watchers:
+            w.start()
 
     def _run(self, plan: list[PlannedFault], t0: float) -> None:
         # (time, order, action, item): heals before starts at the same instant
@@ -270,26 +275,27 @@ class Nemesis:
             return list(self._active)
 
     # ------------------------------------------------------------ triggers
-    def _watch(self, t0: float) -> None:
-        """Evaluate every armed trigger each POLL_S; fire the fault of each that holds (after its
+    def _watch(self, f: PlannedFault, t0: float) -> None:
+        """Evaluate ``f``'s trigger each POLL_S from its ``at_s``; fire it when it holds (after its
         delay), and heal it ``duration_s`` after it started."""
-        armed_at: dict[int, Observation] = {}
+        armed_at: Observation | None = None
         try:
-            while self._armed and not self._stop.wait(POLL_S):
-                for f in list(self._armed):
-                    if time.monotonic() - t0 < f.at_s:
-                        continue
-                    try:
-                        now = self.observe(f)
-                    except Exception:  # a broker down or slow to answer: look again next poll
-                        continue
-                    if id(f) not in armed_at:
-                        armed_at[id(f)] = now
-                        continue
-                    why = fired(f.on, now, armed_at[id(f)])  # type: ignore[arg-type]
-                    if why is not None:
+            while not self._stop.wait(POLL_S):
+                if time.monotonic() - t0 < f.at_s:
+                    continue
+                try:
+                    now = self.observe(f)
+                except Exception:  # a broker down or slow to answer: look again next poll
+                    continue
+                if armed_at is None:
+                    armed_at = now
+                    continue
+                why = fired(f.on, now, armed_at)  # type: ignore[arg-type]
+                if why is not None:
+                    with self._lock:
                         self._armed.remove(f)
-                        self._fire(f, why)
+                    self._fire(f, why)
+                    return
         except BaseException as e:
             self.error = e
 
@@ -326,7 +332,7 @@ class Nemesis:
             obs.acked = self.acks(t.producer)
         part = f.partition if t.partition < 0 else t.partition
         if t.event in ("isr_shrink", "isr_grow", "leader_change"):
-            p = self.c.describe(self.topic, timeout_s=1).partition(self.topic, part)
+            p = self.c.describe(self.topic, timeout_s=1, quorum=False).partition(self.topic, part)
             obs.leader, obs.isr = p.leader, tuple(p.isr)
         if t.event == "hw":
             obs.hw = self.high_watermark(part)
@@ -335,16 +341,17 @@ class Nemesis:
     def high_watermark(self, partition: int) -> int:
         from confluent_kafka import Consumer, TopicPartition
 
-        if self._watermarks is None:
-            self._watermarks = Consumer(self.c.client_config(**{"group.id": "kchaos-triggers"}), logger=LOG)
-        _, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=1,
-                                                         cached=False)
+        with self._hw_lock:  # one consumer, shared by the watchers of hw triggers
+            if self._watermarks is None:
+                self._watermarks = Consumer(self.c.client_config(**{"group.id": "kchaos-triggers"}), logger=LOG)
+            _, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=1,
+                                                             cached=False)
         return high
 
     def stop(self) -> None:
         """Stop the schedule and heal whatever is still applied; a trigger that never fired is logged."""
         self._stop.set()
-        for t in (self._thread, getattr(self, "_watcher", None)):
+        for t in (self._thread, *self._watchers):
             if t is not None:
                 t.join(timeout=60)
         for f in self._armed:

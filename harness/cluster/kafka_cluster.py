@@ -304,15 +304,17 @@ class KafkaCluster:
         return self._admin
 
     # ---------------------------------------------------------------- state
-    def describe(self, topic: str | None = None, timeout_s: float = 5.0, quorum: bool = False) -> ClusterState:
-        """Leader, replicas (AR order) and ISR of every partition, plus the controller (and, with
-        ``quorum`` or in KRaft mode, the coordination layer's state).
+    def describe(self, topic: str | None = None, timeout_s: float = 5.0, quorum: bool | None = None) -> ClusterState:
+        """Leader, replicas (AR order) and ISR of every partition, plus the controller (and the
+        coordination layer's state: with ``quorum``, or by default in KRaft mode, where the active
+        controller is the quorum's leader; ``quorum=False`` skips it, the controller then -1).
 
         ZooKeeper mode reads ZooKeeper itself, the controller's source of truth: any broker's
         metadata cache can be stale while a fault keeps the controller's updates from it.
         KRaft mode asks the brokers' metadata, and the controllers themselves who leads.
         """
-        q = self.quorum_state(min(timeout_s, 0.5)) if quorum or self.settings.mode == "kraft" else None
+        ask = quorum if quorum is not None else self.settings.mode == "kraft"
+        q = self.quorum_state(min(timeout_s, 0.5)) if ask else None
         if self._zk is not None:
             st = self._describe_zk(topic, max(timeout_s, 0.5))
             return ClusterState(st.controller, st.brokers, st.partitions, q)
@@ -326,8 +328,7 @@ class KafkaCluster:
             for p in t.partitions.values():
                 parts.append(PartitionState(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
         parts.sort(key=lambda x: (x.topic, x.partition))
-        assert q is not None
-        return ClusterState(q.leader, sorted(md.brokers), parts, q)
+        return ClusterState(q.leader if q is not None else -1, sorted(md.brokers), parts, q)
 
     def quorum_state(self, timeout_s: float = 0.5) -> QuorumState:
         """Who leads the KRaft quorum or the ZooKeeper ensemble now, in which epoch, each node's lag."""
