@@ -89,3 +89,58 @@ def test_a_triggered_fault_is_planned_with_its_trigger_and_number(tmp_path):
 def test_bad_triggers_exit_before_anything_starts(tmp_path, extra, message):
     with pytest.raises(ScenarioError, match=message):
         load(write(tmp_path, GOOD + extra))
+
+
+class _Cluster:
+    """Just enough of a cluster for the nemesis: partition 1's leader changes when ``flip`` is set;
+    faults on brokers only record themselves."""
+
+    def __init__(self):
+        import threading
+
+        from harness.cluster import ClusterSettings, Topology
+
+        self.settings = ClusterSettings()
+        self.topo = Topology(self.settings.broker_ids, "zk", (), tuple(self.settings.coordination_ids))
+        self.flip = threading.Event()
+        self.paused: list[int] = []
+
+    def describe(self, topic=None, timeout_s=5.0, quorum=None):
+        from harness.cluster import ClusterState, PartitionState
+
+        leader = 2 if self.flip.is_set() else 1
+        return ClusterState(1, [1, 2, 3], [PartitionState("t", 0, 1, [1, 2, 3], [1, 2, 3]),
+                                           PartitionState("t", 1, leader, [1, 2, 3], [1, 2, 3])])
+
+    def pause(self, b):
+        self.paused.append(b)
+
+    def resume(self, b):
+        pass
+
+
+def test_a_slow_trigger_does_not_delay_another(tmp_path):
+    """Each armed trigger has its own watcher: while every look at a high watermark takes a second
+    (a broker slow to answer), a leader change on partition 1 still fires its fault within a few polls."""
+    import time
+
+    from harness.nemesis import EventLog, Nemesis
+    from harness.schedule import PlannedFault
+
+    c = _Cluster()
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    nem.high_watermark = lambda partition: (time.sleep(1.0), 0)[1]  # type: ignore[method-assign]
+    slow = PlannedFault(0, 1, "pause", "broker:3", 0, on=Trigger("hw", offset=10**9), number=0)
+    quick = PlannedFault(0, 1, "pause", "broker:2", 1, on=Trigger("leader_change", partition=1), number=1)
+    nem.start([slow, quick], time.monotonic())
+    time.sleep(1.5)  # both armed, and the slow one inside its second look
+    c.flip.set()
+    flipped = time.monotonic()
+    while not c.paused and time.monotonic() - flipped < 3:
+        time.sleep(0.01)
+    took = time.monotonic() - flipped
+    nem.stop()
+    events.close()
+    assert c.paused[:1] == [2], "the leader change fired its fault"
+    assert took < 0.5, f"it took {took:.2f} s: the slow watcher held it up"
