@@ -254,7 +254,7 @@ class Nemesis:
             a = self.apply(f, detail)
         except Exception as e:
             self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),
-                               "reason": str(e), "ts_ms": now_ms()})
+                               "reason": str(e) or type(e).__name__, "ts_ms": now_ms()})
             return None
         with self._lock:
             self._active.append(a)
@@ -384,6 +384,7 @@ class StateSampler(threading.Thread):
                     "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
                                     "isr": p.isr} for p in st.partitions],
                     **({"quorum": st.quorum.as_event()} if st.quorum is not None else {}),
+                    **({"frozen": True} if st.frozen else {}),
                 })
             except Exception as e:  # brokers or ZooKeeper not answering: the quorum's own state still tells
                 self.events.write({"type": "state", "ts_ms": now_ms(), "error": str(e), **self._quorum()})

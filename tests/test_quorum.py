@@ -84,12 +84,18 @@ def test_the_zookeeper_ensembles_isolated_leader_is_replaced(tmp_path):
     assert durable(v), v.anomalies
 
 
-def test_without_a_quorum_majority_metadata_freezes_but_a_full_isr_keeps_taking_writes(tmp_path):
-    v, events, d = run(tmp_path, "4.1.2", "kraft",
-                       '[[faults]]\nat_s = 2\nduration_s = 7\nkind = "pause"\ntarget = "quorum_majority"\n')
-    (fault,) = [e for e in events if e["type"] == "fault"]
+@pytest.mark.parametrize(("version", "mode"), [("4.1.2", "kraft"), ("3.9.1", "zk")])
+def test_without_a_quorum_majority_metadata_freezes_but_a_full_isr_keeps_taking_writes(tmp_path, version, mode):
+    v, events, d = run(tmp_path, version, mode,
+                       '[[faults]]\nat_s = 2\nduration_s = 7\nkind = "pause"\ntarget = "quorum_majority"\n'
+                       '[[faults]]\nat_s = 5\nduration_s = 3\nkind = "pause"\ntarget = "follower"\n')
+    fault, follower = sorted((e for e in events if e["type"] == "fault"), key=lambda e: e["start_ms"])
     assert len(fault["nodes"]) == 2 and fault["quorum_before"]["leader"] not in fault["brokers"], \
         "followers first: the leader is left alone"
+    assert follower["nodes"][0].startswith("kafka-"), "a partition's follower is found while the quorum is gone"
+    assert not [e for e in events if e["type"] == "fault_skipped"]
+    if mode == "zk":  # ZooKeeper is the partition state's source: while it cannot answer, its last state stands
+        assert any(e.get("frozen") for e in events if e["type"] == "state")
     (f,) = v.coordination.failovers
     assert f.no_majority_ms > 3000 and f.no_leader_ms > 0, f
     # brokers go on serving what they lead: records are acknowledged while the quorum is gone

@@ -16,13 +16,14 @@ import shlex
 import tarfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import docker
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 
 # Ryuk cannot be pulled on these machines; harness.reaper does its job by label.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -90,6 +91,7 @@ class ClusterState:
     brokers: list[int]  # brokers the metadata lists as alive
     partitions: list[PartitionState]
     quorum: QuorumState | None = None  # the coordination layer, when asked for (always in KRaft)
+    frozen: bool = False  # ZooKeeper did not answer: the last state read, which nothing could change since
 
     def partition(self, topic: str, p: int) -> PartitionState:
         for x in self.partitions:
@@ -143,6 +145,7 @@ class KafkaCluster:
         self._stopped: set[int] = set()
         self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
         self._last_quorum: QuorumState | None = None
+        self._last_zk: dict[str | None, ClusterState] = {}  # by topic: the last state ZooKeeper gave
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> KafkaCluster:
@@ -316,8 +319,7 @@ class KafkaCluster:
         ask = quorum if quorum is not None else self.settings.mode == "kraft"
         q = self.quorum_state(min(timeout_s, 0.5)) if ask else None
         if self._zk is not None:
-            st = self._describe_zk(topic, max(timeout_s, 0.5))
-            return ClusterState(st.controller, st.brokers, st.partitions, q)
+            return replace(self._describe_zk_or_frozen(topic, max(timeout_s, 0.5)), quorum=q)
         md = self.admin.list_topics(topic=topic, timeout=timeout_s)
         parts = []
         for t in md.topics.values():
@@ -341,6 +343,21 @@ class KafkaCluster:
     def active_controller(self) -> int:
         """ZooKeeper mode: the broker that is Kafka's controller; KRaft: the quorum's leader (node 100+K)."""
         return self.describe(timeout_s=2).controller
+
+    def _describe_zk_or_frozen(self, topic: str | None, timeout_s: float) -> ClusterState:
+        """ZooKeeper's state; while ZooKeeper does not answer (the ensemble lost its majority, or
+        elects a leader), the last state read of that topic, marked frozen: every change of leader,
+        ISR or controller is a ZooKeeper write, so none can have happened since."""
+        try:
+            st = self._describe_zk(topic, timeout_s)
+        except (KazooException, KazooTimeoutError, TimeoutError) as e:
+            last = self._last_zk.get(topic)
+            if last is None:
+                raise ClusterError(f"ZooKeeper did not answer ({type(e).__name__}) and no state was read before") \
+                    from e
+            return replace(last, frozen=True)
+        self._last_zk[topic] = st
+        return st
 
     def _describe_zk(self, topic: str | None, timeout_s: float) -> ClusterState:
         """Partition state from ZooKeeper; every read bounded by ``timeout_s`` (while the ensemble
@@ -384,7 +401,7 @@ class KafkaCluster:
             try:
                 st = self.describe(timeout_s=2)
                 seen = set(self.admin.list_topics(timeout=2).brokers)
-            except (KafkaException, NoNodeError):
+            except (KafkaException, NoNodeError, ClusterError):
                 return False
             return set(st.brokers) >= want and seen >= want and st.controller >= 0
 
@@ -410,7 +427,7 @@ class KafkaCluster:
                 st = self.describe(timeout_s=2)
                 last[0] = st
                 return bool(cond(st))
-            except (KafkaException, TopicError, KeyError) as e:
+            except (KafkaException, TopicError, KeyError, ClusterError) as e:
                 last[0] = e
                 return False
 
