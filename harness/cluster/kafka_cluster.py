@@ -203,7 +203,9 @@ class KafkaCluster:
             self._start_coordination(n, nets[n], env_common)
         if s.mode == "zk":
             hosts = ",".join(f"127.0.0.1:{p}" for p in self.admin_ports.values())
-            self._zk = KazooClient(hosts=hosts, timeout=5, logger=LOG)
+            # The longest session ZooKeeper grants (20 ticks): the harness's session outlives an
+            # ensemble's election; one that still expires is replaced by the client on reconnection.
+            self._zk = KazooClient(hosts=hosts, timeout=10, logger=LOG)
             self._zk.start(timeout=60)
         for b in s.broker_ids:
             c = self._container(f"kafka-{b}", self.kafka_image, nets[b], [f"kafka-{b}"], command="broker")
@@ -570,12 +572,22 @@ class KafkaCluster:
         waited = 0.0
         if b in self._killed and self.settings.mode == "zk" and self._zk is not None \
                 and not self.topo.is_coordination(b):
-            zk, limit = self._zk, self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
-            waited = until(lambda: not zk.exists(f"/brokers/ids/{b}"), limit, "", 0.1, error=None)
+            limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
+            waited = until(lambda: not self._registered_in_zk(b), limit, "", 0.1, error=None)
         self._node(b).start()
         self._stopped.discard(b)
         self._killed.discard(b)
         return waited
+
+    def _registered_in_zk(self, b: int) -> bool:
+        """Whether broker b's registration is still in ZooKeeper. While ZooKeeper does not answer
+        (an ensemble electing a leader; the harness's own session expiring meanwhile, after which
+        the client opens a new one) the answer is "still there": the caller asks again."""
+        assert self._zk is not None
+        try:
+            return self._zk.exists(f"/brokers/ids/{b}") is not None
+        except (KazooException, KazooTimeoutError):
+            return True
 
     def pause(self, b: int) -> None:
         """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer)."""
