@@ -18,7 +18,10 @@ from harness.workload import ACKS0_LINGER_S
 # checks the warm server against it; `kchaos` processes the tests start check on the warm server.
 session.DEFAULT_MASTER = session.EMBEDDED
 
-DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, private_clients=["solo"])
+# One ZooKeeper server: these tests are about brokers; tests/test_quorum.py and the catalogue run the
+# three-node quorum that clusters have by default.
+DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, zookeepers=1,
+                                   private_clients=["solo"])
 
 pytest_plugins = ["pytester"]  # tests of the kchaos pytest plugin run user suites in a subprocess
 

@@ -27,6 +27,7 @@ BASE = """
 name = "t"
 kafka_version = "3.9.1"
 mode = "zk"
+zookeepers = 1
 duration_s = 8
 [topic]
 partitions = 2
