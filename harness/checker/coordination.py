@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-QUORUM_ROLES = ("controller", "zookeeper", "quorum_majority")
+from harness.faults import QUORUM_ROLES
+
 SETTLE_MS = 15_000  # a fault's effects on the quorum are looked for until this long after its end
 
 

@@ -144,7 +144,6 @@ class KafkaCluster:
         self._paused: set[int] = set()  # node numbers (brokers and coordination nodes) of each state
         self._stopped: set[int] = set()
         self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
-        self._last_quorum: QuorumState | None = None
         self._last_zk: dict[str | None, ClusterState] = {}  # by topic: the last state ZooKeeper gave
 
     # ---------------------------------------------------------------- lifecycle
@@ -337,14 +336,8 @@ class KafkaCluster:
     def quorum_state(self, timeout_s: float = 0.5) -> QuorumState:
         """Who leads the KRaft quorum or the ZooKeeper ensemble now, in which epoch, each node's lag."""
         if self.settings.mode == "kraft":
-            self._last_quorum = quorum.kraft_state(self.admin_ports, timeout_s)
-        else:
-            self._last_quorum = quorum.zk_state(self.admin_ports, timeout_s)
-        return self._last_quorum
-
-    def active_controller(self) -> int:
-        """ZooKeeper mode: the broker that is Kafka's controller; KRaft: the quorum's leader (node 100+K)."""
-        return self.describe(timeout_s=2).controller
+            return quorum.kraft_state(self.admin_ports, timeout_s)
+        return quorum.zk_state(self.admin_ports, timeout_s)
 
     def _describe_zk_or_frozen(self, topic: str | None, timeout_s: float) -> ClusterState:
         """ZooKeeper's state; while ZooKeeper does not answer (the ensemble lost its majority, or
