@@ -266,7 +266,7 @@ def print_verdicts(verdicts: list, summary: list[dict]) -> None:
         cells = []
         for a in shown:
             n = r["counts"][a]
-            cells.append("0" if n == 0 else (f"[red]x {n}[/red]" if r["promised"][a] else f"[yellow]~ {n}[/yellow]"))
+            cells.append("0" if n == 0 else (f"[red]x {n}[/red]" if r["broke"][a] else f"[yellow]~ {n}[/yellow]"))
         s.add_row(r["config"], str(r["runs"]), str(r["failed"]), *cells)
     console.print(s)
 

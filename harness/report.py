@@ -317,7 +317,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
 
 def _cell(c, a: str) -> dict:
     n = c.counts[a]
-    state = "clean" if n == 0 else ("broke" if c.promises[a].promised else "expected")
+    state = "clean" if n == 0 else ("broke" if a in c.broken else "expected")
     return {"anomaly": a, "count": n, "state": state, "why": c.promises[a].why}
 
 

@@ -142,6 +142,22 @@ def test_acks1_loss_is_expected_not_a_failure(tmp_path):
     assert row.expected == ["lost"] and "acks=1" in row.promises["lost"].why
 
 
+def test_a_read_at_its_stale_hw_of_a_record_in_the_final_log_is_counted_but_breaks_no_promise(tmp_path):
+    """Kafka's fetch response carries the hw from before its read, so a committed record can come back
+    at or above it: counted by the contract, expected; a record missing from the final log still fails."""
+    h = History().clean(5)
+    h.read("v0-4", 4, consumer="c2", hw=4)  # in the final log at 4, read at its hw
+    v = check_one(tmp_path, h, "stale")
+    assert v.anomalies == only(uncommitted_read=1) and v.verdict == "pass"
+    (row,) = v.by_config
+    assert row.expected == ["uncommitted_read"] and row.broken == []
+    assert row.promises["uncommitted_read"].promised and "Partition.readRecords" in row.promises["uncommitted_read"].why
+    h.read("v-uncommitted", 7, consumer="c1", hw=8)  # not in the final log: a read nothing excuses
+    v = check_one(tmp_path, h, "both")
+    assert v.anomalies == only(uncommitted_read=2) and v.verdict == "fail"
+    assert v.by_config[0].broken == ["uncommitted_read"]
+
+
 def two_producers() -> History:
     """p-one (acks=1) and p-all (acks=all, idempotent) on one topic, one acknowledged write each."""
     h = History()

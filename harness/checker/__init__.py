@@ -44,20 +44,22 @@ def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int =
 
 
 def summarize(verdicts: list[Verdict]) -> list[dict]:
-    """One row per configuration across runs: how many runs, how many broke a promise, total counts."""
+    """One row per configuration across runs: how many runs, how many broke a promise, total counts, and
+    per anomaly the runs it was counted in and the runs it broke the promise in."""
     rows: dict[str, dict] = {}
     for v in verdicts:
         for c in v.by_config:
             r = rows.setdefault(c.config, {
                 "config": c.config, "runs": 0, "failed": 0,
                 "counts": dict.fromkeys(ANOMALIES, 0), "runs_with": dict.fromkeys(ANOMALIES, 0),
-                "promised": {a: c.promises[a].promised for a in ANOMALIES},
+                "broke": dict.fromkeys(ANOMALIES, 0),
             })
             r["runs"] += 1
             r["failed"] += c.verdict == "fail"
             for a in ANOMALIES:
                 r["counts"][a] += c.counts[a]
                 r["runs_with"][a] += c.counts[a] > 0
+                r["broke"][a] += a in c.broken
         for g in v.by_group:
             _add_group(rows, g)
     return list(rows.values())
@@ -75,11 +77,11 @@ def _add_group(rows: dict[str, dict], g: GroupVerdict) -> None:
     label = group_label(g)
     r = rows.setdefault(label, {
         "config": label, "runs": 0, "failed": 0, "counts": dict.fromkeys(ANOMALIES, 0),
-        "runs_with": dict.fromkeys(ANOMALIES, 0), "redelivered": 0,
-        "promised": {a: g.promises[a].promised if a in g.promises else False for a in ANOMALIES}})
+        "runs_with": dict.fromkeys(ANOMALIES, 0), "redelivered": 0, "broke": dict.fromkeys(ANOMALIES, 0)})
     r["runs"] += 1
     r["failed"] += g.verdict == "fail"
     r["redelivered"] += g.redelivered
     for a, n in g.counts.items():
         r["counts"][a] += n
         r["runs_with"][a] += n > 0
+        r["broke"][a] += a in g.broken
