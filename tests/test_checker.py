@@ -80,11 +80,25 @@ def test_clean_history_has_no_anomaly_and_passes(tmp_path):
     assert read_verdict(tmp_path / "run") == v
 
 
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> dict:
+    """One history per anomaly, each with that anomaly planted alone, checked together in one Spark job
+    (as `kchaos check` checks many runs): anomaly -> verdict, each checked against the reference."""
+    root = tmp_path_factory.mktemp("planted")
+    hs = {}
+    for anomaly in V1_ANOMALIES:
+        hs[anomaly] = History().clean(5)
+        plant(hs[anomaly], anomaly)
+    verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
+    for h, v in zip(hs.values(), verdicts, strict=True):
+        assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
+    assert nothing_cached()
+    return dict(zip(hs, verdicts, strict=True))
+
+
 @pytest.mark.parametrize("anomaly", V1_ANOMALIES)
-def test_each_anomaly_planted_alone_is_counted_once(tmp_path, anomaly):
-    h = History().clean(5)
-    plant(h, anomaly)
-    v = check_one(tmp_path, h)
+def test_each_anomaly_planted_alone_is_counted_once(planted, anomaly):
+    v = planted[anomaly]
     assert v.anomalies == only(**{anomaly: 1})
     assert len(v.examples[anomaly]) == 1
     # acks=all, min.insync=2, unclean off, idempotent: every one of these breaks a promise.

@@ -10,6 +10,9 @@ from harness.checker import warm
 from tests.conftest import require_docker
 
 SMOKE = Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml"
+# The suite's warm Spark server, found before pytester moves HOME: the user's suite checks on it too,
+# rather than cold-starting a server of its own.
+SUITE_SPARK_STATE = str(warm.state_dir())
 
 USER_TESTS = f'''
 import time
@@ -67,9 +70,6 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
 def test_a_users_chaos_suite_runs_with_the_plugin(pytester, monkeypatch):
     require_docker(["3.9.1"])
     pytester.makepyfile(test_user=USER_TESTS)
-    try:
-        res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
-    finally:  # the suite's HOME is pytester's: its warm Spark server is its own, stopped here
-        monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.path / ".cache"))
-        warm.stop()
+    monkeypatch.setenv("KCHAOS_SPARK_STATE", SUITE_SPARK_STATE)
+    res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
     res.assert_outcomes(passed=2, deselected=1)

@@ -86,17 +86,27 @@ def running() -> warm.ServerInfo:
     return info
 
 
-def test_cold_then_warm_checks_count_what_the_embedded_driver_counts(tmp_path, no_override):
+def test_two_cold_checks_at_once_share_one_new_server_and_the_next_check_reuses_it(tmp_path, no_override):
+    """With no server up, two `kchaos check` processes at once start one between them; a third check
+    reuses it; all three count what the embedded driver counts, examples included."""
     warm.stop()
-    d, expected = lossy(tmp_path, "run")
-    cold = warm_check(d)
-    cold_examples = json.loads((d / "verdict.json").read_text())["examples"]
+    env = clean_env()
+    dirs = {name: lossy(tmp_path, name) for name in ("a", "b")}
+    procs = [subprocess.Popen([sys.executable, "-m", "harness", "check", str(d)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for d, _ in dirs.values()]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], outs  # a lost write breaks acks=all's promise
+    for d, expected in dirs.values():
+        verdict = json.loads((d / "verdict.json").read_text())
+        assert {k: verdict["anomalies"][k] for k in expected} == expected
     first = warm.read_info()
-    assert first is not None and warm.alive(first), "the first check started a server"
+    assert first is not None and servers() == [first.pid]
+    d, expected = dirs["a"]
+    cold_examples = json.loads((d / "verdict.json").read_text())["examples"]
     again = warm_check(d)
-    assert warm.read_info() == first, "the second check reused it"
+    assert warm.read_info() == first, "the next check reused it"
     (embedded,) = check_runs([d], master=EMBEDDED, write_verdicts=False)
-    assert {k: cold[k] for k in expected} == {k: again[k] for k in expected} == embedded.anomalies == expected
+    assert {k: again[k] for k in expected} == embedded.anomalies == expected
     assert expected["lost"] == 1 and expected["divergence"] == 1
     assert cold_examples == json.loads(json.dumps(embedded.examples))
 
@@ -137,19 +147,16 @@ def test_a_server_of_another_spark_version_is_replaced(tmp_path, no_override):
     assert not warm.alive(old) and {k: counts[k] for k in expected} == expected
 
 
-def test_two_processes_checking_at_once_share_one_new_server(tmp_path, no_override):
-    warm.stop()
-    env = clean_env()
-    dirs = {name: lossy(tmp_path, name) for name in ("a", "b")}
-    procs = [subprocess.Popen([sys.executable, "-m", "harness", "check", str(d)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for d, _ in dirs.values()]
-    outs = [p.communicate(timeout=300)[0] for p in procs]
-    assert [p.returncode for p in procs] == [1, 1], outs  # a lost write breaks acks=all's promise
-    for d, expected in dirs.values():
-        verdict = json.loads((d / "verdict.json").read_text())
-        assert {k: verdict["anomalies"][k] for k in expected} == expected
-    info = warm.read_info()
-    assert info is not None and servers() == [info.pid]
+def test_a_server_nobody_recorded_is_stopped_before_a_new_one_starts(tmp_path, no_override):
+    """A check whose starter died before recording its server (a killed `kchaos run` warming it up)
+    must not leave two servers: the next start finds the stray one by its mark and stops it."""
+    d, expected = lossy(tmp_path, "run")
+    stray = running()
+    (warm.state_dir() / "server.json").unlink()
+    counts = warm_check(d)
+    new = warm.read_info()
+    assert new is not None and new.pid != stray.pid and not warm.alive(stray)
+    assert servers() == [new.pid] and {k: counts[k] for k in expected} == expected
 
 
 def test_an_idle_server_is_stopped_by_its_watcher(no_override):
@@ -163,15 +170,3 @@ def test_an_idle_server_is_stopped_by_its_watcher(no_override):
     watcher.wait(timeout=30)
     assert not warm.alive(info) and warm.read_info() is None
     assert time.monotonic() - t0 < 30
-
-
-def test_a_server_nobody_recorded_is_stopped_before_a_new_one_starts(tmp_path, no_override):
-    """A check whose starter died before recording its server (a killed `kchaos run` warming it up)
-    must not leave two servers: the next start finds the stray one by its mark and stops it."""
-    d, expected = lossy(tmp_path, "run")
-    stray = running()
-    (warm.state_dir() / "server.json").unlink()
-    counts = warm_check(d)
-    new = warm.read_info()
-    assert new is not None and new.pid != stray.pid and not warm.alive(stray)
-    assert servers() == [new.pid] and {k: counts[k] for k in expected} == expected
