@@ -198,6 +198,8 @@ class TriggerSpec(_Model):
     partition: int = Field(-1, ge=-1, description="partition events: which partition (-1: the fault's own)")
     offset: int = Field(0, ge=0, description="hw: fire when the high watermark reaches this offset")
     fault: int = Field(-1, ge=-1, description="fault_start/fault_end: the number of the other fault")
+    size: int = Field(0, ge=0, description="isr_shrink: fire once the ISR is down to at most this many members "
+                                           "(0: on any shrink)")
     delay_s: float = Field(0.0, ge=0, description="then wait this long before the fault")
 
     @model_validator(mode="after")
@@ -206,6 +208,8 @@ class TriggerSpec(_Model):
             raise ValueError(f"event: {self.event!r} is not an event (allowed: {', '.join(EVENTS)})")
         if self.event == "acked" and self.count < 1:
             raise ValueError("count: acked needs count >= 1 (the acknowledgement to fire at)")
+        if self.size and self.event != "isr_shrink":
+            raise ValueError(f"size: only isr_shrink takes a size, not {self.event}")
         if self.event in ("fault_start", "fault_end") and self.fault < 0:
             raise ValueError(f"fault: {self.event} needs fault = the number of another fault (0-based)")
         return self

@@ -19,7 +19,7 @@ POLL_S = 0.02  # how often armed triggers are evaluated
 # event -> (what it means, the parameters it needs)
 EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "acked": ("the count-th acknowledged record (of producer, or of all producers)", ("count",)),
-    "isr_shrink": ("the partition's ISR loses a member", ()),
+    "isr_shrink": ("the partition's ISR loses a member (with size: is down to at most size members)", ()),
     "isr_grow": ("the partition's ISR gains a member", ()),
     "leader_change": ("the partition's leader changes (or it loses its leader)", ()),
     "hw": ("the partition's high watermark reaches offset", ("offset",)),
@@ -39,6 +39,7 @@ class Trigger:
     partition: int = -1  # partition events: -1 = the fault's own partition
     offset: int = 0
     fault: int = -1
+    size: int = 0  # isr_shrink: fire only once the ISR has at most this many members (0: any shrink)
     delay_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -48,6 +49,8 @@ class Trigger:
             keep.add("producer")
         if self.event in PARTITION_EVENTS and self.partition >= 0:
             keep.add("partition")
+        if self.event == "isr_shrink" and self.size:
+            keep.add("size")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
     def __str__(self) -> str:
@@ -73,7 +76,7 @@ def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
     The partition events compare against the arming state: a shrink is an ISR smaller than it was."""
     if t.event == "acked" and now.acked >= t.count:
         return f"{now.acked} acknowledged"
-    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr:
+    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr and len(now.isr) <= (t.size or 99):
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"
     if t.event == "isr_grow" and len(now.isr) > len(armed.isr):
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"
