@@ -45,7 +45,7 @@ def test_acks1_leader_kill_loses_acknowledged_writes_as_expected(tmp_path):
     assert "lost" in cfg.expected and cfg.promises["lost"].why.startswith("acks=1")
 
 
-@pytest.mark.chaos_long  # its 4.1.2 twin with eligible leader replicas stays in the quick tier
+@pytest.mark.chaos_long
 def test_power_loss_of_the_last_isr_member_loses_committed_writes_before_elr(tmp_path):
     v, _ = run(tmp_path, "power-loss")
     assert v.anomalies["lost"] > 0 and v.verdict == "pass", "expected: power loss without ELR"
@@ -53,7 +53,7 @@ def test_power_loss_of_the_last_isr_member_loses_committed_writes_before_elr(tmp
     assert "power loss" in cfg.promises["lost"].why
 
 
-@pytest.mark.chaos_quick
+@pytest.mark.chaos_long  # `kchaos matrix --quick`, the main job, runs it (and power-loss without ELR) every time
 def test_power_loss_with_eligible_leader_replicas_loses_nothing(tmp_path):
     v, _ = run(tmp_path, "power-loss", kafka_version="4.1.2", mode="kraft")
     assert v.anomalies["lost"] == 0 and v.anomalies["divergence"] == 0 and v.verdict == "pass"
