@@ -76,7 +76,8 @@ def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
     The partition events compare against the arming state: a shrink is an ISR smaller than it was."""
     if t.event == "acked" and now.acked >= t.count:
         return f"{now.acked} acknowledged"
-    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr and len(now.isr) <= (t.size or 99):
+    small_enough = not t.size or len(now.isr) <= t.size
+    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr and small_enough:
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"
     if t.event == "isr_grow" and len(now.isr) > len(armed.isr):
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.checker.keys import KEY
@@ -100,21 +100,31 @@ def divergence(i: Inputs) -> DataFrame:
     return finding("divergence", i.pk.decode(div), "topic", "offset")
 
 
+def at_or_above_hw() -> Column:
+    """A live read returned at an offset at or above the hw recorded with it."""
+    return F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
+
+
+def first_reads(i: Inputs, found: DataFrame, which: Column) -> DataFrame:
+    """Per row of ``found`` (per_offset rows: the key and any flags), its earliest live read that
+    ``which`` selects: who read it, under which hw, and when."""
+    key = [*i.pk.cols, "offset", "value"]
+    reads = (i.pk.encode(i.live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "consumer"))
+             .join(small(found, i.uncommitted_rows), on=key, how="inner").filter(which))
+    kept = [c for c in found.columns if c not in key]
+    return (reads.groupBy(*key, *kept).agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
+            .select(*key, *kept, "read.consumer", "read.hw", "read.poll_ts_ms"))
+
+
 def uncommitted_read(i: Inputs) -> DataFrame:
     """uncommitted_read: distinct (topic, partition, offset, value) returned in phase "live" that are
     not in the final log at that offset, or were returned at an offset >= the hw recorded with them.
 
     The example is the earliest offending read: any read of a record missing from the final log,
     otherwise a read at or above its hw (not some other, committed read of the same record)."""
-    key = [*i.pk.cols, "offset", "value"]
-    found = i.offs.filter(uncommitted()).select(*key, "flags")
-    offending = ~has(IN_FINAL) | (F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw")))
-    reads = (i.pk.encode(i.live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "consumer"))
-             .join(small(found, i.uncommitted_rows), on=key, how="inner").filter(offending))
-    first = (reads.groupBy(*key, "flags").agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
-             .select(*key, "read.consumer", "read.hw", "read.poll_ts_ms",
-                     (~has(IN_FINAL)).cast("int").alias("not_in_final"),
-                     has(ABOVE_HW).cast("int").alias("at_or_above_hw")))
+    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
+    first = first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw()).select(
+        "*", (~has(IN_FINAL)).cast("int").alias("not_in_final"), has(ABOVE_HW).cast("int").alias("at_or_above_hw"))
     return finding("uncommitted_read", i.pk.decode(first).select(
         "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms", "not_in_final",
         "at_or_above_hw"), "topic", "poll_ts_ms")
@@ -129,14 +139,8 @@ def stale_hw_read(i: Inputs) -> DataFrame:
     that moment), so a record committed while the leader read comes back at or above the hw it came
     with. Such a read is no evidence that a consumer saw uncommitted data, and the judge does not hold
     it against the promise; a read of a record missing from the final log still is."""
-    key = [*i.pk.cols, "offset", "value"]
-    found = i.offs.filter(has(IN_LIVE) & has(IN_FINAL) & has(ABOVE_HW)).select(*key)
-    stale = (small(found, i.uncommitted_rows)
-             .join(i.pk.encode(i.live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "consumer"))
-                   .filter(F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))), on=key, how="inner")
-             .groupBy(*key).agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
-             .select(*key, "read.consumer", "read.hw", "read.poll_ts_ms"))
-    return finding("stale_hw_read", i.pk.decode(stale).select(
+    found = i.offs.filter(has(IN_LIVE) & has(IN_FINAL) & has(ABOVE_HW)).select(*i.pk.cols, "offset", "value")
+    return finding("stale_hw_read", i.pk.decode(first_reads(i, found, at_or_above_hw())).select(
         "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms"), "topic", "poll_ts_ms")
 
 
