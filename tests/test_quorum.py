@@ -34,12 +34,12 @@ count = 1
 """
 
 
-def run(tmp_path, version: str, mode: str, faults: str):
+def run(tmp_path, version: str, mode: str, faults: str, duration_s: int = 12):
     """One run of BASE with these faults, checked: (verdict, events, run directory)."""
     require_docker([version])
     p = tmp_path / "s.toml"
     p.write_text(textwrap.dedent(BASE + faults))
-    s = load(p, [f"kafka_version={version}", f"mode={mode}"])
+    s = load(p, [f"kafka_version={version}", f"mode={mode}", f"duration_s={duration_s}"])
     res = runner.execute(s, tmp_path / "run", log=lambda m: None)
     (v,) = check_runs([res.path])
     events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
@@ -70,8 +70,11 @@ def test_killing_the_active_controller_of_three_elects_another(tmp_path):
 
 
 def test_the_zookeeper_ensembles_isolated_leader_is_replaced(tmp_path):
+    """Isolated for 14 s: the remaining two elect a leader 8.5 s (9.0 worst) after the cut over the
+    zk-leader-isolation catalogue rows, and a heal before that leaves no failover to measure."""
     v, events, _ = run(tmp_path, "3.9.1", "zk",
-                       '[[faults]]\nat_s = 2\nduration_s = 8\nkind = "isolate"\ntarget = "zookeeper"\n')
+                       '[[faults]]\nat_s = 2\nduration_s = 14\nkind = "isolate"\ntarget = "zookeeper"\n',
+                       duration_s=18)
     (fault,) = [e for e in events if e["type"] == "fault"]
     (node,) = fault["nodes"]
     k = int(node.split("-")[1])
