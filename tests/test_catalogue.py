@@ -102,6 +102,9 @@ def test_unclean_election_loses_acknowledged_writes(tmp_path):
 def test_elections_follow_ar_order(tmp_path):
     v, _ = run(tmp_path, "election-order")
     assert v.elections.count >= 2 and v.elections.violations == 0
+    # the triggered kill came with partition 1's ISR full: two live candidates, AR order chose
+    (second,) = [e for e in v.elections.changes if e["partition"] == 1]
+    assert len(second["isr_before"]) == 3 and second["ok"], second
     assert no_anomaly(v)
 
 
