@@ -19,14 +19,16 @@ POLL_S = 0.02  # how often armed triggers are evaluated
 # event -> (what it means, the parameters it needs)
 EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "acked": ("the count-th acknowledged record (of producer, or of all producers)", ("count",)),
-    "isr_shrink": ("the partition's ISR loses a member (with size: is down to at most size members)", ()),
-    "isr_grow": ("the partition's ISR gains a member", ()),
+    "isr_shrink": ("the partition's ISR loses a member (with broker: that broker leaves it; with size: it is down "
+                   "to at most size members)", ()),
+    "isr_grow": ("the partition's ISR gains a member (with broker: that broker rejoins it)", ()),
     "leader_change": ("the partition's leader changes (or it loses its leader)", ()),
     "hw": ("the partition's high watermark reaches offset", ("offset",)),
     "fault_start": ("fault number `fault` of the scenario starts", ("fault",)),
     "fault_end": ("fault number `fault` of the scenario ends (is healed)", ("fault",)),
 }
 PARTITION_EVENTS = ("isr_shrink", "isr_grow", "leader_change", "hw")
+ISR_EVENTS = ("isr_shrink", "isr_grow")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Trigger:
     offset: int = 0
     fault: int = -1
     size: int = 0  # isr_shrink: fire only once the ISR has at most this many members (0: any shrink)
+    broker: int = 0  # isr_shrink / isr_grow: this broker leaves / joins the ISR (0: any member)
     delay_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -51,6 +54,8 @@ class Trigger:
             keep.add("partition")
         if self.event == "isr_shrink" and self.size:
             keep.add("size")
+        if self.event in ISR_EVENTS and self.broker:
+            keep.add("broker")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
     def __str__(self) -> str:
@@ -73,13 +78,11 @@ class Observation:
 
 def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
     """What made ``t`` fire, comparing the observation now with the one when it was armed, or None.
-    The partition events compare against the arming state: a shrink is an ISR smaller than it was."""
+    The partition events compare against the arming state: a shrink is an ISR smaller than it was,
+    or without ``broker`` when it had it; a growth one larger, or with ``broker`` when it had not."""
     if t.event == "acked" and now.acked >= t.count:
         return f"{now.acked} acknowledged"
-    small_enough = not t.size or len(now.isr) <= t.size
-    if t.event == "isr_shrink" and len(now.isr) < len(armed.isr) and now.isr and small_enough:
-        return f"ISR {list(armed.isr)} -> {list(now.isr)}"
-    if t.event == "isr_grow" and len(now.isr) > len(armed.isr):
+    if t.event in ISR_EVENTS and _isr_moved(t, now.isr, armed.isr):
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"
     if t.event == "leader_change" and now.leader != armed.leader:
         return f"leader {armed.leader} -> {now.leader}"
@@ -90,6 +93,15 @@ def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
     if t.event == "fault_end" and t.fault in now.ended:
         return f"fault {t.fault} ended"
     return None
+
+
+def _isr_moved(t: Trigger, isr: tuple[int, ...], armed: tuple[int, ...]) -> bool:
+    """Whether the ISR moved the way ``t`` waits for since it was armed. An empty ISR is no shrink:
+    it is what the cluster says while a partition has no leader to ask."""
+    if t.event == "isr_grow":
+        return t.broker in isr and t.broker not in armed if t.broker else len(isr) > len(armed)
+    left = t.broker in armed and t.broker not in isr if t.broker else len(isr) < len(armed)
+    return left and bool(isr) and (not t.size or len(isr) <= t.size)
 
 
 def cycle(edges: dict[int, int]) -> list[int] | None:

@@ -20,6 +20,8 @@ ARMED = Observation(acked=10, leader=1, isr=(1, 2, 3), hw=100)
     (Trigger("isr_shrink"), Observation(leader=1, isr=(1, 3)), "ISR [1, 2, 3] -> [1, 3]"),
     (Trigger("isr_shrink", size=1), Observation(leader=1, isr=(1, 3)), None),
     (Trigger("isr_shrink", size=1), Observation(leader=1, isr=(1,)), "ISR [1, 2, 3] -> [1]"),
+    (Trigger("isr_shrink", broker=2), Observation(leader=1, isr=(1, 2)), None),
+    (Trigger("isr_shrink", broker=2), Observation(leader=1, isr=(1, 3)), "ISR [1, 2, 3] -> [1, 3]"),
     (Trigger("isr_grow"), Observation(leader=1, isr=(1, 2, 3)), None),
     (Trigger("leader_change"), Observation(leader=1, isr=(1, 2, 3)), None),
     (Trigger("leader_change"), Observation(leader=-1, isr=()), "leader 1 -> -1"),
@@ -35,6 +37,13 @@ def test_each_event_fires_when_its_condition_holds(trigger, now, why):
 
 def test_a_grown_isr_is_measured_from_the_arming_state():
     assert fired(Trigger("isr_grow"), Observation(isr=(1, 2)), Observation(isr=(1,))) == "ISR [1] -> [1, 2]"
+
+
+def test_a_broker_rejoining_is_measured_from_the_arming_state():
+    """Broker 3 rejoins an ISR it was not in; another broker joining does not fire."""
+    assert fired(Trigger("isr_grow", broker=3), Observation(isr=(1, 2)), Observation(isr=(1,))) is None
+    assert fired(Trigger("isr_grow", broker=3), Observation(isr=(1, 3)), Observation(isr=(1,))) == "ISR [1] -> [1, 3]"
+    assert Trigger("isr_grow", broker=3).to_dict() == {"event": "isr_grow", "broker": 3, "delay_s": 0.0}
 
 
 def test_cycles_are_found():
@@ -82,6 +91,10 @@ def test_a_triggered_fault_is_planned_with_its_trigger_and_number(tmp_path):
      r"faults\.0\.on\.producer: 'q' is not a producer of this scenario \(allowed: p\)"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "leader_change"\nsize = 1\n',
      r"faults\.0\.on: .*size: only isr_shrink takes a size, not leader_change"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "hw"\noffset = 5\nbroker = 1\n',
+     r"faults\.0\.on: .*broker: only isr_shrink and isr_grow take a broker, not hw"),
+    ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "isr_grow"\nbroker = 4\n',
+     r"faults\.0\.on\.broker: 4 is not a broker of this scenario \(allowed: 1\.\.3\)"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "isr_shrink"\npartition = 9\n',
      r"faults\.0\.on\.partition: 9 does not exist"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "fault_end"\nfault = 0\n',
