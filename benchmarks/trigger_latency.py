@@ -26,15 +26,15 @@ def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
 
 
-def planned(run_dir: Path, number: int) -> dict | None:
-    """Fault ``number`` of the run's schedule, as run.json records it."""
+def schedule(run_dir: Path) -> dict[int, dict]:
+    """The run's planned faults by number, as run.json records them."""
     faults = json.loads((run_dir / "run.json").read_text()).get("faults", [])
-    return next((f for f in faults if f.get("number") == number), None)
+    return {f["number"]: f for f in faults if "number" in f}
 
 
 def latencies(run_dir: Path) -> tuple[list[float], list[float]]:
     """(trigger seen + delay -> fault applied, other fault's start or end -> trigger seen), in ms."""
-    evs = events(run_dir)
+    evs, plan = events(run_dir), schedule(run_dir)
     faults = [e for e in evs if e.get("type") == "fault"]
     delay_at = {e["ts_ms"]: e.get("delay_s", 0.0) for e in evs if e.get("type") == "trigger"}
     apply_ms, detect_ms = [], []
@@ -43,7 +43,7 @@ def latencies(run_dir: Path) -> tuple[list[float], list[float]]:
         on = str(f.get("trigger", ""))
         if not on.startswith(("fault_start", "fault_end")):
             continue
-        other = planned(run_dir, int(on.split("fault=")[1].split()[0]))
+        other = plan.get(int(on.split("fault=")[1].split()[0]))
         match = [g for g in faults if other and g is not f and g["kind"] == other["kind"]
                  and g.get("planned_at_s") == other.get("at_s")]
         if match:
