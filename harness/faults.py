@@ -10,18 +10,15 @@ toxics come off its links), so only process faults name a heal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
+
+from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.triggers import Trigger
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
-    from harness.schedule import PlannedFault
 
-# The toxics a network fault puts on a link; each carries the fault's tag, so a heal removes its own.
-CUT_TOXIC = "kchaos-cut"
-LATENCY_TOXIC = "kchaos-latency"
-BANDWIDTH_TOXIC = "kchaos-bandwidth"
-HOLD_TOXIC = "kchaos-hold"
 
 TARGET_HELP = ("leader | follower | follower:K | followers | controller | controller:K | zookeeper | "
                "zookeeper:K | quorum_majority | random | broker:N | rack:NAME | "
@@ -86,6 +83,34 @@ class Target:
     def of_partition(self) -> bool:
         """Whether the target is a role in one partition (leader or follower), named in reports."""
         return self.role in PARTITION_ROLES
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """One fault of a schedule: when, what, where, and (triggered) on which event."""
+
+    at_s: float
+    duration_s: float
+    kind: str
+    target: Target  # a string is parsed (Target.parse)
+    partition: int = 0
+    latency_ms: int = 0
+    jitter_ms: int = 0
+    rate_kbps: int = 0
+    on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
+    number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
+    stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", Target.parse(self.target))
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "target": str(self.target), "on": self.on.to_dict() if self.on else None}
 
 
 @dataclass

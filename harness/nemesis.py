@@ -18,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
-from harness.faults import FAULTS, MEMBER_ACTIONS, Applied, Target
-from harness.schedule import PlannedFault
+from harness.faults import FAULTS, MEMBER_ACTIONS, Applied, PlannedFault, Target
 from harness.triggers import POLL_S, Observation, fired
 from harness.workload import now_ms
 

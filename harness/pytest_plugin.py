@@ -135,7 +135,7 @@ class _Nemesis:
 
     def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0, **kw):
         """Apply one fault now (heal it with ``heal``); returns what was hit."""
-        from harness.schedule import PlannedFault
+        from harness.faults import PlannedFault
 
         n = self._nemesis(topic)
         a = n.apply(PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
@@ -188,7 +188,7 @@ class _Armed:
               duration_s: float = 3600, **kw) -> _Armed:
         """Arm: the fault fires on the trigger's event and stays until healed (``nemesis.heal`` of
         ``wait()``'s result, or the fixture's teardown), or for ``duration_s``."""
-        from harness.schedule import PlannedFault
+        from harness.faults import PlannedFault
 
         self._n = self.nemesis._nemesis(topic)
         self.nemesis._triggered.append(self._n)

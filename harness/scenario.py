@@ -144,7 +144,6 @@ class CopierSpec(_Model):
     transaction_timeout_ms: int = Field(10000, ge=1000)
 
 
-ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
 
 
@@ -554,13 +553,6 @@ class Scenario(_Model):
             raise ValueError(f"copier.output_topic: {c.output_topic!r} is the input topic (allowed: any other name)")
         if c.name in producer_names:
             raise ValueError(f"copier.name: {c.name!r} is a producer's name too (names must differ)")
-
-    @property
-    def copier_topics(self) -> tuple[str, str] | None:
-        """(input, output) of the copier, if there is one."""
-        if self.copier is None:
-            return None
-        return self.copier.input_topic or self.topic.name, self.copier.output_topic or f"{self.topic.name}-copy"
 
     @property
     def transactional(self) -> bool:

@@ -10,37 +10,14 @@ and "controller" are resolved against the live cluster when the fault fires (and
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
 
-from harness.faults import Target
+from harness.faults import PlannedFault, Target
 from harness.scenario import FaultSpec, Scenario
 from harness.triggers import Trigger
 
+__all__ = ["PlannedFault", "plan"]
 
-@dataclass(frozen=True)
-class PlannedFault:
-    at_s: float
-    duration_s: float
-    kind: str
-    target: Target  # a string is parsed (Target.parse)
-    partition: int = 0
-    latency_ms: int = 0
-    jitter_ms: int = 0
-    rate_kbps: int = 0
-    on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
-    number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
-    stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.target, str):
-            object.__setattr__(self, "target", Target.parse(self.target))
-
-    @property
-    def end_s(self) -> float:
-        return self.at_s + self.duration_s
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "target": str(self.target), "on": self.on.to_dict() if self.on else None}
 
 
 def _resolve_random(target: Target, rng: random.Random, brokers: int) -> Target:

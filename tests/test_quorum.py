@@ -131,9 +131,8 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
     """Each kind that acts on coordination nodes, on controller 2 of a live quorum: it hits that
     node's links or process alone, and after its heal the quorum has its three voters in touch."""
     from harness.cluster import ClusterSettings, KafkaCluster
-    from harness.faults import FAULTS
+    from harness.faults import FAULTS, PlannedFault
     from harness.nemesis import EventLog, Nemesis
-    from harness.schedule import PlannedFault
     from harness.setup import cluster_images
     from harness.waiting import until
 

@@ -6,37 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from harness.setup import cds, java
+from harness.checker.driver import driver_conf
+from harness.setup import java
 
 EMBEDDED = "local[*]"
 DEFAULT_MASTER: str | None = None  # None: the warm server; a test process may set it for itself alone
 CONNECT_MARK = "SPARK_CONNECT_MODE_ENABLED"
-
-
-def driver_conf(jvm_options: str = "") -> dict[str, str]:
-    """The driver's settings, the same for an embedded driver and the warm server.
-
-    The driver runs on the bundled Java runtime (java) and uses the start-up cache when ``kchaos
-    doctor --fix`` has built one (cds); ``jvm_options`` are added to the driver's, and replace the
-    cache when given."""
-    cores = os.cpu_count() or 2
-    quiet = Path(__file__).with_name("log4j2-spark.properties")
-    return {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(max(4, cores * 2)),
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.parquet.enableVectorizedReader": "true",
-        "spark.driver.memory": os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"),
-        # The parallel collector: a batch job wants throughput, not G1's short pauses (about 10% here).
-        "spark.driver.extraJavaOptions":
-            f"-Dlog4j2.configurationFile={quiet} -XX:+UseParallelGC {jvm_options or cds.java_options()}",
-    }
 
 
 def chosen_master(master: str | None) -> str | None:

@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.history import VERDICT_JSON, write_json_atomic
 
-CONTRACTS = ("v1", "v2")
 Example = dict[str, Any]
 
 

@@ -49,8 +49,7 @@ from harness.cluster.settings import (
     zookeeper_config,
 )
 from harness.cluster.topology import Topology
-from harness.cluster.toxiproxy import Toxiproxy
-from harness.faults import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC, Toxiproxy
 from harness.setup import ClusterImages
 from harness.waiting import until
 

@@ -16,6 +16,12 @@ import requests
 
 TIMEOUT_S = 10
 
+# The toxics a network fault puts on a link; each carries the fault's tag, so a heal removes its own.
+CUT_TOXIC = "kchaos-cut"
+LATENCY_TOXIC = "kchaos-latency"
+BANDWIDTH_TOXIC = "kchaos-bandwidth"
+HOLD_TOXIC = "kchaos-hold"
+
 
 class ToxiproxyError(RuntimeError):
     pass
