@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from harness.events import CommitRefused, Rebalance
 from harness.scenario import GroupSpec
 
 if TYPE_CHECKING:
@@ -382,15 +383,15 @@ class Group:
                     out.append({**json.loads(text), "member_file": path.stem})
         return out
 
-    def history(self) -> tuple[list[dict], list[dict], list[dict]]:
+    def history(self) -> tuple[list[dict], list[dict], list[Rebalance | CommitRefused]]:
         """(consumed rows, live offsets rows, events) of the group's run."""
         lines, g = self.lines(), self.spec.name
         consumed = [{k: v for k, v in r.items() if k not in ("t", "member_file")} for r in lines if r["t"] == "read"]
         offsets = [{"group": g, "topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
                     "ts_ms": r["ts_ms"], "phase": "live"} for r in lines if r["t"] == "commit"]
-        events = [{"type": "rebalance" if r["t"] == "rebalance" else "commit_refused", "group": g,
-                   "consumer": r["member_file"], **{k: v for k, v in r.items() if k not in ("t", "member_file")}}
-                  for r in lines if r["t"] in ("rebalance", "commit_failed")]
+        events = [(Rebalance if r["t"] == "rebalance" else CommitRefused)(
+            group=g, consumer=r["member_file"], **{k: v for k, v in r.items() if k not in ("t", "member_file")})
+            for r in lines if r["t"] in ("rebalance", "commit_failed")]
         return consumed, offsets, events
 
 

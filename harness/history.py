@@ -12,16 +12,20 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness import events
 
 PRODUCED = "produced.parquet"
 CONSUMED = "consumed.parquet"
 REPLICAS = "replicas.parquet"
 RUN_JSON = "run.json"
 VERDICT_JSON = "verdict.json"
-EVENTS = "events.jsonl"
+EVENTS = events.EVENTS
 TXNS = "txns.parquet"  # v2: one row per transaction
 OFFSETS = "offsets.parquet"  # v2: committed group offsets
 
@@ -93,6 +97,78 @@ ISOLATIONS = ("read_committed", "read_uncommitted")
 
 class HistoryError(ValueError):
     """A run directory that breaks the contract; the message names the file and column."""
+
+
+# ------------------------------------------------------------------ run.json
+
+class _Shape(BaseModel):
+    """A run.json object: the keys the checker reads have these shapes; any other key is free."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class TopicConfig(_Shape):
+    name: str
+    partitions: int | None = None
+    replication_factor: int | None = None
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class ProducerConfig(_Shape):
+    name: str
+    topic: str | None = None
+    acks: Literal["0", "1", "all"] | None = None
+    idempotence: bool | None = None
+    transactional: bool | None = None
+
+
+class CopierConfig(_Shape):
+    producer: str
+    group: str
+    input_topics: list[str]
+    output_topics: list[str]
+
+
+class GroupConfig(_Shape):
+    name: str
+    commit: str | None = None
+    topics: list[str] = Field(default_factory=list)
+
+
+class FaultConfig(_Shape):
+    kind: str
+
+
+class RunConfig(_Shape):
+    """The keys of run.json the checker judges a run by (history-contract.md, "run.json"). Every key
+    is optional; one present in another shape is bad input."""
+
+    kafka_version: str | None = None
+    mode: str | None = None
+    broker_config: dict[str, str] = Field(default_factory=dict)
+    leader_epochs: bool | None = None
+    eligible_leader_replicas: bool | None = None
+    features: dict[str, int] = Field(default_factory=dict)
+    topics: list[TopicConfig] | None = None
+    producers: list[ProducerConfig] = Field(default_factory=list)
+    copiers: list[CopierConfig] = Field(default_factory=list)
+    groups: list[GroupConfig] = Field(default_factory=list)
+    faults: list[FaultConfig] = Field(default_factory=list)
+
+
+def check_run_config(run_file: Path, run: object) -> dict:
+    """``run`` as read from (or about to be written to) ``run_file``, if its keys have the contract's
+    shapes; else HistoryError naming the file, the key and the shape it must have."""
+    if not isinstance(run, dict):
+        raise HistoryError(f"{run_file}: must hold a JSON object")
+    try:
+        RunConfig.model_validate(run)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(x) for x in err["loc"] if not str(x).startswith(("function-", "literal[")))
+        raise HistoryError(f"{run_file}: key '{key}': {err['msg']} (got {json.dumps(err['input'], default=str)[:80]})"
+                           ) from e
+    return run
 
 
 def _type_ok(actual: pa.DataType, expected: pa.DataType) -> bool:
@@ -180,41 +256,18 @@ def validate(path: Path) -> RunDir:
         run = json.loads(run_file.read_text())
     except json.JSONDecodeError as e:
         raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
-    if not isinstance(run, dict):
-        raise HistoryError(f"{run_file}: must hold a JSON object")
-    _check_copiers(run_file, run.get("copiers"))
+    check_run_config(run_file, run)
+    read_events(path)  # every record valid before any work starts
     return RunDir(path, rows, run, frozenset(optional))
 
 
-def _check_copiers(run_file: Path, copiers: object) -> None:
-    """run.json's "copiers": a list of {producer, group, input_topics, output_topics}."""
-    if copiers is None:
-        return
-    shape = "a list of {producer: string, group: string, input_topics: [string], output_topics: [string]}"
-    if not isinstance(copiers, list):
-        raise HistoryError(f"{run_file}: key 'copiers' must be {shape}")
-    for i, c in enumerate(copiers):
-        ok = (isinstance(c, dict) and isinstance(c.get("producer"), str) and isinstance(c.get("group"), str)
-              and all(isinstance(c.get(k), list) and all(isinstance(t, str) for t in c[k])
-                      for k in ("input_topics", "output_topics")))
-        if not ok:
-            raise HistoryError(f"{run_file}: key 'copiers.{i}' must be {shape.removeprefix('a list of ')}")
-
-
 def read_events(run_dir: Path) -> list[dict]:
-    """events.jsonl of a run directory, one dict per line; [] when there is none. A line cut short
-    (a run killed while writing it) is skipped: every other line still tells what happened."""
-    f = Path(run_dir) / EVENTS
-    if not f.exists():
-        return []
-    out = []
-    for line in f.read_text().splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
+    """events.jsonl of a run directory, every record validated (harness/events.py), as dicts in file
+    order; [] when there is none. A line that breaks the record types raises HistoryError."""
+    try:
+        return events.read(Path(run_dir) / EVENTS)
+    except events.EventError as e:
+        raise HistoryError(str(e)) from e
 
 
 def find_run_dirs(paths: list[Path]) -> list[Path]:

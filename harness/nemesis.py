@@ -10,39 +10,19 @@ take longer when the brokers are slow to answer: at most a second apart under th
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from harness.cluster import KafkaCluster
+from harness.events import EventLog, Fault, FaultSkipped, FaultStart, State, TriggerFired, TriggerUnfired
 from harness.faults import FAULTS, MEMBER_ACTIONS, Applied, PlannedFault, Target
 from harness.triggers import POLL_S, Observation, fired
 from harness.workload import now_ms
 
 LOG = logging.getLogger("kchaos.nemesis")
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
-
-
-class EventLog:
-    """Append-only JSON lines, safe to share between threads."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self._f = open(self.path, "a")  # noqa: SIM115 - closed in close()
-        self._lock = threading.Lock()
-
-    def write(self, event: dict) -> None:
-        line = json.dumps(event, default=str)
-        with self._lock:
-            self._f.write(line + "\n")
-            self._f.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._f.close()
 
 
 def txn_state_partition(transactional_id: str, partitions: int) -> int:
@@ -59,7 +39,8 @@ def txn_state_partition(transactional_id: str, partitions: int) -> int:
 class Nemesis:
     def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog,
                  clients: Callable[[str], object] | None = None, first_client: str = "",
-                 members: Callable[[str], object | None] | None = None, first_group: str = ""):
+                 members: Callable[[str], object | None] | None = None, first_group: str = "",
+                 acks: Callable[[str], int] | None = None):
         self.c = cluster
         self.topic = topic
         self.events = events
@@ -67,7 +48,7 @@ class Nemesis:
         self.first_client = first_client  # what "txn_coordinator" alone means
         self.members = members  # a group member by name, or None (Recording.member)
         self.first_group = first_group  # what "group_coordinator" alone means
-        self.acks: Callable[[str], int] | None = None  # acknowledged records of a producer ("" = all)
+        self.acks = acks  # acknowledged records of a producer ("" = all): what acked triggers count
         self.started: set[int] = set()  # numbers of the scenario's faults that have started
         self.ended: set[int] = set()
         self._lock = threading.Lock()  # _active, started, ended: the schedule and the triggers share them
@@ -164,8 +145,8 @@ class Nemesis:
         if member is not None and f.kind in MEMBER_ACTIONS:  # on the member's process, not its links
             a.brokers, a.member = [], member
             MEMBER_ACTIONS[f.kind][0](member)
-            self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": [],
-                               "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+            self.events.write(FaultStart(kind=f.kind, target=str(f.target), brokers=[], tag=a.tag, ts_ms=a.start_ms,
+                                         **a.detail))
             self._mark(self.started, f)
             return a
         try:
@@ -182,8 +163,8 @@ class Nemesis:
                 except Exception as e:  # the fault's own error is the one to report
                     LOG.warning("could not take back the toxics of %s %s: %s", f.kind, f.target, e)
             raise
-        self.events.write({"type": "fault_start", "kind": f.kind, "target": str(f.target), "brokers": brokers,
-                           "nodes": self.node_names(brokers), "tag": a.tag, "ts_ms": a.start_ms, **a.detail})
+        self.events.write(FaultStart(kind=f.kind, target=str(f.target), brokers=brokers, nodes=self.node_names(brokers),
+                                     tag=a.tag, ts_ms=a.start_ms, **a.detail))
         self._mark(self.started, f)
         return a
 
@@ -206,13 +187,11 @@ class Nemesis:
         if a.links:
             self.c.restore(sorted(set(a.links)), only=kind.toxic, tag=a.tag)
         end = now_ms()
-        self.events.write({
-            "type": "fault", "name": f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target.of_partition else ""),
-            "kind": f.kind, "target": str(f.target), "partition": f.partition, "brokers": a.brokers,
-            "nodes": self.node_names(a.brokers), "tag": a.tag,
-            "links": sorted(set(a.links)), "start_ms": a.start_ms, "end_ms": end,
-            "planned_at_s": f.at_s, "planned_duration_s": f.duration_s, **a.detail,
-        })
+        self.events.write(Fault(
+            name=f"{f.kind} {f.target}" + (f" (p{f.partition})" if f.target.of_partition else ""),
+            kind=f.kind, target=str(f.target), partition=f.partition, brokers=a.brokers,
+            nodes=self.node_names(a.brokers), tag=a.tag, links=sorted(set(a.links)), start_ms=a.start_ms, end_ms=end,
+            planned_at_s=f.at_s, planned_duration_s=f.duration_s, **a.detail))
         self._mark(self.ended, f)
 
     # ------------------------------------------------------------ schedule
@@ -252,8 +231,8 @@ class Nemesis:
         try:
             a = self.apply(f, detail)
         except Exception as e:
-            self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),
-                               "reason": str(e) or type(e).__name__, "ts_ms": now_ms()})
+            self.events.write(FaultSkipped(kind=f.kind, target=str(f.target), reason=str(e) or type(e).__name__,
+                                           ts_ms=now_ms()))
             return None
         with self._lock:
             self._active.append(a)
@@ -301,13 +280,13 @@ class Nemesis:
     def _fire(self, f: PlannedFault, why: str) -> None:
         """Log what fired ``f``, then apply it after its delay and heal it after its duration."""
         seen_ms = now_ms()
-        self.events.write({"type": "trigger", "fault": f.number, "kind": f.kind, "target": str(f.target),
-                           "on": str(f.on), "observed": why, "ts_ms": seen_ms, "delay_s": f.on.delay_s})  # type: ignore[union-attr]
+        self.events.write(TriggerFired(fault=f.number, kind=f.kind, target=str(f.target), on=str(f.on), observed=why,
+                                       ts_ms=seen_ms, delay_s=f.on.delay_s))  # type: ignore[union-attr]
 
         def go() -> None:
             if self._stop.is_set():  # its delay outlasted the schedule: the run is healing
-                self.events.write({"type": "fault_skipped", "kind": f.kind, "target": str(f.target),
-                                   "reason": "the schedule ended during its trigger's delay", "ts_ms": now_ms()})
+                self.events.write(FaultSkipped(kind=f.kind, target=str(f.target), ts_ms=now_ms(),
+                                               reason="the schedule ended during its trigger's delay"))
                 return
             a = self._start_fault(f, {"trigger": str(f.on), "observed": why, "trigger_ms": seen_ms})
             if a is not None and self._stop.is_set():
@@ -354,8 +333,8 @@ class Nemesis:
             if t is not None:
                 t.join(timeout=60)
         for f in self._armed:
-            self.events.write({"type": "trigger_unfired", "fault": f.number, "kind": f.kind, "target": str(f.target),
-                               "on": str(f.on), "armed_at_s": f.at_s, "ts_ms": now_ms()})
+            self.events.write(TriggerUnfired(fault=f.number, kind=f.kind, target=str(f.target), on=str(f.on),
+                                             armed_at_s=f.at_s, ts_ms=now_ms()))
         with self._lock:
             active, self._active = list(self._active), []
         for a in active:
@@ -378,15 +357,14 @@ class StateSampler(threading.Thread):
             t = time.monotonic()
             try:
                 st = self.c.describe(self.topic, timeout_s=0.2, quorum=True)
-                self.events.write({
-                    "type": "state", "ts_ms": now_ms(), "controller": st.controller, "brokers": st.brokers,
-                    "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
-                                    "isr": p.isr} for p in st.partitions],
+                self.events.write(State(
+                    ts_ms=now_ms(), controller=st.controller, brokers=st.brokers,
+                    partitions=[{"partition": p.partition, "leader": p.leader, "replicas": p.replicas, "isr": p.isr}
+                                for p in st.partitions],
                     **({"quorum": st.quorum.as_event()} if st.quorum is not None else {}),
-                    **({"frozen": True} if st.frozen else {}),
-                })
+                    **({"frozen": True} if st.frozen else {})))
             except Exception as e:  # brokers or ZooKeeper not answering: the quorum's own state still tells
-                self.events.write({"type": "state", "ts_ms": now_ms(), "error": str(e), **self._quorum()})
+                self.events.write(State(ts_ms=now_ms(), error=str(e), **self._quorum()))
             self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - t)))
 
     def _quorum(self) -> dict:

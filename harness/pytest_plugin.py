@@ -19,6 +19,7 @@ Markers ``chaos_quick`` and ``chaos_long`` pick suites: ``pytest -m chaos_quick`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -42,7 +43,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kchaos-out", default=None, help="keep run directories here (default: pytest's tmp dirs)")
 
 
+# kafka-python (its protocol classes and segment reader) loads its schemas through importlib.resources
+# calls Python 3.11 deprecates; the plugin imports it, so the plugin silences what it brings in.
+WARNING_FILTERS = ("ignore::DeprecationWarning:importlib.resources._legacy", "ignore::DeprecationWarning:kafka.*")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for f in WARNING_FILTERS:
+        config.addinivalue_line("filterwarnings", f)
     config.addinivalue_line("markers", "chaos_quick: a chaos test that runs in about a minute")
     config.addinivalue_line("markers", "chaos_long: a chaos test that takes minutes (many seeds or long schedules)")
 
@@ -107,7 +115,7 @@ def kafka_cluster(kafka_target):
 @pytest.fixture
 def kchaos_events(tmp_path):
     """The events log a test's nemesis and workload share (faults, samples, workload start and end)."""
-    from harness.nemesis import EventLog
+    from harness.events import EventLog
 
     events = EventLog(tmp_path / "events.jsonl")
     yield events
@@ -128,18 +136,19 @@ class _Nemesis:
     def __init__(self, cluster, events):
         self.cluster, self.events, self.events_path = cluster, events, events.path
         self._applied: list = []
-        self.members = None  # the started workload's group members by name (Recording.member)
-        self.first_group = ""
-        self.acks = None  # the started workload's acknowledgement counts (Recording.acked)
+        self.handles: dict = {}  # the started workload's clients, members and acknowledgement counts
         self._triggered: list = []  # the nemeses that armed triggers
+        self.faults: list = []  # every fault applied or armed (PlannedFault), for run.json
 
     def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0, **kw):
         """Apply one fault now (heal it with ``heal``); returns what was hit."""
         from harness.faults import PlannedFault
 
         n = self._nemesis(topic)
-        a = n.apply(PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
-                                 kw.get("rate_kbps", 64), stream=kw.get("stream", "both")))
+        planned = PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
+                               kw.get("rate_kbps", 64), stream=kw.get("stream", "both"), number=len(self.faults))
+        self.faults.append(planned)
+        a = n.apply(planned)
         self._applied.append((n, a))
         return a
 
@@ -154,9 +163,7 @@ class _Nemesis:
     def _nemesis(self, topic: str):
         from harness.nemesis import Nemesis
 
-        n = Nemesis(self.cluster, topic, self.events, members=self.members, first_group=self.first_group)
-        n.acks = self.acks
-        return n
+        return Nemesis(self.cluster, topic, self.events, **self.handles)
 
     def heal(self, applied) -> None:
         for i, (n, a) in enumerate(self._applied):
@@ -193,8 +200,9 @@ class _Armed:
         self._n = self.nemesis._nemesis(topic)
         self.nemesis._triggered.append(self._n)
         planned = PlannedFault(0, duration_s, kind, target, partition, kw.get("latency_ms", 200),
-                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger, 0,
-                               kw.get("stream", "both"))
+                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger,
+                               len(self.nemesis.faults), kw.get("stream", "both"))
+        self.nemesis.faults.append(planned)
         self._n.start([planned], time.monotonic())
         return self
 
@@ -237,29 +245,46 @@ class ChaosResult:
 
 
 class Workload:
-    """Recording producers and consumers on one topic, started by ``start`` and ended by ``stop``,
-    which heals the cluster and returns the checked run, as a scenario run does."""
+    """The tables of a scenario's workload on one topic, started by ``start`` and ended by ``stop``,
+    which finishes the run as a scenario run finishes (run_directory.finish) and checks it."""
 
     def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path):
         self.cluster, self.topic, self.nemesis, self.out = cluster, topic, nemesis, out
         self.recording = None
+        self.scenario = None
+        self._dir = None
+        self._logs = contextlib.ExitStack()
 
-    def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int = 1,
-              producers: int = 1, groups: list[dict] | None = None) -> Workload:
-        """``groups``: ``[[groups]]`` tables of a scenario as dicts (``{"name": "g", "members": 3,
-        "protocol": "consumer", "commit": "sync"}``); the workload waits until they have formed."""
+    def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int | dict = 1,
+              producers: int | list[dict] = 1, groups: list[dict] | None = None, copier: dict | None = None,
+              seed: int = 1) -> Workload:
+        """Start the workload; the tables are a scenario's, as dicts, validated as a scenario's are.
+
+        ``producers``: ``[[producers]]`` tables (``[{"name": "tx", "transactional": True, "txn_records":
+        7}]``), or a count of one plain producer "p" with ``acks``, ``idempotence`` and ``rate``;
+        ``consumers``: the ``[consumers]`` table (``{"count": 1, "isolation_level": "both"}``) or a
+        count; ``groups``: ``[[groups]]`` tables (``{"name": "g", "members": 3}``; the workload waits
+        until they have formed); ``copier``: the ``[copier]`` table."""
+        from harness import logs
         from harness.recording import Recording
-        from harness.scenario import ConsumerSpec, GroupSpec, ProducerSpec
+        from harness.run_directory import RunDirectory
+        from harness.scenario import validate_tables
 
         if self.recording is not None:
             raise RuntimeError(f"the workload on {self.topic.name} is already started")
-        spec = ProducerSpec(name="p", count=producers, acks=acks, idempotence=idempotence, rate=rate)
-        group_specs = [GroupSpec(**g) for g in groups or []]
-        self.recording = Recording(self.cluster, self.topic, [spec], ConsumerSpec(count=consumers),
-                                   self.nemesis.events, groups=group_specs, work=self.run_dir)
-        self.nemesis.members, self.nemesis.first_group = self.recording.member, (
-            group_specs[0].name if group_specs else "")
-        self.nemesis.acks = self.recording.acked
+        if isinstance(producers, int):
+            producers = [{"name": "p", "count": producers, "acks": acks, "idempotence": idempotence, "rate": rate}]
+        s = self.cluster.settings
+        self.scenario = validate_tables(f"workload({self.topic.name!r})", {
+            "name": f"pytest-{self.topic.name}", "kafka_version": s.kafka_version, "mode": s.mode,
+            "brokers": s.brokers, "seed": seed, "duration_s": 3600, "topic": self.topic.model_dump(),
+            "producers": producers, "consumers": {"count": consumers} if isinstance(consumers, int) else consumers,
+            "groups": groups or [], **({"copier": copier} if copier is not None else {})})
+        self._dir = RunDirectory(self.out / f"run-{self.topic.name}")
+        self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
+        self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
+        self.recording.create_topics()
+        self.nemesis.handles = self.recording.handles()
         self.recording.start()
         return self
 
@@ -269,25 +294,32 @@ class Workload:
 
     def stop(self) -> ChaosResult:
         """Stop sending, heal every fault, read back what survived, write and check the run directory."""
-        from harness import logs
         from harness.checker import check_runs
-        from harness.history import RUN_JSON, write_json_atomic
+        from harness.run_directory import finish
 
-        rec = self.recording
-        if rec is None:
+        rec, d = self.recording, self._dir
+        if rec is None or d is None:
             raise RuntimeError("stop() before start()")
-        rec.stop_producers()
-        self.nemesis.heal_all()
-        rec.heal_and_settle()
-        d = self.run_dir
-        with logs.clients_to(d / "logs" / logs.CLIENTS_LOG):
-            rec.read_back(d)
-        (d / "events.jsonl").write_text(self.nemesis.events_path.read_text())
-        s = self.cluster.settings
-        write_json_atomic(d / RUN_JSON, {"run_id": d.name, "kafka_version": s.kafka_version, "mode": s.mode,
-                                         "broker_config": s.broker_config, **rec.run_info()})
-        (v,) = check_runs([d])
-        return ChaosResult(d, v)
+        try:
+            with self._logs:
+                res = d.close(finish(d, self.cluster, self.scenario, rec, self.nemesis.events, self.nemesis.faults,
+                                     self.nemesis.heal_all, source="pytest", log=lambda m: None))
+        except BaseException:
+            d.discard()
+            raise
+        finally:
+            self.recording = None
+        (v,) = check_runs([res.path])
+        return ChaosResult(res.path, v)
+
+    def abort(self) -> None:
+        """The test ended without ``stop``: stop every client, keep nothing."""
+        if self.recording is not None:
+            self.recording.abort()
+            self.recording = None
+        self._logs.close()
+        if self._dir is not None and self._dir.path.exists():
+            self._dir.discard()
 
 
 @pytest.fixture
@@ -310,8 +342,7 @@ def workload(kafka_cluster, nemesis, tmp_path):
 
     yield make
     for w in made:
-        if w.recording is not None:
-            w.recording.abort()
+        w.abort()
 
 
 @pytest.fixture

@@ -20,10 +20,11 @@ import pyarrow as pa
 
 from harness import history
 from harness.cluster import KafkaCluster
+from harness.events import EventLog, Note, WorkloadEnd, WorkloadStart
 from harness.groups import Group, Member, final_offsets
-from harness.nemesis import EventLog, StateSampler
+from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
-from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, TopicSpec
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, TopicSpec
 from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
 
@@ -39,11 +40,12 @@ class Phases(dict):
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
+        """Time a phase; a phase timed twice (the workload, then stopping it) adds up."""
         t0 = time.monotonic()
         try:
             yield
         finally:
-            self[name] = round(time.monotonic() - t0, 2)
+            self[name] = round(self.get(name, 0.0) + time.monotonic() - t0, 2)
 
 
 class RecordingError(RuntimeError):
@@ -88,6 +90,20 @@ class Recording:
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
 
+    @classmethod
+    def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
+        """The workload a scenario's tables describe (its topic, producers, consumers, copier, groups)."""
+        return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work)
+
+    def handles(self) -> dict:
+        """What a nemesis needs of this workload: its clients and members by name (client faults and
+        workload steps), what the coordinator targets mean alone, and the acknowledgement counts
+        ``acked`` triggers watch."""
+        txn = [p.pname for p in self._txn_clients() if isinstance(p, TransactionalProducer)] + (
+            [self.copier_spec.name] if self.copier_spec is not None else [])
+        return {"clients": self.client, "first_client": txn[0] if txn else "", "members": self.member,
+                "first_group": self.groups[0].spec.name if self.groups else "", "acks": self.acked}
+
     def _producer(self, name: str, spec: ProducerSpec, seed: int) -> RecordingProducer | TransactionalProducer:
         t = self.topic
         if spec.transactional:
@@ -111,10 +127,13 @@ class Recording:
                 or "read_committed" in self.consumer_spec.levels or bool(self.groups))
 
     def create_topics(self) -> None:
-        """The scenario's topic and the copier's output topic (same settings), each with a full ISR."""
+        """The scenario's topic and the copier's output topic (same settings), each with a full ISR; a
+        topic that exists already is kept."""
         t = self.topic
+        existing = set(self.cluster.admin.list_topics(timeout=30).topics)  # a plugin test's, made beforehand
         for name in self.topics:
-            self.cluster.create_topic(name, t.partitions, t.replication_factor, t.topic_config())
+            if name not in existing:
+                self.cluster.create_topic(name, t.partitions, t.replication_factor, t.topic_config())
         for name in self.topics:
             self.cluster.wait_full_isr(name, timeout_s=60)
 
@@ -129,11 +148,11 @@ class Recording:
             g.start()
         for g in self.groups:  # faults meet a formed group; one that does not form is itself worth a record
             if not g.wait_formed(GROUP_FORM_S):
-                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"group {g.spec.name}: not every "
-                                   f"member held a partition {GROUP_FORM_S:g} s after starting"})
+                self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name}: not every member held a partition "
+                                       f"{GROUP_FORM_S:g} s after starting"))
         t0 = time.monotonic()
         self.start_ms = now_ms()
-        self.events.write({"type": "workload_start", "ts_ms": self.start_ms})
+        self.events.write(WorkloadStart(ts_ms=self.start_ms))
         for t in self.producers:
             t.start()
         return t0
@@ -144,7 +163,7 @@ class Recording:
         for t in self.producers:
             t.join(timeout=t.spec.delivery_timeout_ms / 1000 + 30)
         self.end_ms = now_ms()
-        self.events.write({"type": "workload_end", "ts_ms": self.end_ms})
+        self.events.write(WorkloadEnd(ts_ms=self.end_ms))
 
     def heal_and_settle(self) -> None:
         """Heal every fault, wait for the cluster and a full ISR, then stop the live consumers."""
@@ -155,13 +174,12 @@ class Recording:
             try:
                 c.wait_full_isr(name, timeout_s=120)
             except Exception as e:  # recorded: the final read still tells what survived
-                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"ISR of {name} not full after "
-                                   f"healing: {e}"})
+                self.events.write(Note(ts_ms=now_ms(), msg=f"ISR of {name} not full after healing: {e}"))
         time.sleep(SETTLE_S)
         for g in self.groups:
             if not g.wait_caught_up(GROUP_CATCH_UP_S):
-                self.events.write({"type": "note", "ts_ms": now_ms(), "msg": f"group {g.spec.name} had not committed "
-                                   f"to the end of every partition {GROUP_CATCH_UP_S:g} s after healing"})
+                self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name} had not committed to the end of every "
+                                       f"partition {GROUP_CATCH_UP_S:g} s after healing"))
             g.stop()
         self._stop_consumers.set()
         threads = [*self.consumers, *([self.copier] if self.copier is not None else [])]

@@ -636,7 +636,13 @@ def load(path: str | Path, overrides: list[str] | None = None, **fields) -> Scen
             raise ScenarioError(f"{path}: --set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
         _set_dotted(data, k.strip(), v.strip(), str(path))
+    return validate_tables(str(path), data)
+
+
+def validate_tables(source: str, data: dict) -> Scenario:
+    """A scenario from its tables (a file's, or a pytest workload's); ScenarioError names ``source``
+    and the key."""
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(_explain(e, str(path))) from e
+        raise ScenarioError(_explain(e, source)) from e

@@ -65,3 +65,13 @@ def all_versions() -> list[KafkaVersion]:
 def version_mode_pairs() -> list[tuple[str, str]]:
     """Every (version, mode) combination the harness supports, for test and CI matrices."""
     return [(v, m) for v, modes in KAFKA_VERSIONS.items() for m in modes]
+
+
+OLD_IBP_PREFIXES = ("0.8", "0.9", "0.10")
+
+
+def leader_epochs_on(version: str, broker_config: dict[str, str]) -> bool:
+    """Whether followers truncate by leader epoch (KIP-101): Kafka 0.11 or later with an
+    inter.broker.protocol.version of 0.11 or later; before that they truncate to their HW."""
+    ibp = str(broker_config.get("inter.broker.protocol.version", ""))
+    return not (ibp.startswith(OLD_IBP_PREFIXES) or str(version).startswith(OLD_IBP_PREFIXES))

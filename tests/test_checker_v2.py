@@ -267,7 +267,7 @@ def test_v2_bad_input_names_the_file_and_the_rule(tmp_path, how):
 def test_bad_copiers_in_run_json_are_bad_input(tmp_path):
     h = txn_history()
     h.run["copiers"] = [{"producer": "x"}]
-    with pytest.raises(HistoryError, match=r"run\.json: key 'copiers\.0' must be"):
+    with pytest.raises(HistoryError, match=r"run\.json: key 'copiers\.0\.group': Field required"):
         check_runs([h.write(tmp_path / "run")])
 
 

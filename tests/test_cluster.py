@@ -11,8 +11,9 @@ from confluent_kafka import KafkaError
 
 from harness.cluster import ClusterSettings, KafkaCluster, TopicError
 from harness.cluster.kafka_cluster import STREAMS, toxic_name
+from harness.events import EventLog
 from harness.faults import CUT_TOXIC, PlannedFault
-from harness.nemesis import EventLog, Nemesis
+from harness.nemesis import Nemesis
 from harness.setup import cluster_images
 from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic

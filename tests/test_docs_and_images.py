@@ -29,3 +29,12 @@ def test_second_images_run_does_nothing():
     assert r.returncode == 0, r.stderr
     assert "all images up to date" in r.stdout
     assert "building" not in r.stdout
+
+
+def test_the_run_directory_doc_shows_the_event_types_from_the_code():
+    from harness.events import doc_table
+
+    doc = (ROOT / "docs" / "run-directory.md").read_text()
+    m = re.search(r"<!-- events-table:start -->\n(.*?)\n<!-- events-table:end -->", doc, re.S)
+    assert m, "docs/run-directory.md lacks the events-table markers"
+    assert m.group(1).strip() == doc_table().strip()

@@ -73,3 +73,47 @@ def test_a_users_chaos_suite_runs_with_the_plugin(pytester, monkeypatch):
     monkeypatch.setenv("KCHAOS_SPARK_STATE", SUITE_SPARK_STATE)
     res = pytester.runpytest_subprocess("-m", "chaos_quick", "-p", "no:cacheprovider", timeout=600)
     res.assert_outcomes(passed=2, deselected=1)
+    assert "DeprecationWarning" not in res.stdout.str(), "the plugin filters what its own imports warn about"
+
+
+# The last ISR member's power loss, built by hand in a user's suite on 4.1.2 KRaft, where eligible
+# leader replicas are on by default: the two followers stop cleanly one after the other as the ISR
+# shrinks, the leader then loses power and comes back first (scenarios/power-loss.toml's schedule).
+ELR_TESTS = """
+import time
+
+from harness.checker.promises import Config, promises
+
+def test_last_isr_power_loss(kafka_cluster, workload, nemesis):
+    w = workload("elr", partitions=1).start(producers=[{"name": "p", "acks": "all", "idempotence": True,
+                                                        "rate": 200}])
+    steps = [nemesis.on("acked", count=200).fault("restart", "follower:1", topic="elr"),
+             nemesis.on("isr_shrink", partition=0, size=2, delay_s=0.5).fault("restart", "follower:1", topic="elr"),
+             nemesis.on("isr_shrink", partition=0, size=1, delay_s=1).fault("power_loss", "leader", topic="elr")]
+    for step in steps:
+        step.wait(60)
+    time.sleep(3)
+    r = w.stop()  # heals the last fault first: the leader comes back before the followers
+    run = r.verdict.by_config[0]
+    assert run.settings["eligible_leader_replicas"] is True and "power_loss" in run.settings["faults"]
+    runners = promises(Config("all", True, 2, eligible_leader_replicas=True,
+                              faults=frozenset({"restart", "power_loss"})))
+    assert {a: p.promised for a, p in run.promises.items()} == {a: p.promised for a, p in runners.items()}
+    assert run.promises["lost"].promised and run.promises["divergence"].promised
+    import json
+    doc = json.loads((r.path / "run.json").read_text())
+    assert doc["features"]["eligible.leader.replicas.version"] == 1 and doc["leader_epochs"] is True
+    assert [f["kind"] for f in doc["faults"]] == ["restart", "restart", "power_loss"]
+    assert doc["topics"][0]["config"]["min.insync.replicas"] == "2"
+    r.assert_promises_held()
+"""
+
+
+@pytest.mark.docker
+def test_a_hand_built_run_is_judged_as_a_scenario_run_is(pytester, monkeypatch):
+    require_docker(["4.1.2"])
+    pytester.makepyfile(test_elr=ELR_TESTS)
+    monkeypatch.setenv("KCHAOS_SPARK_STATE", SUITE_SPARK_STATE)
+    res = pytester.runpytest_subprocess("--kafka-version", "4.1.2", "--mode", "kraft", "-p", "no:cacheprovider",
+                                        timeout=600)
+    res.assert_outcomes(passed=1)

@@ -141,8 +141,9 @@ def test_a_slow_trigger_does_not_delay_another(tmp_path):
     (a broker slow to answer), a leader change on partition 1 still fires its fault within a few polls."""
     import time
 
+    from harness.events import EventLog
     from harness.faults import PlannedFault
-    from harness.nemesis import EventLog, Nemesis
+    from harness.nemesis import Nemesis
 
     c = _Cluster()
     events = EventLog(tmp_path / "events.jsonl")

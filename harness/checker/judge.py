@@ -29,8 +29,7 @@ from harness.checker.verdict import (
     Verdict,
 )
 from harness.history import RunDir, read_events
-
-OLD_IBP_PREFIXES = ("0.8", "0.9", "0.10")
+from harness.versions import leader_epochs_on
 
 
 @dataclass
@@ -56,8 +55,7 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
     notes: list[str] = []
     version = str(run.get("kafka_version", ""))
     broker_cfg = {str(k): str(v) for k, v in (run.get("broker_config") or {}).items()}
-    ibp = broker_cfg.get("inter.broker.protocol.version", "")
-    epochs = not (ibp.startswith(OLD_IBP_PREFIXES) or version.startswith(OLD_IBP_PREFIXES))
+    epochs = run["leader_epochs"] if "leader_epochs" in run else leader_epochs_on(version, broker_cfg)
     elr = _bool(run.get("eligible_leader_replicas", False))
     faults = fault_kinds(run, events)
 

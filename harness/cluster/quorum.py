@@ -62,8 +62,8 @@ def describe_quorum(port: int, timeout_s: float) -> dict | None:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
             s.sendall(req.encode(version=1, header=True, framed=True))
-            size = struct.unpack(">i", _read(s, 4))[0]
-            resp = DescribeQuorumResponse.decode(_read(s, size), version=1, header=True)
+            size = struct.unpack(">i", read_exactly(s, 4))[0]
+            resp = DescribeQuorumResponse.decode(read_exactly(s, size), version=1, header=True)
     except (OSError, ValueError, struct.error):
         return None
     if resp.error_code != 0 or not resp.topics or not resp.topics[0].partitions:
@@ -79,7 +79,7 @@ def describe_quorum(port: int, timeout_s: float) -> dict | None:
                          or 0 <= now - v.last_fetch_timestamp < FETCH_WINDOW_MS]}
 
 
-def _read(s: socket.socket, n: int) -> bytes:
+def read_exactly(s: socket.socket, n: int) -> bytes:
     buf = b""
     while len(buf) < n:
         chunk = s.recv(n - len(buf))

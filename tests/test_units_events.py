@@ -1,0 +1,108 @@
+"""events.jsonl's record types: written typed, read back validated, bad lines refused with the file
+and line, before any check starts (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import events
+from harness.events import (
+    CommitRefused,
+    EventLog,
+    Fault,
+    FaultSkipped,
+    FaultStart,
+    Note,
+    Rebalance,
+    State,
+    TriggerFired,
+    TriggerUnfired,
+    WorkloadEnd,
+    WorkloadStart,
+)
+from harness.history import HistoryError, read_events
+from tests.histories import History
+
+ONE_OF_EACH = [
+    WorkloadStart(ts_ms=1),
+    State(ts_ms=2, controller=1, brokers=[1, 2, 3],
+          partitions=[{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}],
+          quorum={"leader": 101, "epoch": 3, "voters": [101, 102, 103], "majority": True,
+                  "nodes": [{"node": 101, "reachable": True, "role": "leader", "lag": 0}]}),
+    State(ts_ms=3, error="brokers did not answer"),
+    FaultStart(ts_ms=4, kind="kill", target="leader", brokers=[1], nodes=["kafka-1"], tag="f1", leader_before=1),
+    TriggerFired(ts_ms=5, fault=1, kind="kill", target="follower", on="isr_shrink partition=0", observed="isr [1]"),
+    Fault(kind="power_loss", target="leader", partition=0, brokers=[1], start_ms=4, end_ms=9, tag="f1",
+          power_loss={"1": [{"file": "t-0/00.log", "kept_until": 100, "removed": False}]}),
+    FaultSkipped(ts_ms=6, kind="kill", target="leader", reason="partition 0 has no leader"),
+    TriggerUnfired(ts_ms=7, fault=2, kind="kill", target="leader", on="hw offset=9", armed_at_s=1),
+    Note(ts_ms=8, msg="ISR of t not full after healing"),
+    Rebalance(ts_ms=9, group="g", consumer="g-1", kind="assign", partitions=[0, 1], generation=1),
+    CommitRefused(ts_ms=10, group="g", consumer="g-1", error="ILLEGAL_GENERATION", generation=1),
+    WorkloadEnd(ts_ms=11),
+]
+
+
+def test_every_record_type_round_trips(tmp_path):
+    assert {type(e) for e in ONE_OF_EACH} == set(events.RECORD_TYPES)
+    log = EventLog(tmp_path / events.EVENTS)
+    for e in ONE_OF_EACH:
+        log.write(e)
+    log.close()
+    back = read_events(tmp_path)
+    assert [r["type"] for r in back] == [e.type for e in ONE_OF_EACH]
+    assert back[0] == {"type": "workload_start", "ts_ms": 1}, "defaults that were not set are left out"
+    assert back[1]["quorum"]["nodes"][0]["lag"] == 0 and back[2] == {"type": "state", "ts_ms": 3,
+                                                                       "error": "brokers did not answer"}
+    assert back[5]["power_loss"]["1"][0]["kept_until"] == 100
+
+
+BAD_LINES = {
+    "not json": ('{"type": "note", "ts_ms": 1, "msg": "x"', r"events\.jsonl:2: not a JSON object"),
+    "unknown type": ('{"type": "fualt", "ts_ms": 1}', r"events\.jsonl:2: type 'fualt' is not an event type "
+                                                       r"\(allowed: workload_start, .*commit_refused\)"),
+    "no type": ('{"ts_ms": 1}', r"events\.jsonl:2: type None is not an event type"),
+    "wrong shape": ('{"type": "fault", "kind": "kill", "target": "leader", "start_ms": "soon", "end_ms": 2}',
+                    r"events\.jsonl:2: fault record: key 'start_ms': Input should be a valid integer"),
+    "missing key": ('{"type": "rebalance", "ts_ms": 1, "group": "g", "consumer": "g-1", "partitions": [0], '
+                    '"generation": 1}', r"events\.jsonl:2: rebalance record: key 'kind': Field required"),
+}
+
+
+def _with_line(tmp_path, line: str):
+    d = History().clean(3).write(tmp_path / "run")
+    good = json.dumps({"type": "workload_start", "ts_ms": 1})
+    (d / events.EVENTS).write_text(f"{good}\n{line}\n{good}\n")
+    return d
+
+
+@pytest.mark.parametrize("how", list(BAD_LINES))
+def test_a_bad_line_names_the_file_and_line(tmp_path, how):
+    line, message = BAD_LINES[how]
+    with pytest.raises(HistoryError, match=message):
+        read_events(_with_line(tmp_path, line))
+
+
+def _check(*paths):
+    return subprocess.run([sys.executable, "-m", "harness", "check", *map(str, paths)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_check_exits_2_on_a_bad_events_line_before_any_work(tmp_path):
+    d = _with_line(tmp_path, BAD_LINES["unknown type"][0])
+    r = _check(d)
+    assert r.returncode == 2 and "events.jsonl:2: type 'fualt'" in r.stderr, r.stderr
+    assert not (d / "verdict.json").exists()
+
+
+def test_check_exits_2_on_a_run_json_key_of_another_shape(tmp_path):
+    h = History().clean(3)
+    h.run["topics"] = {"name": "t", "partitions": 3}
+    d = h.write(tmp_path / "run")
+    r = _check(d)
+    assert r.returncode == 2 and "run.json: key 'topics': Input should be a valid list" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
