@@ -244,31 +244,13 @@ def check(
 
 
 def print_verdicts(verdicts: list, summary: list[dict]) -> None:
-    from harness.checker import shown_anomalies
+    """What broke a promise, then what else was counted, per run and per configuration (tables.py)."""
+    from harness.tables import configs_table, runs_table
 
-    shown = shown_anomalies(verdicts)  # the columns of both tables
-    t = Table(title="runs", header_style="bold")
-    t.add_column("run")
-    t.add_column("verdict")
-    for a in shown:
-        t.add_column(a.replace("_", " "), justify="right")
-    for v in verdicts:
-        colour = "red" if v.failed else ("green" if v.exercised else "yellow")
-        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", *(str(v.anomalies[a]) for a in shown))
-    console.print(t)
-    s = Table(title="per configuration (x = broke a promise, ~ = expected for this configuration)", header_style="bold")
-    s.add_column("configuration")
-    s.add_column("runs", justify="right")
-    s.add_column("failed", justify="right")
-    for a in shown:
-        s.add_column(a.replace("_", " "), justify="right")
-    for r in summary:
-        cells = []
-        for a in shown:
-            n = r["counts"][a]
-            cells.append("0" if n == 0 else (f"[red]x {n}[/red]" if r["broke"][a] else f"[yellow]~ {n}[/yellow]"))
-        s.add_row(r["config"], str(r["runs"]), str(r["failed"]), *cells)
-    console.print(s)
+    console.print(runs_table(verdicts))
+    console.print(configs_table(summary))
+    if summary:
+        console.print("[dim]every anomaly's count per run: verdict.json; the records behind each: kchaos report[/dim]")
 
 
 @app.command()

@@ -119,7 +119,7 @@ class FaultStart(FaultDetail):
     type: Literal["fault_start"] = "fault_start"
     ts_ms: int
     kind: str
-    target: str
+    target: str = ""
     brokers: list[int] = Field(default_factory=list)
     nodes: list[str] = Field(default_factory=list)  # container names: kafka-2, controller-1, zookeeper-3
     tag: str = ""
@@ -131,7 +131,7 @@ class Fault(FaultDetail):
     type: Literal["fault"] = "fault"
     name: str = ""
     kind: str
-    target: str
+    target: str = ""
     partition: int = 0
     brokers: list[int] = Field(default_factory=list)
     nodes: list[str] = Field(default_factory=list)

@@ -26,12 +26,13 @@ from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, TopicSpec
 from harness.transactions import Copier, TransactionalProducer
-from harness.workload import RecordingConsumer, RecordingProducer, final_read, now_ms
+from harness.workload import UNLIMITED_RATE, RecordingConsumer, RecordingProducer, final_read, now_ms
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
 GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to the end of its topic
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
+SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
 
 
@@ -276,6 +277,28 @@ class Recording:
     def member(self, name: str) -> Member | None:
         """A group member by name, for faults on its process; None if no group has it."""
         return next((m for g in self.groups for m in g.members if m.name == name), None)
+
+    def load(self) -> list[dict]:
+        """Per producer (a quiet one takes steps, not a rate): the rate its scenario asked for and the
+        rate it reached over the workload, in records handed to the client and acknowledged per
+        second, and for a transactional one transactions begun and committed per second. ``short``
+        marks a producer that sent less than SHORT_OF of what it was asked: the run tested less load
+        than its scenario names."""
+        secs = max(0.001, (self.end_ms - self.start_ms) / 1000)
+        rows = []
+        for p in self.producers:
+            if p.spec.quiet:
+                continue
+            row = {"producer": p.pname, "asked_per_s": p.spec.rate, "sent_per_s": round(p.sent / secs, 1),
+                   "acked_per_s": round(p.acked() / secs, 1)}
+            if isinstance(p, TransactionalProducer):
+                committed = sum(t["outcome"] == "committed" for t in p.log.txns)
+                row |= {"asked_txns_per_s": round(p.spec.rate / p.spec.txn_records, 2),
+                        "txns_per_s": round(len(p.log.txns) / secs, 2),
+                        "committed_txns_per_s": round(committed / secs, 2)}
+            row["short"] = p.spec.rate < UNLIMITED_RATE and p.sent < SHORT_OF * p.spec.rate * secs
+            rows.append(row)
+        return rows
 
     def run_info(self) -> dict:
         """run.json's keys that describe the workload: topics, producers, consumers, its span."""

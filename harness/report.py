@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from harness import faults, known_results
 from harness.checker import shown_anomalies
-from harness.checker.promises import ANOMALIES, DOC_CASES, DOC_CASES_V2, GROUP_ANOMALIES, V1_ANOMALIES, promises
+from harness.checker.anomaly import ANOMALIES, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES
+from harness.checker.promises import DOC_CASES, DOC_CASES_V2, promises
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import (
@@ -41,11 +42,6 @@ from harness.report_transactions import PANEL as TXN_PANEL
 from harness.report_transactions import has_transactions, txn_tables, txn_traces
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
-# Matrix column heads, hyphenated so they wrap (the others: the name with spaces).
-SHORT = {"divergence": "diverg&shy;ence", "uncommitted_read": "uncommit&shy;ted read", "duplicate": "dupli&shy;cate",
-         "nonmonotonic_send": "nonmono&shy;tonic send", "nonmonotonic_poll": "nonmono&shy;tonic poll",
-         "precommitted_read": "precom&shy;mitted read", "offset_regression": "offset regres&shy;sion",
-         "eos_duplicate": "eos dupli&shy;cate"}
 
 
 def _read_json(p: Path) -> dict:
@@ -297,7 +293,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
                                     "eligible_leader_replicas") if k in run}
     return {
         "id": verdict.run_id, "dir": str(d), "verdict": verdict, "run": run, "env": env,
-        "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""),
+        "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""), "load": run.get("load") or [],
         "settings": {k: run.get(k) for k in ("topics", "producers", "consumers", "broker_config", "faults")
                      if k in run},
         "cluster_settings": (run.get("cluster") or {}).get("settings"),
@@ -377,7 +373,7 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
     env.filters["pretty"] = lambda o: json.dumps(o, indent=1, default=str)
     tpl = env.from_string(TEMPLATE.read_text())
     errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
-    short = {a: jinja2.utils.markupsafe.Markup(SHORT.get(a, a.replace("_", " "))) for a in ANOMALIES}
+    short = {c.name: jinja2.utils.markupsafe.Markup(c.column_head) for c in CLASSES}
     shown = shown_anomalies([s["verdict"] for s in sections])
     return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, shown), anomalies=shown,
                       promise_rows=promise_rows(shown), known=known or [], errors=errors, plotly=plotly_js(),

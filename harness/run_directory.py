@@ -75,6 +75,8 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
         with rec.phases.timed("workload"):
             rec.stop_producers()
             stop_faults()
+        for row in rec.load():
+            log(load_line(row))
         log("workload done; healing and waiting for a full ISR")
         with rec.phases.timed("heal"):
             rec.heal_and_settle()
@@ -93,6 +95,16 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
     write_json_atomic(d.path / RUN_JSON, history.check_run_config(d.path / RUN_JSON, run))
     return RunResult(d.path, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas,
                      n_faults, dict(rec.phases))
+
+
+def load_line(row: dict) -> str:
+    """One producer's load in words: what it was asked, what it did, and whether it fell short."""
+    pct = round(100 * row["sent_per_s"] / row["asked_per_s"]) if row["asked_per_s"] else 100
+    txn = (f"; {row['committed_txns_per_s']:g} of {row['asked_txns_per_s']:g} transactions/s committed"
+           if "txns_per_s" in row else "")
+    line = (f"producer {row['producer']}: {row['sent_per_s']:g} records/s sent, {row['acked_per_s']:g} acknowledged, "
+            f"of {row['asked_per_s']:g} asked ({pct}%){txn}")
+    return line + (" -- SHORT: the run tested less load than its scenario names" if row["short"] else "")
 
 
 def feature_levels(cluster: KafkaCluster) -> dict[str, int]:
@@ -121,6 +133,7 @@ def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, fa
         "features": feature_levels(cluster),
         **rec.run_info(),
         "faults": [f.to_dict() for f in faults],
+        "load": rec.load(),
         "workload": {"start_ms": rec.start_ms, "end_ms": rec.end_ms, "duration_s": s.duration_s},
         "cluster": cluster.describe_settings(),
         "scenario_config": s.model_dump(),

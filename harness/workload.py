@@ -39,6 +39,7 @@ DEFINITELY_NOT_WRITTEN = {
 REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
 
 
+UNLIMITED_RATE = 1e6  # a rate this high means as fast as the client goes
 ACKS0_LINGER_S = 1.0  # how long an acks=0 producer stays connected after flush()
 QUEUE_MAX = 500_000  # queue.buffering.max.messages
 QUEUE_HEADROOM = 10_000  # kept free so a produce_batch call is never cut short by a full queue
@@ -252,7 +253,7 @@ class RecordingProducer(threading.Thread):
             self._run_quiet(p)
             return
         rate, parts, stop = self.spec.rate, self.partitions, self.stop_event
-        unlimited = rate >= 1e6
+        unlimited = rate >= UNLIMITED_RATE
         t0 = time.monotonic()
         base = 0  # seq at t0: the rate is kept from here
         seq = part = 0

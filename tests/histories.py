@@ -117,10 +117,11 @@ class History:
 
     def reference(self) -> dict[str, int]:
         """The reference implementation's counts of this history."""
-        from harness.checker.reference import count_anomalies
+        from harness.checker.anomaly import reference_counts
+        from harness.checker.reference import Tables
 
-        return count_anomalies(self.produced, self.consumed, self.replicas, self.txns, self.offsets,
-                               self.run.get("copiers"))
+        return reference_counts(Tables(self.produced, self.consumed, self.replicas, self.txns, self.offsets,
+                                       self.run.get("copiers") or []))
 
     @property
     def v2(self) -> bool:

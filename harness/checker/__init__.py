@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.checker.promises import ANOMALIES, V1_ANOMALIES, Config, promise_table_markdown, promises
+from harness.checker.anomaly import ANOMALIES, V1_ANOMALIES
+from harness.checker.promises import Config, promise_table_markdown, promises
 from harness.checker.verdict import GroupVerdict, Verdict, write
 from harness.history import RunDir, find_run_dirs, validate
 

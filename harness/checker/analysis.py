@@ -12,9 +12,10 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from harness.checker.anomalies import ANOMALY_FINDINGS, REPORTED_FINDINGS
+from harness.checker.anomaly import CLASSES
 from harness.checker.measures import ack_buckets, fold_usage, producer_usage
 from harness.checker.prepare import holding, prepare
+from harness.checker.reported import REPORTED_FINDINGS
 from harness.checker.session import cores
 from harness.history import SCHEMAS, RunDir
 
@@ -98,7 +99,8 @@ def analyse(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         # Small results beside the findings' action, on the cores it leaves idle.
         buckets_rows = side.submit(_rows, ack_buckets(inputs.produced))
         usage_rows = side.submit(_rows, producer_usage(inputs.produced))
-        found = [df for f in (*ANOMALY_FINDINGS.values(), *REPORTED_FINDINGS.values()) if (df := f(inputs)) is not None]
+        counts = [c.count for c in CLASSES] + list(REPORTED_FINDINGS.values())
+        found = [df for f in counts if (df := f(inputs)) is not None]
         findings = collect_findings(found, n_examples)
         buckets: dict[int, list[dict]] = {}
         for row in buckets_rows.result():

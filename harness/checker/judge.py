@@ -5,17 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from harness.checker.analysis import JobResult
+from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.coordination import failovers, quorum_spans
+from harness.checker.excuses import Config, Promise
 from harness.checker.measures import BUCKET_MS
-from harness.checker.promises import (
-    ANOMALIES,
-    GROUP_ANOMALIES,
-    PRODUCER_ANOMALIES,
-    Config,
-    Promise,
-    group_promises,
-    promises,
-)
+from harness.checker.promises import group_promises, promises
 from harness.checker.verdict import (
     BrokenOutside,
     ConfigVerdict,

@@ -1,172 +1,31 @@
 """What each configuration promises, under which faults: the one promise table.
 
-The verdict of a run is "fail" only when an anomaly the configuration promises
-never to show was counted. Everything else that is counted is reported as
-expected, with the reason (the setting or the fault that permits it). The
-README and the HTML report render this same table (``promise_table_markdown``).
+The verdict of a run is "fail" only when an anomaly the configuration promises never to show was
+counted. Everything else that is counted is reported as expected, with the reason (the setting or
+the fault that permits it). Each anomaly class states its own rule (``promise`` in its module under
+harness/checker/anomaly/); this module asks every class, and renders the table the README and the
+HTML report show (``promise_table_markdown``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from harness.checker.anomaly import ANOMALIES, BY_NAME, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES, V2_ANOMALIES
+from harness.checker.excuses import Config, Excuses, Promise
 
-from harness.faults import BEYOND_KAFKA_FAULTS
-
-ANOMALIES = (
-    "lost",
-    "divergence",
-    "uncommitted_read",
-    "duplicate",
-    "nonmonotonic_send",
-    "nonmonotonic_poll",
-    "phantom",
-    # v2: transactions, copiers and groups (0 on histories without their files and columns, except
-    # poll_skip, which every consumer gets)
-    "aborted_read",
-    "torn_txn",
-    "precommitted_read",
-    "poll_skip",
-    "group_unseen",
-    "offset_regression",
-    "eos_duplicate",
-    "eos_lost",
-)
-V1_ANOMALIES = ANOMALIES[:7]
-# Anomalies of a group's commits, attributed to the group and judged by its commit mode.
-GROUP_ANOMALIES = ("group_unseen", "offset_regression")
-# Anomalies attributed to the producer that wrote the value (a copier's to its producer); the others
-# belong to the partition.
-PRODUCER_ANOMALIES = ("lost", "duplicate", "nonmonotonic_send", "torn_txn", "eos_duplicate", "eos_lost")
-
-
-
-@dataclass(frozen=True)
-class Config:
-    """The settings that decide the promises, for one producer's writes to one topic."""
-
-    acks: str = "all"
-    idempotence: bool = False
-    min_insync: int = 1
-    replication_factor: int = 3
-    unclean_election: bool = False
-    leader_epochs: bool = True  # inter.broker.protocol.version >= 0.11
-    eligible_leader_replicas: bool = False  # KIP-966 (Kafka 4.x with ELR enabled)
-    faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
-    transactional: bool = False  # writes in transactions (a copier's producer always is)
-
-    def label(self) -> str:
-        return (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
-                f"unclean={'on' if self.unclean_election else 'off'} "
-                f"idempotent={'yes' if self.idempotence else 'no'}"
-                + (" txn" if self.transactional else "")
-                + ("" if self.leader_epochs else " epochs=off")
-                # What changes the promises must change the label, or a summary mixes their rows.
-                + (" elr=on" if self.eligible_leader_replicas else "")
-                + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
-                   else ""))
-
-
-@dataclass(frozen=True)
-class Promise:
-    anomaly: str
-    promised: bool  # True: the count must be 0
-    why: str  # for promised: what guarantees it; otherwise what permits the anomaly
-
-
-def _excuse_partition_level(c: Config) -> str | None:
-    """Why replicas may disagree or uncommitted data may be read, or None if they may not."""
-    if c.unclean_election:
-        return "unclean.leader.election.enable=true: an out-of-sync replica may become leader"
-    if not c.leader_epochs:
-        return "leader epochs off (inter.broker.protocol.version < 0.11): followers truncate to their HW"
-    if "power_loss" in c.faults and not c.eligible_leader_replicas:
-        return "power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member may lead"
-    return None
-
-
-def _excuse_loss(c: Config) -> str | None:
-    if c.acks == "0":
-        return "acks=0: nothing is acknowledged by the broker"
-    if c.acks == "1":
-        return "acks=1: the leader acknowledges before any follower has the record"
-    if c.min_insync < 2:
-        return f"min.insync.replicas={c.min_insync}: the ISR may shrink to the leader alone, which then acknowledges"
-    return _excuse_partition_level(c)
+__all__ = ["ANOMALIES", "DOC_CASES", "DOC_CASES_V2", "GROUP_ANOMALIES", "V1_ANOMALIES", "Config", "Promise",
+           "group_promises", "promise_table_markdown", "promises"]
 
 
 def promises(c: Config) -> dict[str, Promise]:
-    """The promise table, one rule per anomaly."""
-    loss = _excuse_loss(c)
-    part = _excuse_partition_level(c)
-    out = {
-        "lost": Promise("lost", loss is None, loss or "acks=all, min.insync>=2, unclean off, leader epochs on"),
-        "divergence": Promise("divergence", part is None, part or "unclean off and leader epochs on"),
-        "uncommitted_read": Promise("uncommitted_read", part is None,
-                                    part or "consumers only see records below the HW, which every ISR member has"),
-        "nonmonotonic_poll": Promise("nonmonotonic_poll", part is None,
-                                     part or "a consumer's position moves back only if committed data vanished"),
-        "phantom": Promise("phantom", True, "no configuration may invent a record"),
-    }
-    if not c.idempotence:
-        out["duplicate"] = Promise("duplicate", False, "not idempotent: a retried send can be written twice")
-        out["nonmonotonic_send"] = Promise("nonmonotonic_send", False,
-                                           "not idempotent: retries with several requests in flight can reorder")
-    elif loss is not None:
-        out["duplicate"] = Promise("duplicate", part is None,
-                                   part or "idempotent producer: the broker drops retried batches")
-        out["nonmonotonic_send"] = Promise("nonmonotonic_send", False,
-                                           f"a lost acknowledged write frees its offset for later sends ({loss})")
-    else:
-        out["duplicate"] = Promise("duplicate", True, "idempotent producer: the broker drops retried batches")
-        out["nonmonotonic_send"] = Promise("nonmonotonic_send", True,
-                                           "idempotent producer: sequence numbers keep order within a partition")
-    out |= _v2_promises(loss, part)
-    return {a: out[a] for a in ANOMALIES}
-
-
-def _v2_promises(loss: str | None, part: str | None) -> dict[str, Promise]:
-    """Transactions (KIP-98), the exactly-once copier and group commits: Kafka promises each of these
-    wherever it keeps what it acknowledged. A transaction is only as durable as its writes, so the
-    excuses for loss and for a partition's replicas disagreeing excuse these too."""
-    either = loss or part
-    safe = "acks=all, min.insync>=2, unclean off, leader epochs on"
-    return {
-        "aborted_read": Promise("aborted_read", part is None,
-                                part or "read_committed readers stop at the LSO and drop aborted transactions"),
-        "torn_txn": Promise("torn_txn", either is None,
-                            either or f"{safe}: the markers commit every partition of a transaction together"),
-        "precommitted_read": Promise("precommitted_read", part is None,
-                                     part or "the LSO passes a transaction only after its commit marker"),
-        "poll_skip": Promise("poll_skip", part is None,
-                             part or "a consumer's position only passes records it returned"),
-        "group_unseen": Promise("group_unseen", either is None,
-                                either or f"{safe}: a group commits only what its members returned"),
-        "offset_regression": Promise("offset_regression", part is None,
-                                     part or "a group's committed offsets only move forward"),
-        "eos_duplicate": Promise("eos_duplicate", either is None,
-                                 either or f"{safe}: a copy and its input offsets commit in one transaction"),
-        "eos_lost": Promise("eos_lost", either is None,
-                            either or f"{safe}: a copy and its input offsets commit in one transaction"),
-    }
+    """Every anomaly class's promise for configuration ``c``."""
+    x = Excuses.of(c)
+    return {k.name: k.promise(x) for k in CLASSES}
 
 
 def group_promises(topic: Config, commit: str) -> dict[str, Promise]:
-    """What a group may show, by how it commits: after processing (sync, async, or in a copier's
-    transaction) Kafka's generation and member-epoch fencing keep a commit to what its member
-    returned; auto-commit commits what poll returned whether or not it was processed. The topic's
-    excuses for loss excuse the group's unseen records too (a record can vanish below a commit)."""
-    either = _excuse_loss(topic) or _excuse_partition_level(topic)
-    part = _excuse_partition_level(topic)
-    if commit == "auto":
-        unseen = Promise("group_unseen", False, "auto-commit commits what poll returned, processed or not: a "
-                         "member that dies between a poll and its processing loses those records for the group")
-    else:
-        unseen = Promise("group_unseen", either is None, either or f"commit={commit} after processing: a group "
-                         "commits only what its members returned, and a stale member's commit is refused")
-    return {"group_unseen": unseen,
-            "offset_regression": Promise("offset_regression", part is None, part or "the coordinator refuses "
-                                         "commits from a stale generation or member epoch, so offsets only move "
-                                         "forward")}
+    """What a group may show, by how it commits, on a topic of configuration ``topic``."""
+    x = Excuses.of(topic)
+    return {a: BY_NAME[a].group_promise(x, commit) for a in GROUP_ANOMALIES}  # type: ignore[misc]
 
 
 GROUP_DOC_CASES = [("manual commits after processing (sync or async), classic or consumer protocol", "sync"),
@@ -220,5 +79,5 @@ def _table(cases: list[tuple[str, Config]], anomalies: tuple[str, ...]) -> list[
 def promise_table_markdown() -> str:
     """The tables the README and the report show: 'never' = promised absent, 'may' = expected. The
     replication anomalies for every configuration, then the v2 ones for transactional writers."""
-    v2 = tuple(a for a in ANOMALIES if a not in V1_ANOMALIES)
-    return "\n".join([*_table(DOC_CASES, V1_ANOMALIES), "", *_table(DOC_CASES_V2, v2), "", group_table_markdown()])
+    return "\n".join([*_table(DOC_CASES, V1_ANOMALIES), "", *_table(DOC_CASES_V2, V2_ANOMALIES), "",
+                      group_table_markdown()])

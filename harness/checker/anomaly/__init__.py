@@ -1,0 +1,51 @@
+"""Every anomaly class of the history contract, one module each (its definition, Spark count,
+reference count, promise and labels: ``record.AnomalyClass``). A new class is one module here and
+its line in CLASSES; the checker, the judge, the promise table, the terminal and the report read
+this registry.
+
+CLASSES is in reading order (the replication anomalies, then transactions, groups and copies); no
+code depends on that order: what differs between classes is in their records.
+"""
+
+from __future__ import annotations
+
+from harness.checker.anomaly import (
+    aborted_read,
+    divergence,
+    duplicate,
+    eos_duplicate,
+    eos_lost,
+    group_unseen,
+    lost,
+    nonmonotonic_poll,
+    nonmonotonic_send,
+    offset_regression,
+    phantom,
+    poll_skip,
+    precommitted_read,
+    torn_txn,
+    uncommitted_read,
+)
+from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.reference import Tables
+
+CLASSES: tuple[AnomalyClass, ...] = tuple(m.CLASS for m in (
+    lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom,
+    aborted_read, torn_txn, precommitted_read, poll_skip, group_unseen, offset_regression, eos_duplicate, eos_lost,
+))
+BY_NAME: dict[str, AnomalyClass] = {c.name: c for c in CLASSES}
+ANOMALIES: tuple[str, ...] = tuple(BY_NAME)
+V1_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.contract == "v1")
+V2_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.contract == "v2")
+# Judged against the producer that wrote the value (a copier's: its producer), the group, or else
+# the partition's topic.
+PRODUCER_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.owner == "producer")
+GROUP_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.owner == "group")
+
+__all__ = ["ANOMALIES", "BY_NAME", "CLASSES", "GROUP_ANOMALIES", "PRODUCER_ANOMALIES", "V1_ANOMALIES",
+           "V2_ANOMALIES", "AnomalyClass", "reference_counts"]
+
+
+def reference_counts(t: Tables) -> dict[str, int]:
+    """Every class's reference count of one history."""
+    return {c.name: c.reference(t) for c in CLASSES}

@@ -1,0 +1,67 @@
+"""offset_regression: for each (group, topic, partition), "live" rows of offsets.parquet ordered by
+(ts_ms, offset): adjacent pairs whose later offset is lower."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.excuses import Excuses, Promise
+from harness.checker.findings import (
+    finding,
+)
+from harness.checker.prepare import Inputs
+from harness.checker.reference import (
+    Tables,
+)
+
+
+def count(i: Inputs) -> DataFrame | None:
+    """offset_regression: for each (group, topic, partition), "live" rows of offsets.parquet ordered by
+    (ts_ms, offset): adjacent pairs whose later offset is lower.
+
+    The example is the commit that regressed and the one before it."""
+    if i.v2.offsets is None:
+        return None
+    w = Window.partitionBy("run", "group", "topic", "partition").orderBy("ts_ms", "offset")
+    commits = (i.v2.offsets.filter(F.col("phase") == "live")
+               .select("run", "group", "topic", "partition", "offset", "ts_ms",
+                       F.lag("offset").over(w).alias("prev_offset"), F.lag("ts_ms").over(w).alias("prev_ts_ms")))
+    return finding("offset_regression", commits.filter(F.col("offset") < F.col("prev_offset")), "group", "ts_ms")
+
+
+def reference(h: Tables) -> int:
+    """Per (group, t, p), live commits ordered by (ts_ms, offset): adjacent pairs whose later offset is lower."""
+    offsets = h.offsets
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in offsets:
+        if r["phase"] == "live":
+            groups[(r["group"], r["topic"], r["partition"])].append((r["ts_ms"], r["offset"]))
+    return sum(sum(1 for a, b in itertools.pairwise(sorted(rows)) if b[1] < a[1]) for rows in groups.values())
+
+
+def promise(x: Excuses) -> Promise:
+    return Promise("offset_regression", x.part is None, x.part or "a group's committed offsets only move forward")
+
+
+def group_promise(x: Excuses, commit: str) -> Promise:
+    return Promise("offset_regression", x.part is None, x.part or "the coordinator refuses commits from a stale "
+                   "generation or member epoch, so offsets only move forward")
+
+
+CLASS = AnomalyClass(
+    "offset_regression",
+    label="offset back",
+    contract="v2",
+    owner="group",
+    definition=__doc__,
+    count=count,
+    reference=reference,
+    promise=promise,
+    group_promise=group_promise,
+    html="offset regres&shy;sion",
+)

@@ -1,0 +1,63 @@
+"""uncommitted_read: distinct (topic, partition, offset, value) returned in phase "live" that are
+not in the final log at that offset, or were returned at an offset >= the hw recorded with them."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.excuses import Excuses, Promise
+from harness.checker.findings import (
+    at_or_above_hw,
+    finding,
+    first_reads,
+)
+from harness.checker.prepare import ABOVE_HW, IN_FINAL, Inputs, has, uncommitted
+from harness.checker.reference import (
+    Tables,
+    final_log,
+)
+
+
+def count(i: Inputs) -> DataFrame:
+    """uncommitted_read: distinct (topic, partition, offset, value) returned in phase "live" that are
+    not in the final log at that offset, or were returned at an offset >= the hw recorded with them.
+
+    The example is the earliest offending read: any read of a record missing from the final log,
+    otherwise a read at or above its hw (not some other, committed read of the same record)."""
+    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
+    first = first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw()).select(
+        "*", (~has(IN_FINAL)).cast("int").alias("not_in_final"), has(ABOVE_HW).cast("int").alias("at_or_above_hw"))
+    return finding("uncommitted_read", i.pk.decode(first).select(
+        "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms", "not_in_final",
+        "at_or_above_hw"), "topic", "poll_ts_ms")
+
+
+def reference(h: Tables) -> int:
+    """Distinct (t, p, o, v) read live, not in the final log at that offset, or read at an offset >= its hw."""
+    consumed = h.consumed
+    final = final_log(consumed)
+    found = set()
+    for r in consumed:
+        key = (r["topic"], r["partition"], r["offset"], r["value"])
+        if r["phase"] == "live" and (key not in final or (r["hw"] is not None and r["offset"] >= r["hw"])):
+            found.add(key)
+    return len(found)
+
+
+def promise(x: Excuses) -> Promise:
+    return Promise("uncommitted_read", x.part is None,
+                   x.part or "consumers only see records below the HW, which every ISR member has")
+
+
+CLASS = AnomalyClass(
+    "uncommitted_read",
+    label="uncommitted",
+    contract="v1",
+    owner="partition",
+    definition=__doc__,
+    count=count,
+    reference=reference,
+    promise=promise,
+    html="uncommit&shy;ted read",
+)

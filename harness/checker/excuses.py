@@ -1,0 +1,85 @@
+"""The settings that decide what a configuration promises, and the excuses they give: why a setting
+or a fault lets acknowledged writes vanish, or lets a partition's replicas disagree. Each anomaly
+class's ``promise`` (harness/checker/anomaly/) reads these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.faults import BEYOND_KAFKA_FAULTS
+
+SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings that decide the promises, for one producer's writes to one topic."""
+
+    acks: str = "all"
+    idempotence: bool = False
+    min_insync: int = 1
+    replication_factor: int = 3
+    unclean_election: bool = False
+    leader_epochs: bool = True  # inter.broker.protocol.version >= 0.11
+    eligible_leader_replicas: bool = False  # KIP-966 (Kafka 4.x with ELR enabled)
+    faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
+    transactional: bool = False  # writes in transactions (a copier's producer always is)
+
+    def label(self) -> str:
+        return (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
+                f"unclean={'on' if self.unclean_election else 'off'} "
+                f"idempotent={'yes' if self.idempotence else 'no'}"
+                + (" txn" if self.transactional else "")
+                + ("" if self.leader_epochs else " epochs=off")
+                # What changes the promises must change the label, or a summary mixes their rows.
+                + (" elr=on" if self.eligible_leader_replicas else "")
+                + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
+                   else ""))
+
+
+@dataclass(frozen=True)
+class Promise:
+    anomaly: str
+    promised: bool  # True: the count must be 0
+    why: str  # for promised: what guarantees it; otherwise what permits the anomaly
+
+
+def partition_excuse(c: Config) -> str | None:
+    """Why replicas may disagree or uncommitted data may be read, or None if they may not."""
+    if c.unclean_election:
+        return "unclean.leader.election.enable=true: an out-of-sync replica may become leader"
+    if not c.leader_epochs:
+        return "leader epochs off (inter.broker.protocol.version < 0.11): followers truncate to their HW"
+    if "power_loss" in c.faults and not c.eligible_leader_replicas:
+        return "power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member may lead"
+    return None
+
+
+def loss_excuse(c: Config) -> str | None:
+    """Why an acknowledged write may vanish, or None if it may not."""
+    if c.acks == "0":
+        return "acks=0: nothing is acknowledged by the broker"
+    if c.acks == "1":
+        return "acks=1: the leader acknowledges before any follower has the record"
+    if c.min_insync < 2:
+        return f"min.insync.replicas={c.min_insync}: the ISR may shrink to the leader alone, which then acknowledges"
+    return partition_excuse(c)
+
+
+@dataclass(frozen=True)
+class Excuses:
+    """A configuration and what it excuses: ``loss`` (acknowledged writes may vanish), ``part`` (a
+    partition's replicas may disagree), ``either``. A transaction, a group's commits and a copy are
+    only as durable as the writes under them, so the loss and partition excuses excuse them too."""
+
+    config: Config
+    loss: str | None
+    part: str | None
+
+    @classmethod
+    def of(cls, c: Config) -> Excuses:
+        return cls(c, loss_excuse(c), partition_excuse(c))
+
+    @property
+    def either(self) -> str | None:
+        return self.loss or self.part

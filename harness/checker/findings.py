@@ -1,0 +1,85 @@
+"""What the anomaly classes' Spark counts share: the common shape of a finding, and the frames
+several classes read (the final log with each value's place, read_committed reads, each group's
+final offsets, every copier's copies)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.checker.keys import KEY
+from harness.checker.prepare import Inputs, in_final, small
+from harness.checker.prepare_v2 import READ_COMMITTED
+
+REGRESSION_COLS = ["topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"]
+Finder = Callable[[Inputs], DataFrame | None]  # None: the run has no data this class needs (count 0)
+
+
+def finding(kind: str, df: DataFrame, attr: str, sort: str) -> DataFrame:
+    """Rows of ``df`` as findings of ``kind``: (kind, run, attr, sort, payload as JSON)."""
+    payload = [c for c in df.columns if c != "run"]
+    return df.select(
+        F.lit(kind).alias("kind"), "run", F.col(attr).cast("string").alias("attr"),
+        F.col(sort).cast("long").alias("sort"), F.to_json(F.struct(*payload)).alias("payload"),
+    )
+
+
+def adjacent_regressions(rows: DataFrame, who: str) -> DataFrame:
+    """Per (run, ``who``, topic, partition), in seq order: each row whose offset is lower than or equal
+    to the offset of the row before it, with that row's offset and seq."""
+    w = Window.partitionBy("run", who, "topic", "partition").orderBy("seq")
+    prev = (rows.select("run", who, "topic", "partition", "seq", "offset", "value")
+            .withColumn("prev_offset", F.lag("offset").over(w)).withColumn("prev_seq", F.lag("seq").over(w)))
+    return (prev.filter(F.col("prev_offset").isNotNull() & (F.col("offset") <= F.col("prev_offset")))
+            .select("run", who, *REGRESSION_COLS))
+
+
+def read_committed_rows(i: Inputs) -> DataFrame:
+    """R: the consumed rows of read_committed readers."""
+    return (i.v2.consumed.filter(F.col("isolation") == READ_COMMITTED)
+            .select("run", "value", "consumer", "topic", "partition", "offset", "poll_ts_ms"))
+
+
+def present_values(i: Inputs) -> DataFrame:
+    """(run, value, final_at) of every value in the final log: its lowest place there."""
+    return (i.pk.decode(i.vals.filter(in_final()).select(*i.pk.cols, "value", "first_offset"))
+            .groupBy("run", "value").agg(F.min(F.struct("first_offset", "topic", "partition")).alias("final_at")))
+
+
+def final_decoded(i: Inputs) -> DataFrame:
+    """The final log as (run, topic, partition, offset, value, committed)."""
+    return i.pk.decode(i.v2.final)
+
+
+def group_final_offsets(i: Inputs) -> DataFrame:
+    """Each group's committed offset read after healing: (run, group, topic, partition, committed_offset)."""
+    return (i.v2.offsets.filter(F.col("phase") == "final")
+            .select("run", "group", "topic", "partition", F.col("offset").alias("committed_offset")))
+
+
+def at_or_above_hw() -> Column:
+    """A live read returned at an offset at or above the hw recorded with it."""
+    return F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
+
+
+def first_reads(i: Inputs, found: DataFrame, which: Column) -> DataFrame:
+    """Per row of ``found`` (per_offset rows: the key and any flags), its earliest live read that
+    ``which`` selects: who read it, under which hw, and when."""
+    key = [*i.pk.cols, "offset", "value"]
+    reads = (i.pk.encode(i.live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "consumer"))
+             .join(small(found, i.uncommitted_rows), on=key, how="inner").filter(which))
+    kept = [c for c in found.columns if c not in key]
+    return (reads.groupBy(*key, *kept).agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
+            .select(*key, *kept, "read.consumer", "read.hw", "read.poll_ts_ms"))
+
+
+def copies(i: Inputs) -> DataFrame:
+    """Every copier's sends: (run, producer, value, source, outcome, final_at: null when absent)."""
+    copier = i.v2.copiers.select("run", "producer").distinct()
+    sent = (i.produced.filter(F.col("source").isNotNull()).select("run", "producer", "value", "source")
+            .join(copier, on=["run", "producer"], how="inner"))
+    outcome = i.v2.outcomes.select("run", "value", "outcome")
+    return (sent.join(outcome, on=["run", "value"], how="left")
+            .join(present_values(i), on=["run", "value"], how="left"))
