@@ -292,10 +292,12 @@ class Recording:
             row = {"producer": p.pname, "asked_per_s": p.spec.rate, "sent_per_s": round(p.sent / secs, 1),
                    "acked_per_s": round(p.acked() / secs, 1)}
             if isinstance(p, TransactionalProducer):
-                committed = sum(t["outcome"] == "committed" for t in p.log.txns)
+                done = [t for t in p.log.txns if t["outcome"] == "committed"]
+                cycle = sorted(t["end_ts_ms"] - t["begin_ts_ms"] for t in done)
                 row |= {"asked_txns_per_s": round(p.spec.rate / p.spec.txn_records, 2),
                         "txns_per_s": round(len(p.log.txns) / secs, 2),
-                        "committed_txns_per_s": round(committed / secs, 2)}
+                        "committed_txns_per_s": round(len(done) / secs, 2),
+                        "txn_ms_median": cycle[len(cycle) // 2] if cycle else None}
             row["short"] = p.spec.rate < UNLIMITED_RATE and p.sent < SHORT_OF * p.spec.rate * secs
             rows.append(row)
         return rows

@@ -104,7 +104,13 @@ def load_line(row: dict) -> str:
            if "txns_per_s" in row else "")
     line = (f"producer {row['producer']}: {row['sent_per_s']:g} records/s sent, {row['acked_per_s']:g} acknowledged, "
             f"of {row['asked_per_s']:g} asked ({pct}%){txn}")
-    return line + (" -- SHORT: the run tested less load than its scenario names" if row["short"] else "")
+    if not row["short"]:
+        return line
+    line += " -- SHORT: the run tested less load than its scenario names"
+    if row.get("txn_ms_median"):  # one transactional.id runs one transaction at a time
+        line += (f" (a transaction took {row['txn_ms_median']} ms, median: more instances, `count`, or more "
+                 "records per transaction reach the rate)")
+    return line
 
 
 def feature_levels(cluster: KafkaCluster) -> dict[str, int]:

@@ -164,10 +164,6 @@ class TransactionalProducer(RecordingProducer):
         self._run_txn: list[str] = []  # per run of sends: its transaction
         self._kill = threading.Event()
 
-    def acked(self) -> int:
-        """Sends whose delivery report said they were written, so far."""
-        return sum(1 for r in list(self.log.sends) if r["status"] == "ok")
-
     def kill(self) -> None:
         """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
         self._kill.set()

@@ -136,6 +136,10 @@ def assert_clean_transactional_run(tmp_path, **fields) -> None:
     assert in_final > 0 and read_ru == in_final and read_rc == 0, (in_final, read_ru, read_rc)
     final_offsets = [r for r in pq.read_table(res.path / "offsets.parquet").to_pylist() if r["phase"] == "final"]
     assert final_offsets, "the copier committed offsets for its group"
+    (load,) = json.loads((res.path / "run.json").read_text())["load"]
+    sent = sum(r["producer"] == load["producer"] for r in pq.read_table(res.path / "produced.parquet").to_pylist())
+    assert load["acked_per_s"] > 0 and load["committed_txns_per_s"] > 0, load
+    assert load["sent_per_s"] == pytest.approx(sent / res.phases["workload"], rel=0.2), "the achieved rate is the run's"
 
 
 @pytest.mark.chaos_quick
