@@ -131,19 +131,42 @@ ClientAction = Callable[[object], None]  # acts on a client (recording.Recording
 StepAction = Callable[[object, "PlannedFault"], None]  # a workload step on a client, given its planned fault
 
 
+# The clients a client fault can act on, by role: every client of the scenario, a group member (its
+# process), a transactional producer or the copier (a new instance fences it), a quiet producer.
+CLIENT_ROLES = ("any", "member", "transactional", "quiet")
+
+
 @dataclass(frozen=True)
 class FaultKind:
+    """One fault kind: what it does (apply, heal), what it may be aimed at, which scenario settings it
+    takes, what it excuses in the promise table, and its colour in the report."""
+
     name: str
     help: str
     colour: str
     apply: Action
     heal: Action | None = None  # process faults; a network fault's heal takes its toxics off
     toxic: str | None = None  # the toxics a network fault adds
-    beyond_kafka: bool = False  # Kafka does not promise to survive it (the promise table says what it excuses)
+    directional: bool = False  # takes stream = upstream | downstream (a cut or a delay of one direction)
+    # Why Kafka does not promise to survive it (the promise table excuses lost and diverging data
+    # while it is in a run), and whether eligible leader replicas (KIP-966) take that excuse away.
+    excuse: str = ""
+    elr_covers: bool = False
     on_client: ClientAction | StepAction | None = None  # a fault on a client (target client:NAME), not on brokers
     client_links: bool = False  # a network fault on one client's own links (target client:NAME)
+    clients: frozenset[str] = frozenset()  # CLIENT_ROLES a client fault acts on
+    on_member: tuple[str, str] | None = None  # a group member's process: (its method to apply, to heal)
     on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
     quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
+
+    @property
+    def beyond_kafka(self) -> bool:
+        return bool(self.excuse)
+
+    @property
+    def on_clients(self) -> bool:
+        """Aimed at a client (target client:NAME), not at brokers or nodes."""
+        return bool(self.clients)
 
 
 # ---------------------------------------------------------------- process faults
@@ -252,45 +275,32 @@ def _kill_client(client: object, f: PlannedFault) -> None:
     client.kill()  # type: ignore[attr-defined]
 
 
-def _members_only(client: object, f: PlannedFault) -> None:
-    raise ValueError("client_restart acts on group members only")
-
-
 def _send_one(client: object, f: PlannedFault) -> None:
     client.send_one(f.partition)  # type: ignore[attr-defined]
 
 
-def _member_action(name: str) -> ClientAction:
-    return lambda member: getattr(member, name)()
-
-
-# Faults on a group member act on its process (groups.Member): (apply, heal). client_pause freezes it
-# (no polls, no heartbeats) and client_kill ends it without a leave; each comes back at the heal.
-MEMBER_ACTIONS: dict[str, tuple[ClientAction, ClientAction]] = {
-    "client_kill": (_member_action("kill"), _member_action("start")),
-    "client_pause": (_member_action("pause"), _member_action("resume")),
-    "client_restart": (_member_action("stop"), _member_action("start")),
-}
-MEMBER_FAULTS = frozenset(MEMBER_ACTIONS)
 
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start),
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
-              "duration_s", "#7f0000", _power_loss, _start, beyond_kafka=True),
+              "duration_s", "#7f0000", _power_loss, _start,
+              excuse="power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member "
+                     "may lead", elr_covers=True),
     FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume),
     FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start),
-    FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC),
+    FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC,
+              directional=True),
     FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
-              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, on_nodes=False),
+              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, directional=True, on_nodes=False),
     FaultKind("cut_fetch", "the broker's connection to the partition's leader (its fetches), both directions",
-              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC, on_nodes=False),
+              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC, directional=True, on_nodes=False),
     FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
-              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, on_nodes=False),
+              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, directional=True, on_nodes=False),
     FaultKind("cut_coordination", "a broker: its links to every ZooKeeper server / KRaft controller; a "
               "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
-              _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC),
+              _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC, directional=True),
     FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
-              toxic=CUT_TOXIC, on_nodes=False),
+              toxic=CUT_TOXIC, directional=True, on_nodes=False),
     FaultKind("one_way", "bytes from the node to every other broker (a coordination node: every other node of "
               "the quorum) dropped; the other way flows", "#ffbb78", _one_way, toxic=CUT_TOXIC),
     FaultKind("remove_controller", "KIP-853: the controller leaves the voter set (it runs on as an observer); "
@@ -299,28 +309,32 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "voter set; removed again at the heal", "#6baed6", _add_controller, _remove_controller,
               quorum_change=True),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
-              toxic=LATENCY_TOXIC),
+              toxic=LATENCY_TOXIC, directional=True),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
     FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
               "a new instance with the same transactional.id takes over at once and fences it. A group member's "
               "process is killed without leaving the group; a new one joins at the heal", "#393b79",
-              _no_broker, on_client=_kill_client),
+              _no_broker, on_client=_kill_client, clients=frozenset({"member", "transactional"}),
+              on_member=("kill", "start")),
     FaultKind("client_pause", "a client's own links held both ways (target client:NAME): nothing it sends arrives, "
               "nothing sent to it arrives, and all of it flows at the heal, as for a frozen client process. A "
               "group member's process is frozen itself (no polls, no heartbeats) and resumes at the heal",
-              "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True),
+              "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True, clients=frozenset({"any"}),
+              on_member=("pause", "resume")),
     FaultKind("client_restart", "a group member leaves cleanly (its last commit included) and a new one joins "
-              "at the heal (target client:MEMBER)", "#8c6d31", _no_broker, on_client=_members_only),
+              "at the heal (target client:MEMBER)", "#8c6d31", _no_broker, clients=frozenset({"member"}),
+              on_member=("stop", "start")),
     FaultKind("send", "a workload step: a quiet producer (target client:NAME, quiet = true) sends one record to the "
               "fault's partition and the step ends when it is acknowledged (or its delivery timeout passes)",
-              "#2ca02c", _no_broker, on_client=_send_one),
+              "#2ca02c", _no_broker, on_client=_send_one, clients=frozenset({"quiet"})),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
-              _slow(_own_links), toxic=LATENCY_TOXIC, client_links=True),
+              _slow(_own_links), toxic=LATENCY_TOXIC, directional=True, client_links=True, clients=frozenset({"any"})),
     FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",
-              _cut(_own_links), toxic=CUT_TOXIC, client_links=True),
+              _cut(_own_links), toxic=CUT_TOXIC, directional=True, client_links=True, clients=frozenset({"any"})),
 )}
-CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_client is not None or f.client_links)
+CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_clients)
 CLIENT_LINK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.client_links)
+MEMBER_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_member is not None)
 FAULT_KINDS = tuple(FAULTS)
 BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
 UNKNOWN_COLOUR = "#7f7f7f"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from harness.cluster import KafkaCluster
 from harness.events import EventLog, Fault, FaultSkipped, FaultStart, State, TriggerFired, TriggerUnfired
-from harness.faults import FAULTS, MEMBER_ACTIONS, Applied, PlannedFault, Target
+from harness.faults import FAULTS, Applied, PlannedFault, Target
 from harness.triggers import POLL_S, Observation, fired
 from harness.workload import now_ms
 
@@ -142,9 +142,9 @@ class Nemesis:
         if f.target.role == "group_coordinator":
             a.detail["group"] = f.target.client or self.first_group
         member = self.members(f.target.client) if self.members is not None and f.target.role == "client" else None
-        if member is not None and f.kind in MEMBER_ACTIONS:  # on the member's process, not its links
+        if member is not None and kind.on_member is not None:  # on the member's process, not its links
             a.brokers, a.member = [], member
-            MEMBER_ACTIONS[f.kind][0](member)
+            getattr(member, kind.on_member[0])()
             self.events.write(FaultStart(kind=f.kind, target=str(f.target), brokers=[], tag=a.tag, ts_ms=a.start_ms,
                                          **a.detail))
             self._mark(self.started, f)
@@ -180,7 +180,7 @@ class Nemesis:
         f = a.fault
         kind = FAULTS[f.kind]
         if a.member is not None:
-            MEMBER_ACTIONS[f.kind][1](a.member)
+            getattr(a.member, kind.on_member[1])()  # type: ignore[index]
         elif kind.heal is not None:
             for b in a.brokers:
                 kind.heal(self.c, a, b)

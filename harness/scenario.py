@@ -17,10 +17,8 @@ from harness.cluster.settings import ClusterSettings, quorum_size_refused, suppo
 from harness.faults import (
     CLIENT_FAULTS,
     CLIENT_LINK_FAULTS,
-    CUT_TOXIC,
     FAULT_KINDS,
     FAULTS,
-    LATENCY_TOXIC,
     MEMBER_FAULTS,
     TARGET_HELP,
     Target,
@@ -30,6 +28,8 @@ from harness.triggers import EVENTS, ISR_EVENTS, PARTITION_EVENTS, Trigger, cycl
 from harness.versions import KAFKA_VERSIONS
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config")
+ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
+              "copier", "quiet": "producers with quiet = true"}
 
 
 def _props(v: object) -> object:
@@ -239,12 +239,10 @@ class FaultSpec(_Model):
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
         kind = check_kind(self.kind)
-        if self.stream != "both" and kind.toxic not in (CUT_TOXIC, LATENCY_TOXIC):
-            directional = [k for k, f in FAULTS.items() if f.toxic in (CUT_TOXIC, LATENCY_TOXIC) and k != "one_way"]
-            raise ValueError(f"stream: {self.stream} applies to cuts and delays only, not {self.kind} (allowed "
-                             f"kinds: {', '.join(directional)})")
-        if self.stream != "both" and self.kind == "one_way":
-            raise ValueError("stream: one_way already picks its direction (allowed: both)")
+        if self.stream != "both" and not kind.directional:
+            directional = [k for k, f in FAULTS.items() if f.directional]
+            raise ValueError(f"stream: {self.stream} applies to cuts and delays of one direction only, not "
+                             f"{self.kind} (allowed kinds: {', '.join(directional)})")
         return self
 
 
@@ -432,26 +430,24 @@ class Scenario(_Model):
         if t.role == "client" and (why := self._client_refuses(t.client, f.kind)):
             raise ValueError(f"{where}: {why}")
 
+    def client_roles(self, name: str) -> set[str]:
+        """The roles (faults.CLIENT_ROLES) client ``name`` of this scenario has."""
+        quiet = {n for p in self.producers if p.quiet for n in p.instance_names}
+        roles = {"any"} | ({"member"} if name in self.member_names else set())
+        roles |= {"transactional"} if name in self.transactional_clients else set()
+        return roles | ({"quiet"} if name in quiet else set())
+
     def _client_refuses(self, name: str, kind: str) -> str | None:
-        """Why client ``name`` cannot take a ``kind`` fault, or None. Link faults act on any client's
-        own links; client_kill and client_pause on a group member act on its process, and
-        client_restart only there; client_kill otherwise needs a transactional client (a new
-        instance fences the old one)."""
+        """Why client ``name`` cannot take a ``kind`` fault, or None: the kind's registry entry names
+        the roles of client it acts on (faults.FaultKind.clients)."""
         if name not in self.client_names:
             return f"{name!r} is not a client of this scenario (allowed: {', '.join(self.client_names)})"
-        if name in self.member_names and kind in MEMBER_FAULTS | CLIENT_LINK_FAULTS:
+        wanted = FAULTS[kind].clients
+        if self.client_roles(name) & wanted:
             return None
-        if kind == "send":
-            quiet = [n for p in self.producers if p.quiet for n in p.instance_names]
-            return None if name in quiet else (f"send steps need a producer with quiet = true, not {name!r} "
-                                               f"(allowed: {', '.join(quiet) or 'none'})")
-        if kind == "client_restart":
-            return (f"client_restart acts on group members only, not {name!r} (allowed: "
-                    f"{', '.join(self.member_names) or 'none: add a [[groups]] table'})")
-        if kind not in CLIENT_LINK_FAULTS and name not in self.transactional_clients:
-            return (f"{kind} needs a transactional client or a group member, not {name!r} (allowed: "
-                    f"{', '.join(self.transactional_clients + self.member_names) or 'none'})")
-        return None
+        allowed = [n for n in self.client_names if self.client_roles(n) & wanted]
+        return (f"{kind} acts on {' or '.join(ROLE_WORDS[r] for r in sorted(wanted))}, not {name!r} (allowed: "
+                f"{', '.join(allowed) or 'none'})")
 
     def _check_triggers(self) -> None:
         """A trigger names a producer instance, a partition and another fault that exist, and no

@@ -158,8 +158,8 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
         ('[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "leader"\n', [],
          r"faults\.0\.target: client_pause takes a client:NAME target"),
         ('[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:p"\n', [],
-         r"faults\.0\.target: client_kill needs a transactional client or a group member, not 'p' \(allowed: "
-         r"none\)"),
+         r"faults\.0\.target: client_kill acts on group members or transactional producers and the copier, not 'p' "
+         r"\(allowed: none\)"),
         ('[generator]\nkinds = ["client_cut"]\ntargets = ["leader"]\n', [],
          r"generator: kinds: client_cut needs a client:NAME target in targets"),
         ('[generator]\nkinds = ["client_cut", "kill"]\ntargets = ["leader", "client:q"]\n', [],
@@ -215,12 +215,12 @@ GROUP = '[[groups]]\nname = "g"\nmembers = 2\n'
          r"faults\.0\.target: group_coordinator:h needs a group of this scenario \(allowed groups: g\)"),
         (GROUP + '[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "group_coordinator:g"\n', [], None),
         (GROUP + '[[faults]]\nat_s = 1\nkind = "client_restart"\ntarget = "client:p"\n', [],
-         r"faults\.0\.target: client_restart acts on group members only, not 'p' \(allowed: g-1, g-2\)"),
+         r"faults\.0\.target: client_restart acts on group members, not 'p' \(allowed: g-1, g-2\)"),
         (GROUP + '[[faults]]\nat_s = 1\nkind = "client_kill"\ntarget = "client:g-3"\n', [],
          r"faults\.0\.target: 'g-3' is not a client of this scenario \(allowed: p, g-1, g-2\)"),
         (GROUP + '[[faults]]\nat_s = 1\nkind = "client_pause"\ntarget = "client:g-2"\n', [], None),
         (GROUP + '[generator]\nkinds = ["client_restart"]\ntargets = ["client:p"]\n', [],
-         r"generator\.targets: client_restart acts on group members only"),
+         r"generator\.targets: client_restart acts on group members, not 'p'"),
         (GROUP + '[copier]\ngroup = "g"\n', [], r"groups: names must differ"),
     ],
 )
@@ -311,9 +311,10 @@ def test_a_quorum_change_makes_the_quorum_dynamic_with_the_spares_it_names(tmp_p
 @pytest.mark.parametrize(("fault", "message"), [
     ('kind = "cut_fetch"\ntarget = "follower"\nstream = "downstream"\n', None),
     ('kind = "slow_fetch"\ntarget = "follower"\nstream = "upstream"\n', None),
-    ('kind = "kill"\nstream = "downstream"\n', r"faults\.0: stream: downstream applies to cuts and delays only, "
-                                               r"not kill \(allowed kinds: isolate, cut_replication, cut_fetch"),
-    ('kind = "one_way"\nstream = "upstream"\n', r"faults\.0: stream: one_way already picks its direction"),
+    ('kind = "kill"\nstream = "downstream"\n', r"faults\.0: stream: downstream applies to cuts and delays of one "
+                                               r"direction only, not kill \(allowed kinds: isolate, cut_replication"),
+    ('kind = "one_way"\nstream = "upstream"\n', r"faults\.0: stream: upstream applies to cuts and delays of one "
+                                              r"direction only, not one_way"),
     ('kind = "cut_fetch"\nstream = "sideways"\n', r"faults\.0\.stream: 'sideways' is not allowed"),
 ])
 def test_a_cut_or_delay_may_act_on_one_direction_only(tmp_path, fault, message):
@@ -352,7 +353,7 @@ def test_a_generator_chains_a_share_of_its_faults_on_the_previous_ones_start(tmp
 
 def test_send_steps_need_a_quiet_producer(tmp_path):
     step = '[[faults]]\nat_s = 1\nduration_s = 0\nkind = "send"\ntarget = "client:p"\n'
-    with pytest.raises(ScenarioError, match=r"faults\.0\.target: send steps need a producer with quiet = true, "
+    with pytest.raises(ScenarioError, match=r"faults\.0\.target: send acts on producers with quiet = true, "
                                             r"not 'p' \(allowed: none\)"):
         load(write(tmp_path, GOOD + step))
     load(write(tmp_path, GOOD.replace('acks = "all"', 'acks = "all"\nquiet = true') + step))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.events import as_line
 from harness.groups import Group, member_conf
 from harness.matrix import Cell
 from harness.report_groups import held_spans
@@ -61,8 +62,8 @@ def test_history_turns_member_lines_into_rows_and_events(tmp_path):
                          "poll_ts_ms": 9, "hw": 6, "phase": "live", "isolation": "read_uncommitted", "group": "g",
                          "generation": 1}]
     assert offsets == [{"group": "g", "topic": "t", "partition": 0, "offset": 6, "ts_ms": 10, "phase": "live"}]
-    assert events == [{"type": "commit_refused", "group": "g", "consumer": "g-1", "error": "UNKNOWN_MEMBER_ID",
-                       "generation": 1, "ts_ms": 11}]
+    assert [json.loads(as_line(e)) for e in events] == [{"type": "commit_refused", "group": "g", "consumer": "g-1",
+                                                         "error": "UNKNOWN_MEMBER_ID", "generation": 1, "ts_ms": 11}]
 
 
 def test_held_spans_close_at_revocation_or_at_the_end():

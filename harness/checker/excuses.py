@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.faults import BEYOND_KAFKA_FAULTS
+from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
 
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
 
@@ -50,8 +50,9 @@ def partition_excuse(c: Config) -> str | None:
         return "unclean.leader.election.enable=true: an out-of-sync replica may become leader"
     if not c.leader_epochs:
         return "leader epochs off (inter.broker.protocol.version < 0.11): followers truncate to their HW"
-    if "power_loss" in c.faults and not c.eligible_leader_replicas:
-        return "power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member may lead"
+    for kind in sorted(c.faults & BEYOND_KAFKA_FAULTS):  # the fault kind's own excuse (harness/faults.py)
+        if not (FAULTS[kind].elr_covers and c.eligible_leader_replicas):
+            return FAULTS[kind].excuse
     return None
 
 
