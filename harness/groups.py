@@ -52,10 +52,11 @@ def member_conf(g: GroupSpec, base: dict) -> dict:
             "enable.auto.commit": g.commit == "auto", "auto.commit.interval.ms": g.auto_commit_interval_ms,
             "max.poll.interval.ms": g.max_poll_interval_ms, "fetch.wait.max.ms": 100,
             "topic.metadata.refresh.interval.ms": 2000}
-    if g.protocol == "consumer":
-        return {**conf, "group.protocol": "consumer"}  # session and heartbeat are the broker's settings
+    if g.protocol == "consumer":  # session and heartbeat are the broker's settings
+        return {**conf, "group.protocol": "consumer", **g.config}
     return {**conf, "group.protocol": "classic", "partition.assignment.strategy": g.assignor,
-            "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6)}
+            "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6),
+            **g.config}
 
 
 COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,

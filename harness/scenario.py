@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
+from harness.client_config import LIBRARY, refusal
 from harness.cluster.settings import ClusterSettings, quorum_size_refused, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
@@ -91,6 +92,15 @@ class ProducerSpec(_Model):
     quiet: bool = Field(False, description="send nothing on its own: only `send` steps, one record each, "
                                            "acknowledged before the step ends (a quiet pipeline)")
 
+    config: PropMap = Field(default_factory=dict,
+                            description=f"any {LIBRARY} property of this producer, passed as is")
+
+    @model_validator(mode="after")
+    def _check_config(self):
+        if why := refusal("producer", self.config):
+            raise ValueError(why)
+        return self
+
     @property
     def instance_names(self) -> list[str]:
         """The names the run gives this spec's instances: the name alone, or name0, name1, ..."""
@@ -122,6 +132,15 @@ class ConsumerSpec(_Model):
     count: int = Field(1, ge=0, le=8, description="readers per isolation level")
     isolation_level: Isolation | Literal["both"] | list[Isolation] = "read_uncommitted"
 
+    config: PropMap = Field(default_factory=dict,
+                            description=f"any {LIBRARY} property of this consumer, passed as is")
+
+    @model_validator(mode="after")
+    def _check_config(self):
+        if why := refusal("consumer", self.config):
+            raise ValueError(why)
+        return self
+
     @property
     def levels(self) -> list[str]:
         """The isolation levels read at, each by ``count`` consumers side by side."""
@@ -142,6 +161,15 @@ class CopierSpec(_Model):
     group: str = "kchaos-copier"
     txn_records: int = Field(100, ge=1, le=10_000, description="input records per transaction at most")
     transaction_timeout_ms: int = Field(10000, ge=1000)
+    config: PropMap = Field(default_factory=dict,
+                            description=f"any {LIBRARY} property of this copier, passed as is")
+
+    @model_validator(mode="after")
+    def _check_config(self):
+        if why := refusal("copier", self.config):
+            raise ValueError(why)
+        return self
+
 
 
 MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
@@ -167,6 +195,15 @@ class GroupSpec(_Model):
                                     "consumer: the broker's group.consumer.session.timeout.ms)")
     max_poll_interval_ms: int = Field(8000, ge=1000)
 
+    config: PropMap = Field(default_factory=dict,
+                            description=f"any {LIBRARY} property of this group, passed as is")
+
+    @model_validator(mode="after")
+    def _check_config(self):
+        if why := refusal("group", self.config):
+            raise ValueError(why)
+        return self
+
     @property
     def member_names(self) -> list[str]:
         """The names faults and the history give the members: NAME-1 .. NAME-N."""
@@ -176,7 +213,7 @@ class GroupSpec(_Model):
         """What run.json says of the group, for the promises: protocol, assignor, commit mode."""
         return {"name": self.name, "members": self.members, "protocol": self.protocol,
                 "assignor": self.assignor if self.protocol == "classic" else "server",
-                "isolation": self.isolation_level, "commit": self.commit}
+                "isolation": self.isolation_level, "commit": self.commit, "config": self.config}
 
 
 def kip848_broker_config(session_timeout_ms: int = 6000) -> dict[str, str]:

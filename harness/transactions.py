@@ -156,7 +156,8 @@ class TransactionalProducer(RecordingProducer):
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int):
         super().__init__(name, spec, cluster, topic, partitions, stop)
-        self.conf.update(txn_conf(cluster, name, spec.transaction_timeout_ms, **{"linger.ms": spec.linger_ms}))
+        self.conf.update(txn_conf(cluster, name, spec.transaction_timeout_ms, **{"linger.ms": spec.linger_ms},
+                                  **spec.config))
         self.conf.pop("retries", None)  # a transactional producer retries as it must
         self.log = TxnLog(name)  # its transactions; the sends are the columns below
         self.client = TxnClient(name, self.conf, spec.transaction_timeout_ms, after_call=self._mark)
@@ -242,7 +243,7 @@ class Copier(threading.Thread):
         self.spec, self.cluster, self.input, self.output = spec, cluster, input_topic, output_topic
         self.out_partitions, self.stop_event = out_partitions, stop
         self.log = TxnLog(spec.name)
-        self.client = TxnClient(spec.name, txn_conf(cluster, spec.name, spec.transaction_timeout_ms),
+        self.client = TxnClient(spec.name, txn_conf(cluster, spec.name, spec.transaction_timeout_ms, **spec.config),
                                 spec.transaction_timeout_ms)
         self.consumed: list[dict] = []
         self.offsets: list[dict] = []
@@ -265,6 +266,7 @@ class Copier(threading.Thread):
             "group.id": self.spec.group, "isolation.level": READ_COMMITTED, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
             "max.poll.interval.ms": 6000, "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 2000,
+            **self.spec.config,
         }), logger=LOG)
 
         def assigned(consumer: Consumer, parts: list[TopicPartition]) -> None:

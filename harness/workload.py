@@ -109,6 +109,7 @@ class RecordingProducer(threading.Thread):
             "topic.metadata.refresh.interval.ms": 2000,
             "queue.buffering.max.messages": QUEUE_MAX,
             "on_delivery": self._delivery_callback(),
+            **spec.config,  # the scenario's own client properties, passed as is
         })
         self.failure: BaseException | None = None
         self._msgs: list[dict] = [{"value": None} for _ in range(CHUNK_MAX)]  # see _send
@@ -312,6 +313,7 @@ class RecordingConsumer(threading.Thread):
             "fetch.wait.max.ms": 100,
             "enable.partition.eof": False,
             "topic.metadata.refresh.interval.ms": 2000,
+            **(spec.config if phase == "live" else {}),  # the scenario's own client properties, passed as is
         })
         self.failure: BaseException | None = None
         self._seq = 0

@@ -40,7 +40,9 @@ count = 1
 
 def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     require_docker(["3.9.1"])
-    s = scenario(tmp_path, BASE + '[[producers]]\nname = "a"\nacks = "all"\nidempotence = true\nrate = 150\n'
+    s = scenario(tmp_path, BASE.replace("count = 1", 'count = 1\nconfig = { "fetch.wait.max.ms" = 50 }')
+                 + '[[producers]]\nname = "a"\nacks = "all"\nidempotence = true\nrate = 150\n'
+                 'config = { "debug" = "eos", "socket.timeout.ms" = 20000 }\n'
                  '[[producers]]\nname = "b"\nacks = "1"\nrate = 150\n')
     res = runner.execute(s, tmp_path / "run", log=lambda m: None)
     d = res.path
@@ -78,6 +80,11 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     assert run["reproduce"].startswith("kchaos run") and run["topics"][0]["config"]["min.insync.replicas"] == "2"
     assert list(run["phases"]) == ["cluster_up", "topic_ready", "workload", "heal", "final_read", "replica_logs",
                                    "container_logs"]
+    # The scenario's client properties reached the clients as they were written, and run.json says so.
+    assert run["producers"][0]["config"] == {"debug": "eos", "socket.timeout.ms": "20000"}
+    assert run["consumers"]["config"] == {"fetch.wait.max.ms": "50"}
+    assert "IDEMPSTATE" in (d / "logs" / "clients.log").read_text(), "producer a's debug=eos lines"
+    assert [r["producer"] for r in run["load"]] == ["a", "b"] and not any(r["short"] for r in run["load"])
     assert run["phases"]["workload"] >= s.duration_s and run["phases"] == res.phases
     (v,) = check_runs([d])
     assert v.anomalies == {**dict.fromkeys(v.anomalies, 0), "uncommitted_read": len(at_hw)} and v.verdict == "pass"
