@@ -17,7 +17,7 @@ import shlex
 from kafka.record import MemoryRecords
 
 from harness.cluster import KafkaCluster
-from harness.cluster.kafka_cluster import DATA_DIR
+from harness.cluster.nodes import DATA_DIR
 from harness.cluster.powerloss import parse_checkpoint
 
 LOG = logging.getLogger("kchaos.replicas")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
@@ -59,6 +59,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _ClientTable(_Model):
+    """A client's table: its ``config`` holds any property of its client library, passed as is;
+    ``client`` names the kind of client it is (client_config.OWNED)."""
+
+    client: ClassVar[str]
+    config: PropMap = Field(default_factory=dict, description=f"any {LIBRARY} property of this client, passed as is")
+
+    @model_validator(mode="after")
+    def _check_config(self):
+        if why := refusal(self.client, self.config):
+            raise ValueError(why)
+        return self
+
+
 class TopicSpec(_Model):
     name: str = "chaos"
     partitions: int = Field(3, ge=1, le=64)
@@ -75,7 +89,8 @@ class TopicSpec(_Model):
         }
 
 
-class ProducerSpec(_Model):
+class ProducerSpec(_ClientTable):
+    client: ClassVar[str] = "producer"
     name: str = "p"
     count: int = Field(1, ge=1, le=16)
     acks: Literal["0", "1", "all"] = "all"
@@ -91,15 +106,6 @@ class ProducerSpec(_Model):
     transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
     quiet: bool = Field(False, description="send nothing on its own: only `send` steps, one record each, "
                                            "acknowledged before the step ends (a quiet pipeline)")
-
-    config: PropMap = Field(default_factory=dict,
-                            description=f"any {LIBRARY} property of this producer, passed as is")
-
-    @model_validator(mode="after")
-    def _check_config(self):
-        if why := refusal("producer", self.config):
-            raise ValueError(why)
-        return self
 
     @property
     def instance_names(self) -> list[str]:
@@ -128,18 +134,10 @@ class ProducerSpec(_Model):
 Isolation = Literal["read_uncommitted", "read_committed"]
 
 
-class ConsumerSpec(_Model):
+class ConsumerSpec(_ClientTable):
+    client: ClassVar[str] = "consumer"
     count: int = Field(1, ge=0, le=8, description="readers per isolation level")
     isolation_level: Isolation | Literal["both"] | list[Isolation] = "read_uncommitted"
-
-    config: PropMap = Field(default_factory=dict,
-                            description=f"any {LIBRARY} property of this consumer, passed as is")
-
-    @model_validator(mode="after")
-    def _check_config(self):
-        if why := refusal("consumer", self.config):
-            raise ValueError(why)
-        return self
 
     @property
     def levels(self) -> list[str]:
@@ -150,10 +148,12 @@ class ConsumerSpec(_Model):
             self.isolation_level))
 
 
-class CopierSpec(_Model):
+class CopierSpec(_ClientTable):
     """An exactly-once copier (consume-transform-produce): reads the scenario's topic with
     read_committed in its own group and writes a copy of each record to ``output_topic`` in
     transactions that carry the group's offsets (send_offsets_to_transaction)."""
+
+    client: ClassVar[str] = "copier"
 
     name: str = "copier"
     input_topic: str = ""  # the scenario's topic when empty
@@ -161,23 +161,16 @@ class CopierSpec(_Model):
     group: str = "kchaos-copier"
     txn_records: int = Field(100, ge=1, le=10_000, description="input records per transaction at most")
     transaction_timeout_ms: int = Field(10000, ge=1000)
-    config: PropMap = Field(default_factory=dict,
-                            description=f"any {LIBRARY} property of this copier, passed as is")
-
-    @model_validator(mode="after")
-    def _check_config(self):
-        if why := refusal("copier", self.config):
-            raise ValueError(why)
-        return self
-
 
 
 MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
 
 
-class GroupSpec(_Model):
+class GroupSpec(_ClientTable):
     """A consumer group: ``members`` processes subscribed to the scenario's topic, each recording every
     record it returns (with its generation) and every commit the coordinator acknowledged."""
+
+    client: ClassVar[str] = "group"
 
     name: str = "g"
     members: int = Field(3, ge=1, le=MAX_MEMBERS)
@@ -194,15 +187,6 @@ class GroupSpec(_Model):
     session_timeout_ms: int = Field(6000, ge=1000, description="session timeout (classic: the member's; "
                                     "consumer: the broker's group.consumer.session.timeout.ms)")
     max_poll_interval_ms: int = Field(8000, ge=1000)
-
-    config: PropMap = Field(default_factory=dict,
-                            description=f"any {LIBRARY} property of this group, passed as is")
-
-    @model_validator(mode="after")
-    def _check_config(self):
-        if why := refusal("group", self.config):
-            raise ValueError(why)
-        return self
 
     @property
     def member_names(self) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.cluster import ClusterSettings, KafkaCluster, TopicError
-from harness.cluster.kafka_cluster import STREAMS, toxic_name
+from harness.cluster.links import STREAMS, toxic_name
 from harness.events import EventLog
 from harness.faults import CUT_TOXIC, PlannedFault
 from harness.nemesis import Nemesis

@@ -49,13 +49,4 @@ def promise(x: Excuses) -> Promise:
                    x.part or "read_committed readers stop at the LSO and drop aborted transactions")
 
 
-CLASS = AnomalyClass(
-    "aborted_read",
-    label="aborted read",
-    contract="v2",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="aborted read", contract="v2", owner="partition")

@@ -46,14 +46,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("divergence", x.part is None, x.part or "unclean off and leader epochs on")
 
 
-CLASS = AnomalyClass(
-    "divergence",
-    label="divergence",
-    contract="v1",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="diverg&shy;ence",
-)
+CLASS = AnomalyClass.of(__name__, label="divergence", contract="v1", owner="partition", html="diverg&shy;ence")

@@ -54,14 +54,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("duplicate", True, "idempotent producer: the broker drops retried batches")
 
 
-CLASS = AnomalyClass(
-    "duplicate",
-    label="duplicate",
-    contract="v1",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="dupli&shy;cate",
-)
+CLASS = AnomalyClass.of(__name__, label="duplicate", contract="v1", owner="producer", html="dupli&shy;cate")

@@ -54,14 +54,4 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: a copy and its input offsets commit in one transaction")
 
 
-CLASS = AnomalyClass(
-    "eos_duplicate",
-    label="eos duplicate",
-    contract="v2",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="eos dupli&shy;cate",
-)
+CLASS = AnomalyClass.of(__name__, label="eos duplicate", contract="v2", owner="producer", html="eos dupli&shy;cate")

@@ -68,13 +68,4 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: a copy and its input offsets commit in one transaction")
 
 
-CLASS = AnomalyClass(
-    "eos_lost",
-    label="eos lost",
-    contract="v2",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="eos lost", contract="v2", owner="producer")

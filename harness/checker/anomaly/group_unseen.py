@@ -80,14 +80,4 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "commits only what its members returned, and a stale member's commit is refused")
 
 
-CLASS = AnomalyClass(
-    "group_unseen",
-    label="group unseen",
-    contract="v2",
-    owner="group",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    group_promise=group_promise,
-)
+CLASS = AnomalyClass.of(__name__, label="group unseen", contract="v2", owner="group")

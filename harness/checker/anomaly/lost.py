@@ -45,13 +45,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("lost", x.loss is None, x.loss or SAFE)
 
 
-CLASS = AnomalyClass(
-    "lost",
-    label="lost",
-    contract="v1",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="lost", contract="v1", owner="producer")

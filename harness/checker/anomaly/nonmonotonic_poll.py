@@ -44,14 +44,4 @@ def promise(x: Excuses) -> Promise:
                    x.part or "a consumer's position moves back only if committed data vanished")
 
 
-CLASS = AnomalyClass(
-    "nonmonotonic_poll",
-    label="poll order",
-    contract="v1",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="nonmono&shy;tonic poll",
-)
+CLASS = AnomalyClass.of(__name__, label="poll order", contract="v1", owner="partition", html="nonmono&shy;tonic poll")

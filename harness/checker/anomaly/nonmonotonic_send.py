@@ -48,14 +48,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("nonmonotonic_send", True, "idempotent producer: sequence numbers keep order within a partition")
 
 
-CLASS = AnomalyClass(
-    "nonmonotonic_send",
-    label="send order",
-    contract="v1",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="nonmono&shy;tonic send",
-)
+CLASS = AnomalyClass.of(__name__, label="send order", contract="v1", owner="producer", html="nonmono&shy;tonic send")

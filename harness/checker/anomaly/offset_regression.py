@@ -53,15 +53,4 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "generation or member epoch, so offsets only move forward")
 
 
-CLASS = AnomalyClass(
-    "offset_regression",
-    label="offset back",
-    contract="v2",
-    owner="group",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    group_promise=group_promise,
-    html="offset regres&shy;sion",
-)
+CLASS = AnomalyClass.of(__name__, label="offset back", contract="v2", owner="group", html="offset regres&shy;sion")

@@ -39,13 +39,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("phantom", True, "no configuration may invent a record")
 
 
-CLASS = AnomalyClass(
-    "phantom",
-    label="phantom",
-    contract="v1",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="phantom", contract="v1", owner="partition")

@@ -77,13 +77,4 @@ def promise(x: Excuses) -> Promise:
     return Promise("poll_skip", x.part is None, x.part or "a consumer's position only passes records it returned")
 
 
-CLASS = AnomalyClass(
-    "poll_skip",
-    label="poll skip",
-    contract="v2",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="poll skip", contract="v2", owner="partition")

@@ -57,14 +57,5 @@ def promise(x: Excuses) -> Promise:
                    x.part or "the LSO passes a transaction only after its commit marker")
 
 
-CLASS = AnomalyClass(
-    "precommitted_read",
-    label="precommit read",
-    contract="v2",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="precom&shy;mitted read",
-)
+CLASS = AnomalyClass.of(__name__, label="precommit read", contract="v2", owner="partition",
+                        html="precom&shy;mitted read")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -35,6 +36,15 @@ class AnomalyClass:
     promise: Callable[[Excuses], Promise]
     group_promise: Callable[[Excuses, str], Promise] | None = None
     html: str = ""
+
+    @classmethod
+    def of(cls, module: str, label: str, contract: Literal["v1", "v2"],
+           owner: Literal["producer", "partition", "group"], html: str = "") -> AnomalyClass:
+        """The record of the class module ``module`` defines: its docstring is the definition, its
+        ``count``, ``reference``, ``promise`` (and a group's ``group_promise``) the functions."""
+        m = sys.modules[module]
+        return cls(module.rsplit(".", 1)[-1], label, contract, owner, m.__doc__ or "", m.count, m.reference, m.promise,
+                   getattr(m, "group_promise", None), html)
 
     @property
     def column_head(self) -> str:

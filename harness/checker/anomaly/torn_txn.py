@@ -57,13 +57,4 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: the markers commit every partition of a transaction together")
 
 
-CLASS = AnomalyClass(
-    "torn_txn",
-    label="torn txn",
-    contract="v2",
-    owner="producer",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-)
+CLASS = AnomalyClass.of(__name__, label="torn txn", contract="v2", owner="producer")

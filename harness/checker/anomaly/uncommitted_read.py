@@ -50,14 +50,4 @@ def promise(x: Excuses) -> Promise:
                    x.part or "consumers only see records below the HW, which every ISR member has")
 
 
-CLASS = AnomalyClass(
-    "uncommitted_read",
-    label="uncommitted",
-    contract="v1",
-    owner="partition",
-    definition=__doc__,
-    count=count,
-    reference=reference,
-    promise=promise,
-    html="uncommit&shy;ted read",
-)
+CLASS = AnomalyClass.of(__name__, label="uncommitted", contract="v1", owner="partition", html="uncommit&shy;ted read")

@@ -1,0 +1,92 @@
+"""Faults on a node's process: kill, power loss, clean stop and start, pause and resume, for a
+broker and a coordination node alike.
+
+Mixed into KafkaCluster (kafka_cluster.py), whose settings, topology, containers and proxies it uses."""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from harness.cluster import powerloss
+from harness.cluster.powerloss import Cut
+from harness.waiting import until
+
+LOG = logging.getLogger("kchaos.cluster")
+
+
+DATA_DIR = "/var/lib/kafka/data"
+
+
+class NodeFaults:
+
+    def _node(self, n: int):
+        """The container of node n: a broker, or a coordination node (100+K, 200+K)."""
+        if n not in self.settings.broker_ids and n not in self.settings.coordination_ids:
+            raise ValueError(f"node {n} does not exist (brokers: {self.settings.broker_ids}; coordination nodes: "
+                             f"{self.settings.coordination_ids})")
+        return self._containers[self.topo.node_key(n)].get_wrapped_container()
+
+    def kill(self, b: int) -> None:
+        """kill -9 the node's JVM; the container (and its log dir) stays for a restart."""
+        self._node(b).kill(signal="SIGKILL")
+        self._stopped.add(b)
+        self._killed.add(b)
+
+    def power_loss(self, b: int) -> list[Cut]:
+        """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
+
+        The cut is applied by the entrypoint when the broker is next started. A coordination node
+        loses nothing a kill does not: the Raft log and ZooKeeper's transaction log are flushed before
+        a write is acknowledged, so what is past the flush was never promised."""
+        self.kill(b)
+        if self.topo.is_coordination(b):
+            return []
+        w = self._node(b)
+        stream, _ = w.get_archive(DATA_DIR)
+        cuts = powerloss.plan_from_tar(b"".join(stream))
+        w.put_archive(powerloss.SCRIPT_PATH.rsplit("/", 1)[0], powerloss.script_tar(cuts))
+        return cuts
+
+    def stop_broker(self, b: int, timeout_s: int = 30) -> None:
+        """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
+        self._node(b).stop(timeout=timeout_s)
+        self._stopped.add(b)
+
+    def start_broker(self, b: int) -> float:
+        """Start a stopped broker; returns how long the start had to wait (see below), in seconds.
+
+        In ZooKeeper mode a killed broker's registration lives until its session expires, and a
+        broker started before that exits with NodeExists (seen on 2.8.2: "node already exists and
+        owner does not match current session"). So, like a supervisor that restarts until it
+        sticks, the start waits for the old registration to go."""
+        waited = 0.0
+        if b in self._killed and self.settings.mode == "zk" and self._zk is not None \
+                and not self.topo.is_coordination(b):
+            limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
+            waited = until(lambda: not self._registered_in_zk(b), limit, "", 0.1, error=None)
+        self._node(b).start()
+        self._stopped.discard(b)
+        self._killed.discard(b)
+        return waited
+
+    def _registered_in_zk(self, b: int) -> bool:
+        """Whether broker b's registration is still in ZooKeeper. While ZooKeeper does not answer
+        (an ensemble electing a leader; the harness's own session expiring meanwhile, after which
+        the client opens a new one) the answer is "still there": the caller asks again."""
+        assert self._zk is not None
+        try:
+            return self._zk.exists(f"/brokers/ids/{b}") is not None
+        except (KazooException, KazooTimeoutError):
+            return True
+
+    def pause(self, b: int) -> None:
+        """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer)."""
+        self._node(b).pause()
+        self._paused.add(b)
+
+    def resume(self, b: int) -> None:
+        self._node(b).unpause()
+        self._paused.discard(b)

@@ -1,0 +1,50 @@
+"""KIP-853 quorum changes: a controller removed from the voters or added to them, by Kafka's own tool.
+
+Mixed into KafkaCluster (kafka_cluster.py), whose settings, topology, containers and proxies it uses."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from harness.cluster.errors import ClusterError
+from harness.cluster.nodes import DATA_DIR
+from harness.cluster.settings import CONTROLLER_ID_BASE, controller_port
+
+LOG = logging.getLogger("kchaos.cluster")
+
+
+class QuorumChanges:
+
+    def _quorum_tool(self, n: int, args: list[str]) -> str:
+        """Kafka's metadata-quorum tool, run in coordination node n's own container (so it reaches
+        the other controllers through that node's links); its output, or ClusterError."""
+        boot = ",".join(f"controller-{k}:{controller_port(k)}" for k in range(1, self.settings.quorum_size + 1))
+        code, out = self.exec(self.topo.node_key(n), [
+            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller", boot, *args])
+        if code != 0:
+            raise ClusterError(f"metadata-quorum {' '.join(args)} on {self.topo.node_key(n)} failed "
+                               f"(exit {code}): {out.strip()[-400:]}")
+        return out
+
+    def remove_controller(self, n: int) -> None:
+        """Take controller n (node id) out of the voters; it goes on as an observer. Removing the
+        active controller makes it resign once the removal is committed."""
+        k = self.topo.index(n)
+        self._quorum_tool(n, ["remove-controller", "--controller-id", str(n),
+                              "--controller-directory-id", self.directory_id(k)])
+
+    def add_controller(self, n: int) -> None:
+        """Make controller n (running, an observer) a voter, from its own configuration and log dir."""
+        self._quorum_tool(n, ["--command-config", "/etc/kchaos/server.properties", "add-controller"])
+
+    def directory_id(self, k: int) -> str:
+        """Controller K's log directory id: the one its format was given, or (a spare) read back."""
+        if k in self.directory_ids:
+            return self.directory_ids[k]
+        meta = self.files(self.topo.node_key(CONTROLLER_ID_BASE + k), DATA_DIR, "meta.properties")["meta.properties"]
+        found = re.search(rb"^directory\.id=(\S+)", meta, re.M)
+        if found is None:
+            raise ClusterError(f"controller {k} has no directory.id in meta.properties")
+        return found.group(1).decode()
