@@ -19,14 +19,21 @@ from pathlib import Path
 import pyarrow as pa
 
 from harness import history
+from harness.clients import (
+    DEFAULT_CLIENT,
+    ConsumerClient,
+    CopierClient,
+    GroupClient,
+    GroupMember,
+    ProducerClient,
+    driver,
+)
 from harness.cluster import KafkaCluster
 from harness.events import EventLog, Note, WorkloadEnd, WorkloadStart
-from harness.groups import Group, Member, final_offsets
 from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, TopicSpec
-from harness.transactions import Copier, TransactionalProducer
-from harness.workload import UNLIMITED_RATE, RecordingConsumer, RecordingProducer, final_read, now_ms
+from harness.workload import UNLIMITED_RATE, now_ms
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
 GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to the end of its topic
@@ -72,21 +79,26 @@ class Recording:
 
     def __init__(self, cluster: KafkaCluster, topic: TopicSpec, producers: list[ProducerSpec], consumers: ConsumerSpec,
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
-                 groups: list[GroupSpec] | None = None, work: Path | None = None):
+                 groups: list[GroupSpec] | None = None, work: Path | None = None, client: str = DEFAULT_CLIENT):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
+        self.driver = driver(client)  # every client of the run is made through it
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
-        self.producers = [self._producer(name, p, seed) for p in producers for name in p.instance_names]
+        self.producers: list[ProducerClient] = [
+            self.driver.producer(name, p, cluster, topic.name, topic.partitions, self._stop_producers, seed)
+            for p in producers for name in p.instance_names]
         levels = consumers.levels
-        self.consumers = [RecordingConsumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""),
-                                            consumers, cluster, topic.name, topic.partitions, self._stop_consumers,
-                                            isolation=level)
-                          for level in levels for i in range(consumers.count)]
+        self.consumers: list[ConsumerClient] = [
+            self.driver.consumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""), consumers, cluster,
+                                 topic.name, topic.partitions, self._stop_consumers, isolation=level)
+            for level in levels for i in range(consumers.count)]
         self.copier_spec = copier
-        self.copier: Copier | None = None
+        self.copier: CopierClient | None = None
         if copier is not None:
-            self.copier = Copier(copier, cluster, topic.name, self.output_topic, topic.partitions, self._stop_consumers)
-        self.groups = [Group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
-                       for g in groups or []]
+            self.copier = self.driver.copier(copier, cluster, topic.name, self.output_topic, topic.partitions,
+                                             self._stop_consumers)
+        self.groups: list[GroupClient] = [
+            self.driver.group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
+            for g in groups or []]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
@@ -94,22 +106,17 @@ class Recording:
     @classmethod
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
         """The workload a scenario's tables describe (its topic, producers, consumers, copier, groups)."""
-        return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work)
+        return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work,
+                   client=s.client)
 
     def handles(self) -> dict:
         """What a nemesis needs of this workload: its clients and members by name (client faults and
         workload steps), what the coordinator targets mean alone, and the acknowledgement counts
         ``acked`` triggers watch."""
-        txn = [p.pname for p in self._txn_clients() if isinstance(p, TransactionalProducer)] + (
+        txn = [p.pname for p in self.producers if p.spec.transactional] + (
             [self.copier_spec.name] if self.copier_spec is not None else [])
         return {"clients": self.client, "first_client": txn[0] if txn else "", "members": self.member,
                 "first_group": self.groups[0].spec.name if self.groups else "", "acks": self.acked}
-
-    def _producer(self, name: str, spec: ProducerSpec, seed: int) -> RecordingProducer | TransactionalProducer:
-        t = self.topic
-        if spec.transactional:
-            return TransactionalProducer(name, spec, self.cluster, t.name, t.partitions, self._stop_producers, seed)
-        return RecordingProducer(name, spec, self.cluster, t.name, t.partitions, self._stop_producers)
 
     @property
     def output_topic(self) -> str:
@@ -124,7 +131,7 @@ class Recording:
     @property
     def v2(self) -> bool:
         """Whether the history needs the v2 contract (transactions, a copier, read_committed readers)."""
-        return (self.copier is not None or any(isinstance(p, TransactionalProducer) for p in self.producers)
+        return (self.copier is not None or any(p.spec.transactional for p in self.producers)
                 or "read_committed" in self.consumer_spec.levels or bool(self.groups))
 
     def create_topics(self) -> None:
@@ -208,11 +215,11 @@ class Recording:
         with the live history."""
         c, topic = self.cluster, self.topic
         with self.phases.timed("final_read"):
-            final = [r for name in self.topics for r in final_read(c, name, topic.partitions)]
+            final = [r for name in self.topics for r in self.driver.final_read(c, name, topic.partitions)]
             offsets = (self.copier.offsets + self.copier.final_offsets()) if self.copier is not None else []
             grouped = [g.history() for g in self.groups]
             offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
-                        for r in [*live, *final_offsets(c, g.spec.name, topic.name)]]
+                        for r in [*live, *self.driver.group_final_offsets(c, g.spec.name, topic.name)]]
             for _, _, events in grouped:
                 for e in events:
                     self.events.write(e)
@@ -232,7 +239,7 @@ class Recording:
         history.write_table(d / history.CONSUMED, live + final, history.CONSUMED_V2_SCHEMA if v2 else
                             history.CONSUMED_SCHEMA)
         history.write_table(d / history.REPLICAS, replica_rows, REPLICAS_WITH_EPOCH)
-        txns = [row for t in self._txn_clients() for row in t.log.txns]
+        txns = [row for t in [*self.producers, *([self.copier] if self.copier is not None else [])] for row in t.txns()]
         if txns:
             history.write_table(d / history.TXNS, txns, history.TXNS_SCHEMA)
         if self.copier is not None or self.groups:
@@ -240,10 +247,6 @@ class Recording:
         history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
-
-    def _txn_clients(self) -> list[TransactionalProducer | Copier]:
-        return [p for p in self.producers if isinstance(p, TransactionalProducer)] + (
-            [self.copier] if self.copier is not None else [])
 
     def _produced(self) -> dict[str, list]:
         """Every producer's sends (the copier's too) as produced.parquet's columns, v2 ones included."""
@@ -255,17 +258,15 @@ class Recording:
                 produced[k] += cols.get(k, [None] * n)
         if self.copier is not None:
             for k in produced:
-                produced[k] += [r[k] for r in self.copier.log.sends]
+                produced[k] += [r[k] for r in self.copier.sends()]
         return produced
 
-    def client(self, name: str) -> TransactionalProducer | Copier | RecordingProducer:
-        """A client by name, for client faults and workload steps: a transactional producer instance
-        or the copier, else a plain producer instance."""
-        for t in self._txn_clients():
-            if (t.spec.name if isinstance(t, Copier) else t.pname) == name:
-                return t
+    def client(self, name: str) -> ProducerClient | CopierClient:
+        """A producer instance or the copier by name, for client faults and workload steps."""
+        if self.copier is not None and self.copier.spec.name == name:
+            return self.copier
         for p in self.producers:
-            if isinstance(p, RecordingProducer) and p.pname == name:
+            if p.pname == name:
                 return p
         raise ValueError(f"no producer or copier named {name!r}")
 
@@ -274,7 +275,7 @@ class Recording:
         ``acked`` trigger counts."""
         return sum(p.acked() for p in self.producers if not producer or p.pname == producer)
 
-    def member(self, name: str) -> Member | None:
+    def member(self, name: str) -> GroupMember | None:
         """A group member by name, for faults on its process; None if no group has it."""
         return next((m for g in self.groups for m in g.members if m.name == name), None)
 
@@ -291,11 +292,11 @@ class Recording:
                 continue
             row = {"producer": p.pname, "asked_per_s": p.spec.rate, "sent_per_s": round(p.sent / secs, 1),
                    "acked_per_s": round(p.acked() / secs, 1)}
-            if isinstance(p, TransactionalProducer):
-                done = [t for t in p.log.txns if t["outcome"] == "committed"]
+            if p.spec.transactional:
+                done = [t for t in p.txns() if t["outcome"] == "committed"]
                 cycle = sorted(t["end_ts_ms"] - t["begin_ts_ms"] for t in done)
                 row |= {"asked_txns_per_s": round(p.spec.rate / p.spec.txn_records, 2),
-                        "txns_per_s": round(len(p.log.txns) / secs, 2),
+                        "txns_per_s": round(len(p.txns()) / secs, 2),
                         "committed_txns_per_s": round(len(done) / secs, 2),
                         "txn_ms_median": cycle[len(cycle) // 2] if cycle else None}
             row["short"] = p.spec.rate < UNLIMITED_RATE and p.sent < SHORT_OF * p.spec.rate * secs

@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
 
-from harness.client_config import LIBRARY, refusal
+from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, refusal
 from harness.cluster.settings import ClusterSettings, quorum_size_refused, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
@@ -60,17 +60,13 @@ class _Model(BaseModel):
 
 
 class _ClientTable(_Model):
-    """A client's table: its ``config`` holds any property of its client library, passed as is;
-    ``client`` names the kind of client it is (client_config.OWNED)."""
+    """A client's table: its ``config`` holds any property of its client library, passed as is,
+    checked by the scenario's client driver (``Scenario._check_client_configs``); ``client`` names
+    the kind of client it is."""
 
     client: ClassVar[str]
-    config: PropMap = Field(default_factory=dict, description=f"any {LIBRARY} property of this client, passed as is")
-
-    @model_validator(mode="after")
-    def _check_config(self):
-        if why := refusal(self.client, self.config):
-            raise ValueError(why)
-        return self
+    config: PropMap = Field(default_factory=dict, description="any property of the scenario's client library, "
+                                                              "passed as is")
 
 
 class TopicSpec(_Model):
@@ -322,6 +318,8 @@ class Scenario(_Model):
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
+    client: str = Field(DEFAULT_CLIENT, description="the client library every producer, consumer, group and the "
+                                                    "copier uses (harness/clients/)")
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -362,6 +360,7 @@ class Scenario(_Model):
                                  f"{self.duration_s:g}")
         self._check_triggers()
         self._check_generator_clients()
+        self._check_client_configs()
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
             raise ValueError(f"producers: names must differ (got {names})")
@@ -375,6 +374,17 @@ class Scenario(_Model):
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
             raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
+
+    def _check_client_configs(self) -> None:
+        """The client library has a driver, and takes every client table's ``config``."""
+        if self.client not in DRIVERS:
+            raise ValueError(f"client: {self.client!r} has no driver (allowed: {', '.join(DRIVERS)})")
+        tables = [(f"producers.{i}", p) for i, p in enumerate(self.producers)] + [("consumers", self.consumers)]
+        tables += [(f"groups.{i}", g) for i, g in enumerate(self.groups)]
+        tables += [("copier", self.copier)] if self.copier is not None else []
+        for where, t in tables:
+            if why := refusal(self.client, t.client, t.config):
+                raise ValueError(f"{where}.{why}")
 
     def _check_quorum_size(self) -> None:
         if why := quorum_size_refused(self.mode, self.controllers, self.zookeepers):

@@ -165,6 +165,10 @@ class TransactionalProducer(RecordingProducer):
         self._run_txn: list[str] = []  # per run of sends: its transaction
         self._kill = threading.Event()
 
+    def txns(self) -> list[dict]:
+        """Every transaction it began, as txns.parquet's rows."""
+        return self.log.txns
+
     def kill(self) -> None:
         """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
         self._kill.set()
@@ -250,6 +254,14 @@ class Copier(threading.Thread):
         self.generation = 0  # assignments this member received: librdkafka does not give Python the group's
         self._dead: list[Consumer] = []  # members that died; kept so their teardown never blocks the run
         self.rewinds = 0  # seeks back to the committed offsets after an abort
+
+    def sends(self) -> list[dict]:
+        """Every copy it sent, as produced.parquet's rows (v2 columns included)."""
+        return self.log.sends
+
+    def txns(self) -> list[dict]:
+        """Every transaction it began, as txns.parquet's rows."""
+        return self.log.txns
 
     def kill(self) -> None:
         """client_kill: the member and its producer die mid-transaction; new ones take over."""

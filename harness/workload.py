@@ -120,6 +120,15 @@ class RecordingProducer(threading.Thread):
         """Records handed to the client so far."""
         return self._sent
 
+    def txns(self) -> list[dict]:
+        """txns.parquet's rows: a plain producer begins none."""
+        return []
+
+    def kill(self) -> None:
+        """client_kill acts on transactional producers (a new instance fences the old); scenario
+        validation refuses it on a plain one."""
+        raise ValueError(f"producer {self.pname} is not transactional; client_kill needs a transactional producer")
+
     def acked(self) -> int:
         """Records whose delivery report said they were written, so far (triggers count them live)."""
         return sum(1 for r in list(self._dr_result) if not isinstance(r, KafkaError))

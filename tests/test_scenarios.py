@@ -112,10 +112,10 @@ def test_every_shipped_scenario_is_valid():
     (["faults=[{at_s = 1, kind = \"remove_controller\", target = \"controller\"}]", "kafka_version=2.8.2"],
      "remove_controller needs KIP-853 (KRaft on Kafka 3.9 or later), not zk on 2.8.2"),
     (["producers.0.config.fetch.max.wait.ms=100"],
-     's.toml: producers.0: config.fetch.max.wait.ms: No such configuration property: "fetch.max.wait.ms" (librdkafka'),
+     's.toml: producers.0.config.fetch.max.wait.ms: No such configuration property: "fetch.max.wait.ms" (librdkafka'),
     (["consumers.config.socket.timeout.ms=soon"],
-     's.toml: consumers: config.socket.timeout.ms: Invalid value for configuration property "socket.timeout.ms"'),
-    (["producers.0.config.acks=1"], "s.toml: producers.0: config.acks: use the producer's acks (allowed: any other "
+     's.toml: consumers.config.socket.timeout.ms: Invalid value for configuration property "socket.timeout.ms"'),
+    (["producers.0.config.acks=1"], "s.toml: producers.0.config.acks: use the producer's acks (allowed: any other "
                                     "librdkafka"),
 ])
 def test_cli_refuses_bad_input_before_any_container_starts(tmp_path, overrides, message):
@@ -372,7 +372,9 @@ def test_every_client_takes_a_config_table_of_its_librarys_properties(tmp_path):
                                      "consumers.config.fetch.wait.max.ms=50"])
     assert s.producers[0].config == {"debug": "eos", "socket.timeout.ms": "20000"}
     assert s.consumers.config == {"fetch.wait.max.ms": "50"}
-    with pytest.raises(ScenarioError, match=r"groups\.0: config\.group\.id: use the group's name"):
+    with pytest.raises(ScenarioError, match=r"groups\.0\.config\.group\.id: use the group's name"):
         load(write(tmp_path, GOOD + '[[groups]]\nname = "g"\nmembers = 1\nconfig = { "group.id" = "other" }\n'))
-    with pytest.raises(ScenarioError, match=r"copier: config\.transactional\.id: the harness sets it"):
+    with pytest.raises(ScenarioError, match=r"copier\.config\.transactional\.id: the harness sets it"):
         load(write(tmp_path, GOOD + '[copier]\nconfig = { "transactional.id" = "mine" }\n'))
+    with pytest.raises(ScenarioError, match=r"client: 'java' has no driver \(allowed: confluent-kafka\)"):
+        load(write(tmp_path, GOOD), ['client="java"'])
