@@ -45,7 +45,9 @@ def clients_to(path: Path) -> Iterator[Path]:
     saved = [(lg.level, lg.propagate) for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)
-        lg.setLevel(logging.INFO)
+        # librdkafka logs at debug level only what a client's `debug` property asks for: all of it is
+        # written. The ZooKeeper client's debug chatter is not.
+        lg.setLevel(logging.INFO if lg.name == "kchaos.cluster" else logging.DEBUG)
         lg.propagate = _verbose
     try:
         yield path
