@@ -121,7 +121,7 @@ def member_pids(marker: str) -> list[int]:
                 cmd = (p / "cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if "harness.groups" in cmd and marker in cmd:
+            if "harness.group_member" in cmd and marker in cmd:
                 out.append(int(p.name))
     return out
 
