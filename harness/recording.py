@@ -304,7 +304,7 @@ class Recording:
         return rows
 
     def run_info(self) -> dict:
-        """run.json's keys that describe the workload: topics, producers, consumers, its span."""
+        """run.json's keys that describe the workload: topics, producers, consumers, groups, copiers."""
         t = self.topic
         info = {
             "topics": [{"name": name, "partitions": t.partitions, "replication_factor": t.replication_factor,
@@ -313,7 +313,6 @@ class Recording:
                                                                if k not in ("name", "count")}}
                           for p in self.producers],
             "consumers": self.consumer_spec.model_dump(),
-            "workload": {"start_ms": self.start_ms, "end_ms": self.end_ms},
         }
         if self.v2:
             info["contract"] = "v2"

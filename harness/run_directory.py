@@ -75,7 +75,8 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
         with rec.phases.timed("workload"):
             rec.stop_producers()
             stop_faults()
-        for row in rec.load():
+        load = rec.load()  # once the producers stopped: what each achieved over the workload
+        for row in load:
             log(load_line(row))
         log("workload done; healing and waiting for a full ISR")
         with rec.phases.timed("heal"):
@@ -91,7 +92,7 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
     if events.path.resolve() != (d.path / EVENTS).resolve():  # the plugin's events log is the test's
         (d.path / EVENTS).write_text(events.path.read_text())
     n_faults = sum(e.get("type") == "fault" for e in read_events(d.path))
-    run = run_json(d.out.name, cluster, s, rec, faults, reproduce, source)
+    run = run_json(d.out.name, cluster, s, rec, faults, reproduce, source, load)
     write_json_atomic(d.path / RUN_JSON, history.check_run_config(d.path / RUN_JSON, run))
     return RunResult(d.path, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas,
                      n_faults, dict(rec.phases))
@@ -125,7 +126,7 @@ def feature_levels(cluster: KafkaCluster) -> dict[str, int]:
 
 
 def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, faults: list[PlannedFault],
-             reproduce: str | None, source: str) -> dict:
+             reproduce: str | None, source: str, load: list[dict]) -> dict:
     """Everything the checker judges a run by, and what repeats it."""
     settings = cluster.settings
     return {
@@ -140,7 +141,7 @@ def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, fa
         "client": {"name": rec.driver.name, "version": rec.driver.version},
         **rec.run_info(),
         "faults": [f.to_dict() for f in faults],
-        "load": rec.load(),
+        "load": load,
         "workload": {"start_ms": rec.start_ms, "end_ms": rec.end_ms, "duration_s": s.duration_s},
         "cluster": cluster.describe_settings(),
         "scenario_config": s.model_dump(),
