@@ -90,7 +90,8 @@ def main() -> None:
         cycles(c, "txn", a.records, 3, _pairs(a.client_config))  # warm-up: coordinator loaded, connections open
         r = cycles(c, "txn", a.records, a.seconds, _pairs(a.client_config))
     n = r["txns"]
-    print(f"Kafka {a.kafka_version} {a.mode}, broker {broker or 'defaults'}, client {_pairs(a.client_config) or 'kchaos'}: "
+    client = _pairs(a.client_config) or "kchaos"
+    print(f"Kafka {a.kafka_version} {a.mode}, broker {broker or 'defaults'}, client {client}: "
           f"{n} transactions of {a.records} records in {a.seconds:g} s = {n / a.seconds:.1f}/s; cycle median "
           f"{statistics.median(r['whole']):.0f} ms (p90 {p90(r['whole']):.0f}), commit call median "
           f"{statistics.median(r['commit']):.0f} ms (p90 {p90(r['commit']):.0f}); CONCURRENT_TRANSACTIONS retries "

@@ -349,6 +349,79 @@ def matrix(
     raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
 
 
+def _duration_s(text: str) -> float:
+    """``30m``, ``2h``, ``90s`` or seconds; ValueError naming the forms allowed."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+    except ValueError:
+        raise ValueError(f"--budget: {text!r} (allowed: 90s, 30m, 2h or seconds)") from None
+
+
+def _shard(text: str) -> tuple[int, int]:
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise ValueError(f"--shard: {text!r} (allowed: K/N with 1 <= K <= N, e.g. 2/4)")
+    return int(k), int(n)
+
+
+@app.command()
+def hunt(
+    scenarios: list[str] = typer.Argument(..., help="scenarios (names in scenarios/ or paths): their configuration "
+                                          "is kept; fault schedules are drawn within each one's \\[hunt] table"),
+    budget: str = typer.Option(None, "--budget", help="stop drawing after this much wall time: 30m, 2h, 90s"),
+    runs: int = typer.Option(None, "--runs", help="stop after this many drawn schedules"),
+    seed: int = typer.Option(1, "--seed", help="seed of the draws"),
+    out: Path = typer.Option(Path("hunts/hunt"), "--out", help="runs go to OUT/runs, findings to OUT/findings, "
+                             "progress to OUT/hunt.json; the same command again resumes"),
+    anomaly: str = typer.Option(None, "--anomaly", help="hunt these anomaly classes (comma-separated), promised "
+                                "or not; default: any broken promise"),
+    confirm: int = typer.Option(3, "--confirm", help="re-runs that measure a finding's reproduction rate"),
+    shrink_runs: int = typer.Option(20, "--shrink-runs", help="candidates shrinking may judge per finding"),
+    versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP})"),
+    modes: list[str] = typer.Option(None, "--modes", help="zk, kraft"),
+    set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario; repeatable"),
+    shard: str = typer.Option("1/1", "--shard", help="K/N: draw every N-th schedule from the K-th (N machines)"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
+) -> None:
+    """Search fault schedules for broken promises; confirm, shrink and write up each finding.
+
+    Exit 0 no finding, 1 findings, 2 bad input, 3 could not run."""
+    from harness import reaper
+    from harness.hunt.goal import Goal
+    from harness.hunt.loop import Hunt, HuntOptions
+    from harness.hunt.trials import CannotRun, HuntError
+
+    with _refusing_bad_input():
+        try:
+            opts = HuntOptions(scenarios=tuple(_csv(scenarios) or ()), out=out, goal=Goal.parse(anomaly), seed=seed,
+                               budget_s=_duration_s(budget) if budget else None, runs=runs, confirm=confirm,
+                               shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
+                               modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()), shard=_shard(shard),
+                               spark_master=spark_master)
+            if budget is None and runs is None:
+                raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
+            h = Hunt(opts, announce=_log)
+        except (ValueError, HuntError) as e:
+            err.print(f"[red]bad input:[/red] {e}")
+            raise typer.Exit(EXIT_BAD_INPUT) from e
+        _require_images("hunt", sorted({b.scenario.kafka_version for b in h.bases}))
+    reaper.install_signal_handlers()
+    try:
+        outcome = h.run()
+    except CannotRun as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    j = outcome.journal
+    _log(f"{j['runs']} runs ({j['drawn']} drawn), {j['workload_s']:g} s of workload in {j['wall_s']:g} s; "
+         f"{len(outcome.findings)} findings in {out / 'hunt.json'}")
+    for f in outcome.findings:
+        console.print(f"  {f.id}: {f.signature}: reproduced {f.reproduced[0]}/{f.reproduced[1]}, "
+                      f"{len(f.original.faults)} -> {len(f.minimal.faults)} faults"
+                      + (f", known: {f.known}" if f.known else "") + f"  {out / 'findings' / f.id / 'bug.md'}")
+    raise typer.Exit(outcome.exit_code)
+
+
 @app.command()
 def spark(action: str = typer.Argument("status", help="status | stop")) -> None:
     """The warm Spark Connect server checks share: its state, or stop it now."""

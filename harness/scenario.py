@@ -297,6 +297,35 @@ class GeneratorSpec(_Model):
                 and (not mode or FAULTS[kind].on_nodes or not t.on_coordination(mode))]
 
 
+class HuntSpec(_Model):
+    """``[hunt]``: the bounds ``kchaos hunt`` draws this scenario's fault schedules within
+    (harness/hunt/space.py). Every key is optional; what is absent is the whole vocabulary the
+    scenario's configuration allows."""
+
+    kinds: list[str] | None = Field(None, description="fault kinds to draw (default: every kind the scenario "
+                                                       "takes)")
+    targets: list[TargetField] | None = Field(None, description="targets to draw (default: every role the "
+                                                                "scenario has, and each of its clients)")
+    faults: tuple[int, int] = Field((1, 4), description="how many faults a schedule has (min, max)")
+    fault_duration_s: tuple[float, float] = (1.0, 8.0)
+    duration_s: tuple[float, float] | None = Field(None, description="the workload's duration (default: the "
+                                                                     "scenario's)")
+    rate: tuple[float, float] | None = Field(None, description="each producer's rate (default: as written)")
+    triggers: float = Field(0.5, ge=0, le=1, description="the share of faults fired on a protocol event")
+    latency_ms: tuple[int, int] = (50, 1000)
+
+    @model_validator(mode="after")
+    def _check(self) -> HuntSpec:
+        bad = [k for k in self.kinds or [] if k not in FAULT_KINDS]
+        if bad:
+            raise ValueError(f"kinds {bad} are not faults (allowed: {', '.join(FAULT_KINDS)})")
+        for key in ("faults", "fault_duration_s", "duration_s", "rate", "latency_ms"):
+            lo_hi = getattr(self, key)
+            if lo_hi is not None and not 0 <= lo_hi[0] <= lo_hi[1]:
+                raise ValueError(f"{key}: {list(lo_hi)} is not [min, max] with 0 <= min <= max")
+        return self
+
+
 class Scenario(_Model):
     name: str
     description: str = ""
@@ -317,6 +346,7 @@ class Scenario(_Model):
     groups: list[GroupSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
+    hunt: HuntSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
     client: str = Field(DEFAULT_CLIENT, description="the client library every producer, consumer, group and the "
                                                     "copier uses (harness/clients/)")

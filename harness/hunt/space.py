@@ -1,0 +1,135 @@
+"""The space a hunt searches: every fault schedule a scenario's configuration allows, within the
+bounds of its ``[hunt]`` table, and a seeded draw from it.
+
+A drawn schedule is an ordinary scenario with explicit faults (the scenario's own faults and
+generator are replaced), so what a hunt runs, what it shrinks and what it hands a maintainer are
+the same kind of file that ``kchaos run`` takes. The vocabulary is whatever the scenario's own
+validation accepts: each (kind, target) pair is tried as a one-fault scenario, so a fault kind or a
+target added to the registry is drawn without a change here.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, LATENCY_TOXIC
+from harness.faults import FAULT_KINDS, FAULTS, Target
+from harness.scenario import HuntSpec, Scenario
+
+# Workload steps for quiet producers are a scenario's own script, not a fault to search over.
+NOT_DRAWN = ("send",)
+TRIGGER_DELAY_S = (0.0, 2.0)
+FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
+SETTLE_S = 3.0  # a drawn fault ends at least this long before the workload does
+
+
+@dataclass(frozen=True)
+class Move:
+    """One fault the scenario takes: a kind aimed at a target."""
+
+    kind: str
+    target: Target
+
+
+def bounds(s: Scenario) -> HuntSpec:
+    return s.hunt or HuntSpec()
+
+
+def default_targets(s: Scenario) -> list[Target]:
+    """Every role the scenario's cluster and workload have, and each of its clients by name."""
+    roles = ["leader", "follower", "followers", "controller", "quorum_majority", "random"]
+    roles += ["zookeeper"] if s.mode == "zk" else [f"controller:{s.quorum_size + 1}"]  # a spare, to add
+    roles += ["txn_coordinator"] if s.transactional else []
+    roles += ["group_coordinator"] if s.groups else []
+    return [Target.parse(r) for r in roles] + [Target("client", client=n) for n in s.client_names]
+
+
+def vocabulary(s: Scenario) -> list[Move]:
+    """Every (kind, target) of the hunt's bounds that the scenario accepts as a fault of its own."""
+    spec = bounds(s)
+    kinds = spec.kinds or [k for k in FAULT_KINDS if k not in NOT_DRAWN]
+    moves = []
+    for kind in kinds:
+        for target in spec.targets or default_targets(s):
+            try:
+                with_faults(s, [{"at_s": FIRST_FAULT_S, "duration_s": 1.0, "kind": kind, "target": str(target)}])
+            except (ValidationError, ValueError):
+                continue
+            moves.append(Move(kind, target))
+    return moves
+
+
+def with_faults(s: Scenario, faults: list[dict], **changes) -> Scenario:
+    """``s`` with exactly these faults (no generator), validated as a scenario file is."""
+    data = {**s.model_dump(mode="json"), **changes, "faults": faults, "generator": None}
+    return Scenario.model_validate(data)
+
+
+def draw(s: Scenario, rng: random.Random, moves: list[Move]) -> Scenario:
+    """One schedule: the number of faults, each one's kind, target, start, length and (a share of
+    them) the protocol event it fires on, the workload's duration and rates, all from ``rng``.
+    A fault the scenario refuses in combination (a trigger on a fault that does not exist) is drawn
+    again; the scenario's configuration (topic, producers, groups, cluster) is never changed."""
+    spec = bounds(s)
+    duration = round(rng.uniform(*(spec.duration_s or (s.duration_s, s.duration_s))), 1)
+    producers = [p.model_dump(mode="json") for p in s.producers]
+    if spec.rate is not None:
+        for p in producers:
+            p["rate"] = round(rng.uniform(*spec.rate))
+    base = with_faults(s, [], duration_s=duration, producers=producers, seed=rng.randrange(1, 2**31))
+    faults: list[dict] = []
+    for _ in range(rng.randint(*spec.faults)):
+        for _attempt in range(10):
+            f = _fault(base, rng, _pick(rng, moves), len(faults), spec)
+            try:
+                with_faults(base, [*faults, f])
+            except (ValidationError, ValueError):
+                continue
+            faults.append(f)
+            break
+    return with_faults(base, faults)
+
+
+def _pick(rng: random.Random, moves: list[Move]) -> Move:
+    """A kind, then one of its targets: every kind is as likely as another, however many targets it has."""
+    kind = rng.choice(sorted({m.kind for m in moves}))
+    return rng.choice([m for m in moves if m.kind == kind])
+
+
+def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntSpec) -> dict:
+    length = round(rng.uniform(*spec.fault_duration_s), 1)
+    latest = max(FIRST_FAULT_S, s.duration_s - length - SETTLE_S)
+    f: dict = {"at_s": round(rng.uniform(FIRST_FAULT_S, latest), 1), "duration_s": length, "kind": move.kind,
+               "target": str(move.target), "partition": rng.randrange(s.topic.partitions)}
+    kind = FAULTS[move.kind]
+    if kind.directional and rng.random() < 0.3:
+        f["stream"] = rng.choice(["upstream", "downstream"])
+    if kind.toxic == LATENCY_TOXIC:
+        f["latency_ms"] = rng.randint(*spec.latency_ms)
+        f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
+    if kind.toxic == BANDWIDTH_TOXIC:
+        f["rate_kbps"] = rng.choice([16, 64, 256])
+    if rng.random() < spec.triggers:
+        f["on"] = _trigger(s, rng, f, number)
+        f["at_s"] = round(min(f["at_s"], rng.uniform(0, 3)), 1)  # triggered: "after at_s" arms it early
+    return f
+
+
+def _trigger(s: Scenario, rng: random.Random, f: dict, number: int) -> dict:
+    """A protocol event for fault ``f`` (number ``number``) to fire on: an acknowledgement count near
+    its drawn start, its partition's ISR shrinking or leader changing, or an earlier fault's start
+    or end, each followed by a drawn delay."""
+    events = ["acked", "isr_shrink", "leader_change"] + (["fault_start", "fault_end"] if number else [])
+    event = rng.choice(events)
+    on: dict = {"event": event, "delay_s": round(rng.uniform(*TRIGGER_DELAY_S), 1)}
+    if event == "acked":
+        per_s = sum(p.rate * p.count for p in s.producers if not p.quiet) or 1.0
+        on["count"] = max(1, int(per_s * f["at_s"]))
+    elif event == "isr_shrink":
+        on["size"] = rng.choice([0, 1, 2])
+    elif event in ("fault_start", "fault_end"):
+        on["fault"] = rng.randrange(number)
+    return on

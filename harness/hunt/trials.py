@@ -1,0 +1,126 @@
+"""The hunt's runs: a scenario run into ``DIR/runs/NAME`` and checked at once, its time recorded.
+
+A name already run is read back instead of run again, after checking that it ran the same scenario:
+a hunt's draws, confirmations and shrinking are deterministic given what earlier runs showed, so
+running the same command again replays the finished part from disk and carries on (resume).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.checker.verdict import Verdict
+from harness.checker.verdict import read as read_verdict
+from harness.history import RUN_JSON
+from harness.scenario import Scenario
+
+
+class HuntError(Exception):
+    """The hunt's directory cannot be used as asked (exit 2)."""
+
+
+class CannotRun(Exception):
+    """No run can be carried out on this machine (exit 3): no engine, no image."""
+
+
+@dataclass
+class Trial:
+    """One finished run: its verdict (None if it could not be carried out) and what it cost."""
+
+    name: str
+    path: Path
+    verdict: Verdict | None
+    wall_s: float
+    workload_s: float
+    error: str | None = None
+
+
+class RunFailed(Exception):
+    """One run could not be carried out (a cluster that did not come up, a nemesis error): recorded,
+    and the hunt goes on."""
+
+
+RunAndCheck = Callable[[Path, Scenario], Verdict]
+
+
+def run_and_check(spark_master: str | None) -> RunAndCheck:
+    """Real Kafka: ``runner.execute`` into the path, then the check (the warm server by default)."""
+
+    def go(path: Path, s: Scenario) -> Verdict:
+        from harness import runner
+        from harness.cluster import ClusterError
+        from harness.setup import engine
+
+        try:
+            runner.execute(s, path, log=lambda m: None)
+        except engine.EngineError as e:
+            raise CannotRun(str(e)) from e
+        except (runner.RunError, ClusterError, TimeoutError) as e:
+            raise RunFailed(str(e)) from e
+        return check(path, spark_master)
+
+    return go
+
+
+def check(path: Path, spark_master: str | None) -> Verdict:
+    from harness.checker import check_runs
+
+    (verdict,) = check_runs([path], master=spark_master)
+    return verdict
+
+
+class Trials:
+    """Runs and checks scenarios under ``root``; ``spent`` holds every run's cost by name, this
+    session's and earlier ones' (hunt.json keeps it)."""
+
+    def __init__(self, root: Path, spent: dict[str, dict], go: RunAndCheck, spark_master: str | None = None,
+                 log: Callable[[str], None] = lambda m: None):
+        self.root = root
+        self.spent = spent
+        self.go = go
+        self.spark_master = spark_master
+        self.log = log
+        self.consecutive_errors = 0
+
+    @property
+    def wall_s(self) -> float:
+        return sum(x["wall_s"] for x in self.spent.values())
+
+    @property
+    def workload_s(self) -> float:
+        return sum(x["workload_s"] for x in self.spent.values())
+
+    def run(self, name: str, s: Scenario) -> Trial:
+        path = self.root / name
+        if path.exists():
+            return self._read_back(name, path, s)
+        t0 = time.monotonic()
+        verdict, error = self._run_and_check(path, s)
+        cost = {"wall_s": round(time.monotonic() - t0, 1), "workload_s": s.duration_s if verdict else 0.0}
+        self.spent[name] = cost if verdict else {**cost, "error": error}
+        return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error)
+
+    def _read_back(self, name: str, path: Path, s: Scenario) -> Trial:
+        ran = json.loads((path / RUN_JSON).read_text()).get("scenario_config")
+        if ran is None or Scenario.model_validate(ran) != s:
+            raise HuntError(f"{path}: holds a run of another scenario than this hunt draws there (another --seed, "
+                            "scenario or --set used this directory; allowed: the same command, or a new --out)")
+        verdict = read_verdict(path) or check(path, self.spark_master)
+        cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
+        return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"])
+
+    def _run_and_check(self, path: Path, s: Scenario) -> tuple[Verdict | None, str | None]:
+        try:
+            verdict = self.go(path, s)
+        except RunFailed as e:
+            self.consecutive_errors += 1
+            self.log(f"{path.name}: could not run: {str(e).splitlines()[0][:200]}")
+            if self.consecutive_errors >= 3:
+                raise CannotRun(f"three runs in a row could not be carried out; the last: {e}") from e
+            return None, str(e)[:2000]
+        self.consecutive_errors = 0
+        return verdict, None

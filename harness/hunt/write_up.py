@@ -1,0 +1,115 @@
+"""A finding written for someone else: ``minimal.toml`` (a scenario ``kchaos run`` runs as it is) and
+``bug.md`` (ready for an upstream tracker: what broke, on what, the steps, expected against observed,
+how often, how to run it again)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import tomli_w
+
+from harness.checker.anomaly import BY_NAME
+from harness.checker.verdict import Verdict
+from harness.faults import FAULTS
+from harness.history import RUN_JSON
+from harness.hunt.goal import Hit
+from harness.scenario import FaultSpec, Scenario
+
+KEEP_ALWAYS = ("name", "description", "kafka_version", "mode", "seed", "duration_s")
+
+
+def scenario_toml(s: Scenario) -> str:
+    """``s`` as a scenario file: what differs from the defaults, and what a reader needs to see anyway."""
+    full = s.model_dump(mode="json")
+    data = s.model_dump(mode="json", exclude_defaults=True, exclude={"hunt", "generator"})
+    data = {**{k: full[k] for k in KEEP_ALWAYS}, **data}
+    return tomli_w.dumps(_no_nulls(data))
+
+
+def _no_nulls(x):
+    """TOML has no null: a key whose value is None is left out (its default)."""
+    if isinstance(x, dict):
+        return {k: _no_nulls(v) for k, v in x.items() if v is not None}
+    if isinstance(x, list):
+        return [_no_nulls(v) for v in x]
+    return x
+
+
+def fault_in_words(i: int, f: FaultSpec) -> str:
+    """One fault of a schedule, as a step a person follows."""
+    kind = FAULTS[f.kind]
+    where = f"{f.target}" + (f" (of partition {f.partition})" if f.target.of_partition else "")
+    what = f"**{f.kind}** on {where}" + (f", {f.stream} only" if f.stream != "both" else "")
+    if kind.toxic and "latency" in kind.toxic:
+        what += f", {f.latency_ms} ms +- {f.jitter_ms} ms"
+    when = f"at {f.at_s:g} s" if f.on is None else f"after {f.at_s:g} s, on {f.on.trigger()}"
+    return f"{i}. {when}: {what} for {f.duration_s:g} s ({kind.help})"
+
+
+def configuration_in_words(s: Scenario) -> list[str]:
+    t = s.topic
+    lines = [f"- topic `{t.name}`: {t.partitions} partitions, replication factor {t.replication_factor}, "
+             f"min.insync.replicas {t.min_insync_replicas}, unclean leader election "
+             f"{'on' if t.unclean_leader_election else 'off'}"]
+    for p in s.producers:
+        extra = f", config {p.config}" if p.config else ""
+        lines.append(f"- producer `{p.name}` x{p.count}: acks={p.acks}, idempotence={p.idempotence}, "
+                     f"transactional={p.transactional}, {p.rate:g} records/s{extra}")
+    for g in s.groups:
+        lines.append(f"- group `{g.name}`: {g.members} members, {json.dumps(g.settings())}")
+    if s.copier is not None:
+        lines.append(f"- copier: {json.dumps(s.copier.model_dump(mode='json'))}")
+    if s.broker_config:
+        lines.append(f"- broker config: {s.broker_config}")
+    return lines
+
+
+def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
+    """The report of one finding. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
+    run = json.loads((run_dir / RUN_JSON).read_text())
+    client = run.get("client", {})
+    anomaly = BY_NAME[hit.anomaly]
+    k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
+    kinds = sorted({f.kind for f in minimal.faults})
+    title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
+             f"{run['kafka_version']} ({run['mode']}), {client.get('name', '?')} {client.get('version', '')}").strip()
+    out = [f"# {title}", ""]
+    if not hit.promised:
+        out += [f"> Not a bug report: this configuration does not promise to prevent {hit.anomaly} ({hit.why}). "
+                "The hunt was asked for this anomaly class (`--anomaly`); this is the smallest schedule it found "
+                "that shows it.", ""]
+    out += [
+        "| | |", "|---|---|",
+        f"| Kafka | {run['kafka_version']} ({run['mode']}), {run['brokers']} brokers, "
+        f"image `{run['images']['kafka']}` |",
+        f"| Client | {client.get('name', '?')} {client.get('version', '')} |",
+        f"| Feature levels | {run.get('features') or 'none (ZooKeeper mode or no features)'} |",
+        f"| Eligible leader replicas | {run.get('eligible_leader_replicas')} |",
+        f"| Reproduced | {k} of {n} runs of the minimal schedule "
+        f"(the schedule as found: {finding['confirmed']['k']} of {finding['confirmed']['n']} re-runs) |",
+        f"| Known | {finding['known'] or 'not known to kchaos'} |",
+        f"| Signature | `{finding['signature']}` |", "",
+        "## Configuration", "", *configuration_in_words(minimal), "",
+        "## The promise", "",
+        f"{'Promised' if hit.promised else 'Not promised'}: {hit.why}.", "",
+        f"Definition of **{hit.anomaly}** (kchaos's history contract): {' '.join(anomaly.definition.split())}", "",
+        "## Steps", "",
+        f"A workload of {minimal.duration_s:g} s (seed {minimal.seed}) writes to the topic above and reads it back; "
+        "meanwhile:", "",
+        *([fault_in_words(i + 1, f) for i, f in enumerate(minimal.faults)] or ["(no fault)"]), "",
+        "Then every fault is healed, every partition is read from offset 0, and every replica's log is read from "
+        "its broker's files.", "",
+        "## Expected", "", f"{hit.anomaly}: 0" + (f" ({hit.why})" if hit.promised else ""), "",
+        "## Observed", "",
+        f"{hit.anomaly}: {verdict.anomalies.get(hit.anomaly, 0)} in the run `{run_dir.name}` "
+        f"(`minimal/` beside this file); its first records:", "", "```",
+        *[json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]], "```", "",
+    ]
+    if verdict.known_issues:
+        out += ["Known issues the verdict names:", "",
+                *[f"- {i.issue} ({', '.join(i.anomalies)}): {i.why}" for i in verdict.known_issues], ""]
+    out += ["## Run it again", "", "```", f"kchaos run {finding['dir']}/minimal.toml", "```", "",
+            "The brokers' and clients' own logs are in `minimal/logs/` and `original/logs/`; `report.html` "
+            "shows both runs' timelines.", ""]
+    return "\n".join(out)

@@ -1,0 +1,309 @@
+"""kchaos hunt's logic on data the tests build: the search space, delta debugging and the shrinker
+against fake oracles, goals and signatures, the write-up, and the loop's bookkeeping (confirm,
+shrink, one finding per signature, hunt.json, resume) with a rule standing in for Kafka. What Kafka
+does under a hunt's schedules is tested against real Kafka in tests/test_hunt.py."""
+
+from __future__ import annotations
+
+import json
+import random
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import scenario as scenario_mod
+from harness.checker import ANOMALIES
+from harness.checker import verdict as verdict_mod
+from harness.checker.verdict import Verdict
+from harness.hunt import shrink as shrinking
+from harness.hunt.goal import Goal, Hit, signature
+from harness.hunt.known import known_id
+from harness.hunt.loop import HuntOptions, hunt
+from harness.hunt.space import draw, vocabulary
+from harness.hunt.trials import HuntError
+from harness.hunt.write_up import bug_md, scenario_toml
+from harness.scenario import Scenario
+from tests.histories import History
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def scenario(**changes) -> Scenario:
+    base = scenario_mod.load(SCENARIOS / "acks1-leader-kill.toml")
+    return Scenario.model_validate({**base.model_dump(mode="json"), **changes})
+
+
+def fault(kind: str, at_s: float = 2.0, duration_s: float = 6.0, target: str = "leader", **extra) -> dict:
+    return {"at_s": at_s, "duration_s": duration_s, "kind": kind, "target": target, **extra}
+
+
+# ---------------------------------------------------------------- delta debugging
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), max_size=n))))
+def test_ddmin_finds_exactly_what_a_monotone_failure_needs(case):
+    """For a failure that needs a set of items (any superset fails), the 1-minimal result is that set."""
+    n, needed = case
+    calls = []
+
+    def fails(xs):
+        calls.append(xs)
+        return needed <= set(xs)
+
+    assert set(shrinking.ddmin(list(range(n)), fails)) == needed
+    assert len(calls) == len({tuple(c) for c in calls}), "no subsequence is judged twice"
+
+
+def test_ddmin_stops_where_it_stands_when_the_budget_is_spent():
+    budget = iter([False, False, None])
+    assert shrinking.ddmin([0, 1, 2, 3], lambda xs: next(budget)) == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------- the shrinker
+
+def needs_kill_and_cut(s: Scenario) -> bool:
+    """A fake oracle: the failure needs a kill and a fetch cut, anything else is noise."""
+    return {"kill", "cut_fetch"} <= {f.kind for f in s.faults}
+
+
+def test_shrinking_keeps_only_the_faults_that_matter_and_makes_every_number_small():
+    s = scenario(duration_s=40.0, topic={"name": "chaos", "partitions": 3},
+                 producers=[{"name": "a", "acks": "1", "rate": 800}, {"name": "b", "acks": "1", "rate": 400}],
+                 faults=[fault("pause", 1), fault("cut_fetch", 3, 9, "followers", partition=2),
+                         fault("latency", 5, 4, "random"), fault("kill", 6, 7, partition=1),
+                         fault("isolate", 20, 5, "follower")])
+    out = shrinking.shrink(s, needs_kill_and_cut, budget=60)
+    m = out.scenario
+    assert sorted(f.kind for f in m.faults) == ["cut_fetch", "kill"]
+    assert all(f.duration_s == shrinking.MIN_FAULT_S for f in m.faults)
+    assert m.topic.partitions == 1 and all(f.partition == 0 for f in m.faults)
+    assert [p.name for p in m.producers] == ["a"] and m.producers[0].rate == shrinking.MIN_RATE
+    assert m.duration_s == 8.0, "the workload shrinks to its floor past the last fault"
+    assert out.judged <= 60 and all(isinstance(x.kept, bool) for x in out.steps)
+
+
+def test_a_candidate_that_no_longer_fails_is_not_kept():
+    s = scenario(faults=[fault("kill", 2, 6), fault("pause", 3, 4)])
+    m = shrinking.shrink(s, lambda c: any(f.kind == "kill" and f.duration_s >= 6 for f in c.faults), 30).scenario
+    assert [(f.kind, f.duration_s) for f in m.faults] == [("kill", 6.0)]
+
+
+def test_shrinking_within_its_budget_and_on_stop():
+    s = scenario(faults=[fault("kill", 2), fault("pause", 3), fault("isolate", 4)])
+    assert shrinking.shrink(s, lambda c: True, budget=2).judged == 2
+
+    class Spent(Exception):
+        pass
+
+    def stops(c):
+        raise Spent
+
+    out = shrinking.shrink(s, stops, budget=20, stop=Spent)
+    assert out.scenario == s and out.judged == 0
+
+
+def test_dropping_a_fault_another_waits_for_fires_that_one_when_it_would_have():
+    s = scenario(faults=[fault("cut_fetch", 3, 6, "followers"),
+                         fault("kill", 0, 2, on={"event": "fault_start", "fault": 0, "delay_s": 1.0}),
+                         fault("pause", 0, 1, on={"event": "fault_end", "fault": 1, "delay_s": 0.5})])
+    m = shrinking.keep_faults(s, [1, 2])
+    assert m.faults[0].on is None and m.faults[0].at_s == 4.0
+    assert m.faults[1].on is not None and m.faults[1].on.fault == 0, "a kept reference is renumbered"
+
+
+# ---------------------------------------------------------------- the space
+
+def test_draws_are_seeded_valid_and_from_the_vocabulary():
+    s = scenario()
+    moves = vocabulary(s)
+    kinds = {m.kind for m in moves}
+    assert {"kill", "power_loss", "cut_fetch", "isolate"} <= kinds
+    assert "client_kill" not in kinds, "no transactional client or member to kill"
+    assert "send" not in kinds and "remove_controller" not in kinds
+    a, b = draw(s, random.Random("x/1"), moves), draw(s, random.Random("x/1"), moves)
+    assert a == b and a.generator is None
+    spec = scenario_mod.HuntSpec()
+    for i in range(40):
+        d = draw(s, random.Random(i), moves)
+        assert spec.faults[0] <= len(d.faults) <= spec.faults[1]
+        assert all((f.kind, f.target) in {(m.kind, m.target) for m in moves} or f.target.role == "broker"
+                   for f in d.faults)
+        assert (d.topic, d.producers, d.brokers) == (s.topic, s.producers, s.brokers), "the configuration stays"
+
+
+def test_the_hunt_table_bounds_what_is_drawn():
+    s = scenario(hunt={"kinds": ["kill", "pause"], "targets": ["leader"], "faults": [2, 2],
+                       "duration_s": [10, 12], "rate": [100, 200], "triggers": 0})
+    moves = vocabulary(s)
+    assert {(m.kind, str(m.target)) for m in moves} == {("kill", "leader"), ("pause", "leader")}
+    for i in range(20):
+        d = draw(s, random.Random(i), moves)
+        assert len(d.faults) == 2 and 10 <= d.duration_s <= 12 and 100 <= d.producers[0].rate <= 200
+        assert all(f.on is None and f.at_s + f.duration_s <= d.duration_s for f in d.faults)
+
+
+def test_a_bad_hunt_table_names_its_key():
+    with pytest.raises(scenario_mod.ScenarioError, match=r"hunt.*kinds \['explode'\] are not faults"):
+        scenario_mod.load(SCENARIOS / "smoke.toml", ['hunt.kinds=["explode"]'])
+    with pytest.raises(scenario_mod.ScenarioError, match="faults"):
+        scenario_mod.load(SCENARIOS / "smoke.toml", ["hunt.faults=[3, 1]"])
+
+
+# ---------------------------------------------------------------- goals, signatures, known results
+
+def verdict(counts: dict[str, int], broken: list[str] = (), why: str = "acks=1: the leader acknowledges",
+            known_issues: list[dict] = ()) -> Verdict:
+    counts = {a: counts.get(a, 0) for a in ANOMALIES}
+    promises = {a: {"promised": a in broken, "why": why} for a in ANOMALIES}
+    settings = {"acks": "1", "min_insync": 2, "replication_factor": 3, "unclean_election": False,
+                "idempotence": False, "leader_epochs": True, "eligible_leader_replicas": False,
+                "transactional": False, "faults": ["power_loss"]}
+    row = {"config": "acks=1 min.insync=2 rf=3 unclean=off idempotent=no +power_loss", "settings": settings,
+           "producers": ["p"], "counts": counts, "promises": promises, "broken": list(broken),
+           "expected": [a for a, n in counts.items() if n and a not in broken], "verdict": "fail" if broken else "pass"}
+    return Verdict.model_validate({
+        "run_id": "r", "run_dir": "/r", "verdict": "fail" if broken else "pass", "anomalies": counts,
+        "examples": {a: [{"value": "v-1", "offset": 3}] for a, n in counts.items() if n}, "by_config": [row],
+        "indeterminate_landed": {"count": 0}, "failed_but_present": {"count": 0},
+        "unavailability": {"threshold_ms": 1000}, "known_issues": list(known_issues)})
+
+
+def test_a_hunt_looks_for_broken_promises_or_for_the_classes_asked():
+    v = verdict({"lost": 5, "duplicate": 2}, broken=["duplicate"])
+    assert [h.anomaly for h in Goal().hits(v)] == ["duplicate"]
+    assert [h.anomaly for h in Goal.parse("lost,divergence").hits(v)] == ["lost"]
+    hit = Goal.parse("lost").hits(v)[0]
+    assert hit.where == "acks=1 min.insync=2 rf=3 unclean=off idempotent=no", "faults are the signature's own part"
+    assert signature(hit, ["kill", "cut_fetch", "kill"]) == f"lost | {hit.where} | cut_fetch+kill"
+    with pytest.raises(ValueError, match="allowed: lost"):
+        Goal.parse("lots")
+
+
+def test_known_results_by_the_verdicts_known_issues_or_what_permits_the_anomaly():
+    v = verdict({"lost": 5})
+    assert known_id(Goal.parse("lost").hits(v)[0], v) == "acks1-leader-kill"
+    v = verdict({"duplicate": 1}, broken=["duplicate"], why="idempotence",
+                known_issues=[{"issue": "librdkafka#4953", "anomalies": ["duplicate"], "why": "epoch bump"}])
+    assert known_id(Goal().hits(v)[0], v) == "librdkafka#4953"
+    v = verdict({"divergence": 1}, broken=["divergence"], why="leader epochs")
+    assert known_id(Goal().hits(v)[0], v) is None
+
+
+# ---------------------------------------------------------------- the write-up
+
+def test_the_minimal_scenario_file_loads_back_as_the_same_scenario(tmp_path):
+    s = scenario(seed=77, faults=[fault("cut_fetch", 3, 6, "followers", stream="upstream"),
+                                  fault("kill", 0, 2, on={"event": "isr_shrink", "size": 1, "delay_s": 1.0})])
+    text = scenario_toml(s)
+    assert "seed = 77" in text and 'kafka_version = "3.9.1"' in text and "hunt" not in text
+    (tmp_path / "m.toml").write_text(text)
+    assert scenario_mod.load(tmp_path / "m.toml") == s
+    assert tomllib.loads(text)["faults"][1]["on"] == {"event": "isr_shrink", "size": 1, "delay_s": 1.0}
+
+
+def test_bug_md_says_what_a_maintainer_needs(tmp_path):
+    s = scenario(faults=[fault("kill", 2, 3, on={"event": "acked", "count": 100, "delay_s": 0.5})])
+    run = fake_run(tmp_path / "run", s, {"lost": 4}, broken=["lost"], why="acks=all, min.insync>=2")
+    v = verdict_mod.read(run)
+    hit = Goal().hits(v)[0]
+    doc = {"reproduced": {"k": 3, "n": 3}, "confirmed": {"k": 2, "n": 3}, "known": None,
+           "signature": signature(hit, ["kill"]), "dir": "findings/01-lost"}
+    text = bug_md(doc, hit, s, run, v)
+    for needle in ("Kafka | 3.9.1 (zk)", "confluent-kafka", "3 of 3 runs", "2 of 3 re-runs", "Promised: acks=all",
+                   "on acked count=100 +0.5s", "**kill** on leader", "lost: 4", '"value": "v-1"',
+                   "kchaos run findings/01-lost/minimal.toml", "not known to kchaos"):
+        assert needle in text, needle
+    assert "Not a bug report" not in text
+
+
+# ---------------------------------------------------------------- the loop, with a rule for Kafka
+
+def fake_run(path: Path, s: Scenario, counts: dict[str, int], broken: list[str] = (),
+             why: str = "acks=1: the leader acknowledges") -> Path:
+    """A run directory as a run of ``s`` would leave it, with the verdict ``counts`` give."""
+    run = {"run_id": path.name, "kafka_version": s.kafka_version, "mode": s.mode, "brokers": s.brokers,
+           "images": {"kafka": "kchaos/kafka:3.9.1"}, "client": {"name": "confluent-kafka", "version": "2.x"},
+           "features": {}, "eligible_leader_replicas": False, "scenario_config": s.model_dump(mode="json"),
+           "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+           "producers": [{"name": "p0", "acks": "1", "idempotence": False, "topic": "t"}]}
+    History(run=run).clean(3).write(path)
+    verdict_mod.write(path, verdict(counts, broken, why).model_copy(update={"run_dir": str(path)}))
+    return path
+
+
+def rule(calls: list[str], flaky: set[str] = frozenset()):
+    """Kafka's stand-in: a run loses data when its schedule has a kill and a fetch cut."""
+
+    def go(path: Path, s: Scenario) -> Verdict:
+        calls.append(path.name)
+        lost = needs_kill_and_cut(s) and path.name not in flaky
+        fake_run(path, s, {"lost": 7} if lost else {})
+        return verdict_mod.read(path)
+
+    return go
+
+
+def options(tmp_path: Path, **kw) -> HuntOptions:
+    hunt_table = ['hunt.kinds=["kill", "cut_fetch", "pause"]', "hunt.faults=[2, 4]", "hunt.triggers=0"]
+    return HuntOptions(scenarios=("acks1-leader-kill",), out=tmp_path / "hunt", goal=Goal.parse("lost"),
+                       sets=tuple(hunt_table), **{"runs": 12, "confirm": 2, **kw})
+
+
+def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
+    calls: list[str] = []
+    out = hunt(options(tmp_path), announce=lambda m: None, go=rule(calls))
+    assert out.exit_code == 1 and len(out.findings) == 1, "one signature, one finding"
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    f = doc["findings"][0]
+    assert f["reproduced"] == {"k": 2, "n": 2} and f["confirmed"] == {"k": 2, "n": 2}
+    assert f["faults_after"] == 2 and f["faults_before"] >= 2 and f["known"] == "acks1-leader-kill"
+    assert f["signature"].startswith("lost | acks=1") and f["signature"].endswith("| cut_fetch+kill")
+    assert doc["runs"] == len(calls) and doc["wall_s"] >= 0 and doc["workload_s"] > 0 and doc["drawn"] == 12
+    assert len(f["seen_in"]) >= 1, "later draws with both kinds are the same finding"
+    d = tmp_path / "hunt" / f["dir"]
+    assert {p.name for p in d.iterdir()} >= {"minimal.toml", "original.toml", "bug.md", "original", "minimal",
+                                             "report.html"}
+    minimal = scenario_mod.load(d / "minimal.toml")
+    assert needs_kill_and_cut(minimal) and len(minimal.faults) == 2
+    assert not list((tmp_path / "hunt" / "findings").glob(".*partial"))
+
+
+def test_the_same_command_again_resumes_without_running_what_is_done(tmp_path):
+    first: list[str] = []
+    hunt(options(tmp_path, runs=6), announce=lambda m: None, go=rule(first))
+    again: list[str] = []
+    before = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    hunt(options(tmp_path, runs=6), announce=lambda m: None, go=rule(again))
+    assert again == [] and json.loads((tmp_path / "hunt" / "hunt.json").read_text())["findings"] == before["findings"]
+    more: list[str] = []
+    out = hunt(options(tmp_path, runs=9), announce=lambda m: None, go=rule(more))
+    assert all(name.startswith(("h0006", "h0007", "h0008")) for name in more) and out.drawn == 9
+
+
+def test_another_hunt_in_the_same_directory_is_refused(tmp_path):
+    hunt(options(tmp_path, runs=1), announce=lambda m: None, go=rule([]))
+    with pytest.raises(HuntError, match="another hunt"):
+        hunt(options(tmp_path, runs=1, seed=2), announce=lambda m: None, go=rule([]))
+
+
+def test_a_finding_that_never_reproduces_is_reported_so_and_not_shrunk(tmp_path):
+    calls: list[str] = []
+    flaky = {f"h{n:04d}-acks1-leader-kill-3.9.1-zk-c{i}" for n in range(40) for i in (1, 2)}
+    out = hunt(options(tmp_path, runs=4), announce=lambda m: None, go=rule(calls, flaky))
+    f = out.findings[0]
+    assert f.confirmed == (0, 2) and f.reproduced == (0, 2) and f.minimal == f.original.model_copy(
+        update={"name": f.minimal.name, "description": f.minimal.description})
+    assert not any("-s" in c.rsplit("-", 1)[-1] for c in calls), "nothing is shrunk that did not reproduce"
+
+
+def test_a_time_budget_ends_the_hunt_with_what_it_found(tmp_path):
+    out = hunt(options(tmp_path, runs=None, budget_s=0), announce=lambda m: None, go=rule([]))
+    assert out.drawn == 0 and out.exit_code == 0
+    assert json.loads((tmp_path / "hunt" / "hunt.json").read_text())["runs"] == 0
+
+
+def test_hits_name_their_key():
+    assert Hit("lost", "acks=1", 3, False, "").key == ("lost", "acks=1")
