@@ -202,26 +202,30 @@ def _resume(c: KafkaCluster, a: Applied, b: int) -> None:
 
 # ---------------------------------------------------------------- network faults
 
+def _claim(a: Applied, links: list[str]) -> list[str]:
+    """The links of ``links`` this fault has not put its toxics on yet, now recorded as its own
+    (before the toxics go on, so a failure halfway takes them back). A fault on several nodes meets
+    the link between two of them twice (``followers``' replication link to each other, a quorum
+    majority's links among its members): it is cut once."""
+    new = [link for link in dict.fromkeys(links) if link not in a.links]
+    a.links += new
+    return new
+
+
 def _cut(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
     def apply(c: KafkaCluster, a: Applied, b: int) -> None:
-        chosen = links(c, a, b)
-        a.links += chosen  # before the toxics go on, so a failure halfway takes them back
-        c.cut(chosen, stream=a.fault.stream, tag=a.tag)
+        c.cut(_claim(a, links(c, a, b)), stream=a.fault.stream, tag=a.tag)
     return apply
 
 
 def _slow(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
     def apply(c: KafkaCluster, a: Applied, b: int) -> None:
-        chosen = links(c, a, b)
-        a.links += chosen
-        c.latency(chosen, a.fault.latency_ms, a.fault.jitter_ms, stream=a.fault.stream, tag=a.tag)
+        c.latency(_claim(a, links(c, a, b)), a.fault.latency_ms, a.fault.jitter_ms, stream=a.fault.stream, tag=a.tag)
     return apply
 
 
 def _throttle(c: KafkaCluster, a: Applied, b: int) -> None:
-    chosen = c.topo.isolation_links(b)
-    a.links += chosen
-    c.bandwidth(chosen, a.fault.rate_kbps, tag=a.tag)
+    c.bandwidth(_claim(a, c.topo.isolation_links(b)), a.fault.rate_kbps, tag=a.tag)
 
 
 def _one_way(c: KafkaCluster, a: Applied, b: int) -> None:

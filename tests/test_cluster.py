@@ -209,6 +209,24 @@ def test_a_cut_on_one_stream_holds_the_fetch_responses_and_lets_the_requests_thr
     assert start["stream"] == end["stream"] == "downstream"
 
 
+def test_a_cut_of_both_followers_cuts_the_link_between_them_once(healed, tmp_path):
+    """cut_replication on ``followers`` cuts each follower's replication links, and the link between
+    the two followers is one of each's: it is cut once, not refused the second time (the fault used
+    to be skipped whole, "toxic already exists")."""
+    topic = unique_topic("both")
+    healed.create_topic(topic, partitions=1, replication_factor=3)
+    healed.wait_full_isr(topic)
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(healed, topic, events)
+    a = nem.apply(PlannedFault(0, 1, "cut_replication", "followers"))
+    f1, f2 = a.brokers
+    assert len(a.links) == len(set(a.links)) and healed.topo.repl(f1, f2) in a.links
+    assert all(healed.toxi.toxics(x) for x in a.links), "every link of either follower is cut"
+    nem.heal(a)
+    assert {x: healed.toxi.toxics(x) for x in a.links} == {x: [] for x in a.links}
+    events.close()
+
+
 def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_path, monkeypatch):
     """An isolation puts toxics on its links one by one. When Toxiproxy refuses one on the last link
     (409: a toxic of that name is there, planted through its API first), the links already cut are
