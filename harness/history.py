@@ -7,6 +7,7 @@ names the file, the column and what was expected, before any work starts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -193,6 +194,8 @@ class RunDir:
     rows: dict[str, int]
     run: dict
     optional: frozenset[str] = frozenset()  # "file:column" of each v2 column present
+    # Each file's own Parquet schema: runs whose files agree are read by Spark in one scan.
+    schemas: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
     @property
     def run_id(self) -> str:
@@ -233,6 +236,7 @@ def validate(path: Path) -> RunDir:
     if not path.is_dir():
         raise HistoryError(f"{path}: not a directory")
     rows = {}
+    schemas: dict[str, str] = {}
     optional: set[str] = set()
     for name, schema in SCHEMAS.items():
         f = path / name
@@ -241,12 +245,12 @@ def validate(path: Path) -> RunDir:
         _check_columns(f, schema, required=True)
         if name in OPTIONAL_COLUMNS:
             optional |= {f"{name}:{c}" for c in _check_columns(f, OPTIONAL_COLUMNS[name], required=False)}
-        rows[name] = pq.ParquetFile(f).metadata.num_rows
+        rows[name], schemas[name] = _rows_and_schema(f)
     for name, schema in OPTIONAL_FILES.items():
         f = path / name
         if f.exists():
             _check_columns(f, schema, required=True)
-            rows[name] = pq.ParquetFile(f).metadata.num_rows
+            rows[name], schemas[name] = _rows_and_schema(f)
     if rows[PRODUCED] == 0:
         raise HistoryError(f"{path / PRODUCED}: empty history (no rows)")
     run_file = path / RUN_JSON
@@ -258,7 +262,12 @@ def validate(path: Path) -> RunDir:
         raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
     check_run_config(run_file, run)
     read_events(path)  # every record valid before any work starts
-    return RunDir(path, rows, run, frozenset(optional))
+    return RunDir(path, rows, run, frozenset(optional), schemas)
+
+
+def _rows_and_schema(f: Path) -> tuple[int, str]:
+    pf = pq.ParquetFile(f)
+    return pf.metadata.num_rows, str(pf.schema_arrow)
 
 
 def read_events(run_dir: Path) -> list[dict]:

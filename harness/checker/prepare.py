@@ -14,6 +14,7 @@ records (``odd_final``), and the sends behind every finding that names a sender 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -112,27 +113,49 @@ def _cast(name: str, type_: object) -> Column:
     return F.col(f"`{name}`").cast(_SPARK_TYPES[str(type_)]).alias(name)
 
 
+# A path Hadoop writes back unchanged in ``_metadata.file_path`` (after "file:"): runs stored under
+# such paths can share one scan and be told apart by it; any other run is scanned alone.
+PLAIN_PATH = re.compile(r"[A-Za-z0-9/._=+,@-]+")
+
+
 def read(spark: SparkSession, runs: list[RunDir], name: str) -> DataFrame | None:
     """One contract file of every run, cast to the contract's types, with a run column. The v2
     columns of a v1 file are null where a run lacks them; an optional file is read from the runs
-    that have it (None when none has)."""
-    schema = SCHEMAS.get(name) or OPTIONAL_FILES[name]
-    frames = []
+    that have it (None when none has).
+
+    Runs whose files have the same Parquet schema are read in one scan, the run told by the file
+    each row came from: a check of many runs plans one scan per schema, not one per run."""
+    groups: dict[object, list[int]] = {}
     for i, r in enumerate(runs):
-        if name not in r.rows:
-            continue
-        df = spark.read.parquet(str((r.path / name).resolve()))
-        cols = [_cast(f.name, f.type) for f in schema]
-        cols += [_cast(f.name, f.type) if r.has_column(name, f.name)
-                 else F.lit(None).cast(_SPARK_TYPES[str(f.type)]).alias(f.name)
-                 for f in OPTIONAL_COLUMNS.get(name, [])]
-        frames.append(df.select(F.lit(i).alias("run"), *cols))
+        if name in r.rows:
+            plain = PLAIN_PATH.fullmatch(str((r.path / name).resolve()))
+            key = (r.schemas.get(name), tuple(sorted(r.optional))) if plain and r.schemas.get(name) else ("alone", i)
+            groups.setdefault(key, []).append(i)
+    frames = [_scan(spark, runs, name, idxs) for idxs in groups.values()]
     if not frames:
         return None
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
+
+
+def _scan(spark: SparkSession, runs: list[RunDir], name: str, idxs: list[int]) -> DataFrame:
+    """The file ``name`` of runs ``idxs`` (their files share a schema), in one scan."""
+    schema = SCHEMAS.get(name) or OPTIONAL_FILES[name]
+    paths = [str((runs[i].path / name).resolve()) for i in idxs]
+    df = spark.read.parquet(*paths)
+    if len(idxs) == 1:
+        run = F.lit(idxs[0])
+    else:
+        by_path = F.create_map(*[x for i, p in zip(idxs, paths, strict=True) for x in (F.lit(f"file:{p}"), F.lit(i))])
+        run = F.element_at(by_path, F.col("_metadata.file_path"))
+    first = runs[idxs[0]]
+    cols = [_cast(f.name, f.type) for f in schema]
+    cols += [_cast(f.name, f.type) if first.has_column(name, f.name)
+             else F.lit(None).cast(_SPARK_TYPES[str(f.type)]).alias(f.name)
+             for f in OPTIONAL_COLUMNS.get(name, [])]
+    return df.select(run.cast("int").alias("run"), *cols)
 
 
 def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> DataFrame:
