@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -69,107 +70,85 @@ def plant(h: History, anomaly: str) -> None:
             h.replica(b, "ghost", 8)
 
 
-def test_clean_history_has_no_anomaly_and_passes(tmp_path):
+# Every history below is checked in one Spark job (as `kchaos check` checks many runs; a check costs
+# seconds however small its histories): name -> a function that builds it.
+CASES: dict = {}
+
+
+def case(name: str):
+    def register(build):
+        CASES[name] = build
+        return build
+    return register
+
+
+@case("clean")
+def _clean() -> History:
     h = History().clean(20)
     h.clean(7, partition=1)
-    v = check_one(tmp_path, h)
-    assert v.anomalies == ZERO
-    assert v.verdict == "pass"
-    assert v.final_log_records == 27
-    assert json.loads((tmp_path / "run" / "verdict.json").read_text())["anomalies"] == ZERO
-    assert read_verdict(tmp_path / "run") == v
+    return h
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory) -> dict:
-    """One history per anomaly, each with that anomaly planted alone, checked together in one Spark job
-    (as `kchaos check` checks many runs): anomaly -> verdict, each checked against the reference."""
-    root = tmp_path_factory.mktemp("planted")
-    hs = {}
-    for anomaly in V1_ANOMALIES:
-        hs[anomaly] = History().clean(5)
-        plant(hs[anomaly], anomaly)
-    verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
-    for h, v in zip(hs.values(), verdicts, strict=True):
-        assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
-    assert nothing_cached()
-    return dict(zip(hs, verdicts, strict=True))
+for _a in V1_ANOMALIES:
+    CASES[f"planted-{_a}"] = lambda a=_a: _planted(a)
 
 
-@pytest.mark.parametrize("anomaly", V1_ANOMALIES)
-def test_each_anomaly_planted_alone_is_counted_once(planted, anomaly):
-    v = planted[anomaly]
-    assert v.anomalies == only(**{anomaly: 1})
-    assert len(v.examples[anomaly]) == 1
-    # acks=all, min.insync=2, unclean off, idempotent: every one of these breaks a promise.
-    assert v.verdict == "fail"
+def _planted(anomaly: str) -> History:
+    h = History().clean(5)
+    plant(h, anomaly)
+    return h
 
 
-def test_all_anomalies_together(tmp_path):
+@case("all")
+def _all() -> History:
     h = History().clean(5)
     for a in V1_ANOMALIES:
         plant(h, a)
-    v = check_one(tmp_path, h)
-    assert v.anomalies == only(**dict.fromkeys(V1_ANOMALIES, 1))
-    (row,) = v.by_config  # p0 and p1 share one configuration
-    assert row.producers == ["p0", "p1"] and set(row.broken) == set(V1_ANOMALIES)
+    return h
 
 
-def test_examples_are_the_first_ten_of_each_kind_in_order(tmp_path):
-    """Counts and examples come from one action over the findings: the examples of a kind are still
-    the first EXAMPLES by its sort key (the earliest acknowledgement, the lowest offset), in order."""
+@case("first-ten")
+def _first_ten() -> History:
     h = History().clean(15)
     base = h.ts + 1000
     for i in range(13):  # sent latest first, so the order of the rows is not the order of the examples
         h.send(f"v-lost-{i}", 100 + i, ts=base + 100 * (13 - i))
     for o in range(12):
         h.replica(2, f"other-{o}", o)
-    v = check_one(tmp_path, h)
-    assert (v.anomalies["lost"], v.anomalies["divergence"]) == (13, 12)
-    assert [e["value"] for e in v.examples["lost"]] == [f"v-lost-{i}" for i in range(12, 2, -1)]
-    assert [e["offset"] for e in v.examples["divergence"]] == list(range(10))
+    return h
 
 
-def test_examples_name_what_is_involved(tmp_path):
+@case("named")
+def _named() -> History:
     h = History().clean(5)
     plant(h, "lost")
     plant(h, "divergence")
-    v = check_one(tmp_path, h)
-    (lost,) = v.examples["lost"]
-    assert lost["value"] == "v-lost" and lost["ack_offset"] == 5 and lost["producer"] == "p0"
-    (div,) = v.examples["divergence"]
-    assert (div["partition"], div["offset"]) == (0, 2)
-    assert {div["v_min"], div["v_max"]} == {"v0-2", "not-v0-2"}
+    return h
 
 
-def test_acks1_loss_is_expected_not_a_failure(tmp_path):
+@case("acks1")
+def _acks1() -> History:
     h = History()
     h.run["producers"] = [{"name": "p0", "acks": "1", "topic": "t"}]
     for i in range(5):
         h.send(f"a{i}", i, acks="1")
     h.final_from_replica(0, (1, 2, 3))
     h.send("a-lost", 5, acks="1")
-    v = check_one(tmp_path, h)
-    assert v.anomalies["lost"] == 1
-    assert v.verdict == "pass"
-    (row,) = v.by_config
-    assert row.expected == ["lost"] and "acks=1" in row.promises["lost"].why
+    return h
 
 
-def test_a_read_at_its_stale_hw_of_a_record_in_the_final_log_is_counted_but_breaks_no_promise(tmp_path):
-    """Kafka's fetch response carries the hw from before its read, so a committed record can come back
-    at or above it: counted by the contract, expected; a record missing from the final log still fails."""
+@case("stale")
+def _stale() -> History:
     h = History().clean(5)
     h.read("v0-4", 4, consumer="c2", hw=4)  # in the final log at 4, read at its hw
-    v = check_one(tmp_path, h, "stale")
-    assert v.anomalies == only(uncommitted_read=1) and v.verdict == "pass"
-    (row,) = v.by_config
-    assert row.expected == ["uncommitted_read"] and row.broken == []
-    assert row.promises["uncommitted_read"].promised and "Partition.readRecords" in row.promises["uncommitted_read"].why
+    return h
+
+
+@case("stale-and-uncommitted")
+def _stale_and_uncommitted() -> History:
+    h = _stale()
     h.read("v-uncommitted", 7, consumer="c1", hw=8)  # not in the final log: a read nothing excuses
-    v = check_one(tmp_path, h, "both")
-    assert v.anomalies == only(uncommitted_read=2) and v.verdict == "fail"
-    assert v.by_config[0].broken == ["uncommitted_read"]
+    return h
 
 
 def two_producers() -> History:
@@ -183,26 +162,184 @@ def two_producers() -> History:
     return h
 
 
-def test_mixed_producers_are_judged_by_their_own_config(tmp_path):
+@case("mixed-acks1-lost")
+def _mixed1() -> History:
     h = two_producers()
     h.send("x-lost", 2, acks="1", producer="p-one")
-    v = check_one(tmp_path, h)
-    assert v.verdict == "pass"
+    return h
+
+
+@case("mixed-both-lost")
+def _mixed2() -> History:
+    h = _mixed1()
     h.send("y-lost", 3, acks="all", producer="p-all")
-    v = check_one(tmp_path, h, "run2")
-    assert v.verdict == "fail"
-    broken = {r.producers[0]: r.broken for r in v.by_config}
-    assert broken == {"p-one": [], "p-all": ["lost"]}
+    return h
 
 
-def test_acks0_and_indeterminate_writes_are_not_losses(tmp_path):
+@case("acks0")
+def _acks0() -> History:
     h = History().clean(3)
     h.send("z0", None, acks="0")  # never read back: not lost, reported apart
     h.send("maybe", None, status="info", error="_MSG_TIMED_OUT")
     h.read("maybe", 3, phase="final", consumer="final")
     h.send("failed-but-there", None, status="fail", error="NOT_ENOUGH_REPLICAS")
     h.read("failed-but-there", 4, phase="final", consumer="final")
-    v = check_one(tmp_path, h)
+    return h
+
+
+@case("unclean-divergence")
+def _unclean() -> History:
+    h = History().clean(5)
+    h.run["topics"][0]["config"]["unclean.leader.election.enable"] = "true"
+    plant(h, "divergence")
+    return h
+
+
+@case("unclean-phantom")
+def _unclean_phantom() -> History:
+    h = _unclean()
+    plant(h, "phantom")
+    return h
+
+
+@case("old-ibp")
+def _old_ibp() -> History:
+    h = History().clean(5)
+    h.run["broker_config"] = {"inter.broker.protocol.version": "0.10.2"}
+    plant(h, "lost")
+    return h
+
+
+@case("power-loss")
+def _power_loss() -> History:
+    h = History().clean(5)
+    h.events.append({"type": "fault", "kind": "power_loss", "start_ms": h.ts, "end_ms": h.ts + 100})
+    plant(h, "lost")
+    return h
+
+
+@case("power-loss-elr")
+def _power_loss_elr() -> History:
+    h = _power_loss()
+    h.run["eligible_leader_replicas"] = True
+    return h
+
+
+T0 = 1_700_000_000_000
+
+
+@case("unavailable")
+def _unavailable() -> History:
+    h = History()
+    for i in range(10):
+        h.send(f"a{i}", i, ts=T0 + i * 100)
+    # 4 s with no acknowledgement, from a fault at T0+1000 until acks resume at T0+4900
+    for i in range(10, 20):
+        h.send(f"a{i}", i, ts=T0 + 4900 + (i - 10) * 100)
+    h.final_from_replica(0, (1, 2, 3))
+    h.events.append({"type": "fault", "kind": "kill", "name": "kill leader", "start_ms": T0 + 1000,
+                     "end_ms": T0 + 3000})
+    return h
+
+
+@case("far")
+def _far() -> History:
+    h = History().clean(5)
+    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)
+    h.replica(1, "a", 1 << 62).replica(2, "b", 1 << 62)
+    h.topic = "x"
+    h.read("x-phantom", 0, phase="final", consumer="final")
+    return h
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> dict:
+    """Every case checked together: name -> verdict, each checked against the reference."""
+    root = tmp_path_factory.mktemp("cases")
+    hs = {name: build() for name, build in CASES.items()}
+    verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
+    for h, v in zip(hs.values(), verdicts, strict=True):
+        # The Spark job and the reference implementation agree on every history built here.
+        assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
+    assert nothing_cached()
+    return dict(zip(hs, verdicts, strict=True))
+
+
+def test_clean_history_has_no_anomaly_and_passes(judged):
+    v = judged["clean"]
+    assert v.anomalies == ZERO
+    assert v.verdict == "pass"
+    assert v.final_log_records == 27
+    run = Path(v.run_dir)
+    assert json.loads((run / "verdict.json").read_text())["anomalies"] == ZERO
+    assert read_verdict(run) == v
+
+
+@pytest.mark.parametrize("anomaly", V1_ANOMALIES)
+def test_each_anomaly_planted_alone_is_counted_once(judged, anomaly):
+    v = judged[f"planted-{anomaly}"]
+    assert v.anomalies == only(**{anomaly: 1})
+    assert len(v.examples[anomaly]) == 1
+    # acks=all, min.insync=2, unclean off, idempotent: every one of these breaks a promise.
+    assert v.verdict == "fail"
+
+
+def test_all_anomalies_together(judged):
+    v = judged["all"]
+    assert v.anomalies == only(**dict.fromkeys(V1_ANOMALIES, 1))
+    (row,) = v.by_config  # p0 and p1 share one configuration
+    assert row.producers == ["p0", "p1"] and set(row.broken) == set(V1_ANOMALIES)
+
+
+def test_examples_are_the_first_ten_of_each_kind_in_order(judged):
+    """Counts and examples come from one action over the findings: the examples of a kind are still
+    the first EXAMPLES by its sort key (the earliest acknowledgement, the lowest offset), in order."""
+    v = judged["first-ten"]
+    assert (v.anomalies["lost"], v.anomalies["divergence"]) == (13, 12)
+    assert [e["value"] for e in v.examples["lost"]] == [f"v-lost-{i}" for i in range(12, 2, -1)]
+    assert [e["offset"] for e in v.examples["divergence"]] == list(range(10))
+
+
+def test_examples_name_what_is_involved(judged):
+    v = judged["named"]
+    (lost,) = v.examples["lost"]
+    assert lost["value"] == "v-lost" and lost["ack_offset"] == 5 and lost["producer"] == "p0"
+    (div,) = v.examples["divergence"]
+    assert (div["partition"], div["offset"]) == (0, 2)
+    assert {div["v_min"], div["v_max"]} == {"v0-2", "not-v0-2"}
+
+
+def test_acks1_loss_is_expected_not_a_failure(judged):
+    v = judged["acks1"]
+    assert v.anomalies["lost"] == 1
+    assert v.verdict == "pass"
+    (row,) = v.by_config
+    assert row.expected == ["lost"] and "acks=1" in row.promises["lost"].why
+
+
+def test_a_read_at_its_stale_hw_of_a_record_in_the_final_log_is_counted_but_breaks_no_promise(judged):
+    """Kafka's fetch response carries the hw from before its read, so a committed record can come back
+    at or above it: counted by the contract, expected; a record missing from the final log still fails."""
+    v = judged["stale"]
+    assert v.anomalies == only(uncommitted_read=1) and v.verdict == "pass"
+    (row,) = v.by_config
+    assert row.expected == ["uncommitted_read"] and row.broken == []
+    assert row.promises["uncommitted_read"].promised and "Partition.readRecords" in row.promises["uncommitted_read"].why
+    v = judged["stale-and-uncommitted"]
+    assert v.anomalies == only(uncommitted_read=2) and v.verdict == "fail"
+    assert v.by_config[0].broken == ["uncommitted_read"]
+
+
+def test_mixed_producers_are_judged_by_their_own_config(judged):
+    assert judged["mixed-acks1-lost"].verdict == "pass"
+    v = judged["mixed-both-lost"]
+    assert v.verdict == "fail"
+    broken = {r.producers[0]: r.broken for r in v.by_config}
+    assert broken == {"p-one": [], "p-all": ["lost"]}
+
+
+def test_acks0_and_indeterminate_writes_are_not_losses(judged):
+    v = judged["acks0"]
     assert v.anomalies == ZERO
     assert v.acks0_missing == 1
     assert v.indeterminate_landed.count == 1
@@ -210,45 +347,33 @@ def test_acks0_and_indeterminate_writes_are_not_losses(tmp_path):
     assert v.failed_but_present.count == 1
 
 
-def test_unclean_election_makes_divergence_expected_but_never_phantoms(tmp_path):
-    h = History().clean(5)
-    h.run["topics"][0]["config"]["unclean.leader.election.enable"] = "true"
-    plant(h, "divergence")
-    v = check_one(tmp_path, h)
+def test_unclean_election_makes_divergence_expected_but_never_phantoms(judged):
+    v = judged["unclean-divergence"]
     assert v.verdict == "pass" and v.by_config[0].expected == ["divergence"]
-    plant(h, "phantom")
-    assert check_one(tmp_path, h, "run2").verdict == "fail"
+    assert judged["unclean-phantom"].verdict == "fail"
 
 
-def test_old_ibp_and_power_loss_excuse_loss(tmp_path):
-    h = History().clean(5)
-    h.run["broker_config"] = {"inter.broker.protocol.version": "0.10.2"}
-    plant(h, "lost")
-    assert check_one(tmp_path, h).verdict == "pass"
-    h2 = History().clean(5)
-    h2.events.append({"type": "fault", "kind": "power_loss", "start_ms": h2.ts, "end_ms": h2.ts + 100})
-    plant(h2, "lost")
-    assert check_one(tmp_path, h2, "run2").verdict == "pass"
-    h2.run["eligible_leader_replicas"] = True
-    assert check_one(tmp_path, h2, "run3").verdict == "fail"
+def test_old_ibp_and_power_loss_excuse_loss(judged):
+    assert judged["old-ibp"].verdict == "pass"
+    assert judged["power-loss"].verdict == "pass"
+    assert judged["power-loss-elr"].verdict == "fail"
 
 
-def test_unavailability_windows_and_recovery_after_a_fault(tmp_path):
-    h = History()
-    t0 = 1_700_000_000_000
-    for i in range(10):
-        h.send(f"a{i}", i, ts=t0 + i * 100)
-    # 4 s with no acknowledgement, from a fault at t0+1000 until acks resume at t0+4900
-    for i in range(10, 20):
-        h.send(f"a{i}", i, ts=t0 + 4900 + (i - 10) * 100)
-    h.final_from_replica(0, (1, 2, 3))
-    h.events.append({"type": "fault", "kind": "kill", "name": "kill leader", "start_ms": t0 + 1000,
-                     "end_ms": t0 + 3000})
-    v = check_one(tmp_path, h)
+def test_unavailability_windows_and_recovery_after_a_fault(judged):
+    v = judged["unavailable"]
     (w,) = v.unavailability.windows
-    assert w["start_ms"] == t0 + 905 and w["end_ms"] == t0 + 4905
+    assert w["start_ms"] == T0 + 905 and w["end_ms"] == T0 + 4905
     (f,) = v.unavailability.faults
     assert f["recovery_ms"] == 3905 and f["outage_ms"] == 4000
+
+
+def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(judged):
+    """A partition numbered 5000, an offset of 2^62 and a final read of a topic no producer or live
+    read used are counted like any other."""
+    v = judged["far"]
+    assert v.anomalies == only(divergence=2, phantom=1)
+    assert {(e["partition"], e["offset"]) for e in v.examples["divergence"]} == {(5000, 0), (0, 1 << 62)}
+    assert v.examples["phantom"][0]["topic"] == "x"
 
 
 def test_many_runs_in_one_session_from_a_parent_directory(tmp_path):
@@ -350,20 +475,6 @@ def test_lookups_give_the_same_answer_broadcast_or_shuffled(tmp_path, monkeypatc
            for e in v.examples["uncommitted_read"]}
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
     assert (v.examples["lost"][0]["producer"], v.examples["duplicate"][0]["producer"]) == ("p0", "p0")
-
-
-def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(tmp_path):
-    """A partition numbered 5000, an offset of 2^62 and a final read of a topic no producer or live
-    read used are counted like any other."""
-    h = History().clean(5)
-    h.replica(1, "a", 0, partition=5000).replica(2, "b", 0, partition=5000)
-    h.replica(1, "a", 1 << 62).replica(2, "b", 1 << 62)
-    h.topic = "x"
-    h.read("x-phantom", 0, phase="final", consumer="final")
-    v = check_one(tmp_path, h)
-    assert v.anomalies == only(divergence=2, phantom=1)
-    assert {(e["partition"], e["offset"]) for e in v.examples["divergence"]} == {(5000, 0), (0, 1 << 62)}
-    assert v.examples["phantom"][0]["topic"] == "x"
 
 
 def test_footers_say_which_topics_a_file_holds_only_when_they_can(tmp_path):

@@ -1,6 +1,8 @@
 """The warm Spark Connect server checks share: the cold path starts it, the warm path reuses it, and a
 server that died, hangs or runs another Spark version is replaced, never waited on; two processes
 checking at once share one server and both get correct verdicts. Counts are the embedded driver's.
+The default suite starts two servers (the shared cold start, a killed one replaced); the other ways
+a server is replaced each start one more, in the long tier.
 
 Every warm check runs in a `kchaos check` process of its own, as a user's does: this test process
 has run the rest of the suite (a browser among it), and what that leaves behind is not a user's."""
@@ -121,6 +123,7 @@ def test_a_killed_server_is_replaced(tmp_path, no_override):
     assert {k: counts[k] for k in expected} == expected
 
 
+@pytest.mark.chaos_long  # each starts a server of its own: about a minute
 def test_a_hung_server_is_replaced_within_the_probe_time(tmp_path, no_override):
     d, expected = lossy(tmp_path, "run")
     old = running()
@@ -136,6 +139,7 @@ def test_a_hung_server_is_replaced_within_the_probe_time(tmp_path, no_override):
     assert {k: counts[k] for k in expected} == expected
 
 
+@pytest.mark.chaos_long  # each starts a server of its own: about a minute
 def test_a_server_of_another_spark_version_is_replaced(tmp_path, no_override):
     d, expected = lossy(tmp_path, "run")
     old = running()
@@ -147,6 +151,7 @@ def test_a_server_of_another_spark_version_is_replaced(tmp_path, no_override):
     assert not warm.alive(old) and {k: counts[k] for k in expected} == expected
 
 
+@pytest.mark.chaos_long  # each starts a server of its own: about a minute
 def test_a_server_nobody_recorded_is_stopped_before_a_new_one_starts(tmp_path, no_override):
     """A check whose starter died before recording its server (a killed `kchaos run` warming it up)
     must not leave two servers: the next start finds the stray one by its mark and stops it."""
