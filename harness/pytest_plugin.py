@@ -41,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help=f"Kafka version(s), comma-separated ({', '.join(KAFKA_VERSIONS)}); default {DEFAULT_VERSION}")
     g.addoption("--mode", dest="kchaos_mode", default=None, help="zk, kraft or both (comma-separated)")
     g.addoption("--kchaos-out", default=None, help="keep run directories here (default: pytest's tmp dirs)")
+    g.addoption("--kafka-quorum", type=int, default=None, choices=(1, 3, 5),
+                help="KRaft controllers or ZooKeeper servers of kafka_cluster and chaos_run's clusters (default 3; "
+                     "1 boots faster where the quorum is not under test)")
 
 
 # kafka-python (its protocol classes and segment reader) loads its schemas through importlib.resources
@@ -96,8 +99,17 @@ def _require_engine() -> None:
         pytest.skip(f"no Docker engine: {e} (run `kchaos doctor --fix`)")
 
 
+def _quorum(config: pytest.Config, mode: str) -> dict:
+    n = config.getoption("kafka_quorum")
+    if n is None:
+        return {}
+    if mode == "zk" and n == 5:
+        raise pytest.UsageError("--kafka-quorum 5: ZooKeeper ensembles here have 1 or 3 servers (allowed: 1, 3)")
+    return {"controllers": n} if mode == "kraft" else {"zookeepers": n}
+
+
 @pytest.fixture(scope="module")
-def kafka_cluster(kafka_target):
+def kafka_cluster(kafka_target, request):
     """A running cluster (3 brokers) for the module; removed afterwards. The workload's producer "p"
     has links of its own, so ``nemesis.fault("client_latency", "client:p")`` slows it alone."""
     from harness.cluster import ClusterSettings, KafkaCluster
@@ -107,7 +119,8 @@ def kafka_cluster(kafka_target):
     _require_engine()
     version, mode = kafka_target
     settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"],
-                               broker_config=kip848_broker_config() if int(version.split(".")[0]) >= 4 else {})
+                               broker_config=kip848_broker_config() if int(version.split(".")[0]) >= 4 else {},
+                               **_quorum(request.config, mode))
     with KafkaCluster(settings, cluster_images(version)) as c:
         yield c
 
@@ -358,7 +371,8 @@ def chaos_run(kafka_target, request, tmp_path):
     out_root = Path(request.config.getoption("--kchaos-out") or tmp_path)
 
     def run(scenario_file: str | Path, seed: int | None = None, overrides: list[str] | None = None) -> ChaosResult:
-        s = scenario_mod.load(scenario_file, overrides, seed=seed, kafka_version=version, mode=mode)
+        s = scenario_mod.load(scenario_file, overrides, seed=seed, kafka_version=version, mode=mode,
+                              **_quorum(request.config, mode))
         out = out_root / f"{s.name}-{version}-{mode}-s{s.seed}-{int(time.time() * 1000)}"
         res = runner.execute(s, out, scenario_file=str(scenario_file), overrides=overrides or [], log=lambda m: None)
         (v,) = check_runs([res.path])

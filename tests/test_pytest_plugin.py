@@ -64,6 +64,8 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
     res = pytester.runpytest_subprocess("--kafka-version", "3.9.1,4.1.2", "--mode", "kraft", "--collect-only", "-q")
     out = res.stdout.str()
     assert "test_x[3.9.1-kraft]" in out and "test_x[4.1.2-kraft]" in out
+    res = pytester.runpytest_subprocess("--kafka-quorum", "2")
+    assert "invalid choice: 2" in res.stderr.str()
 
 
 # The last ISR member's power loss, built by hand in a user's suite on 4.1.2 KRaft, where eligible
@@ -101,13 +103,14 @@ def test_last_isr_power_loss(kafka_cluster, workload, nemesis):
 
 @pytest.mark.docker
 def test_a_users_chaos_suite_runs_with_the_plugin(pytester, monkeypatch):
-    """A user's suite on 4.1.2 KRaft (one cluster for its module): a scenario, a hand-built workload
-    with groups and faults, and the hand-built last-ISR power loss judged as a scenario run is."""
+    """A user's suite on 4.1.2 KRaft (one cluster for its module, one controller: the quorum is not
+    under test here): a scenario, a hand-built workload with groups and faults, and the hand-built
+    last-ISR power loss judged as a scenario run is."""
     require_docker(["4.1.2"])
     pytester.makepyfile(test_user=USER_TESTS + ELR_TESTS.replace("import time\n\nfrom harness", "from harness"))
     monkeypatch.setenv("KCHAOS_SPARK_STATE", SUITE_SPARK_STATE)
     res = pytester.runpytest_subprocess("-m", "chaos_quick or not chaos_long", "--kafka-version", "4.1.2", "--mode",
-                                        "kraft", "-p", "no:cacheprovider", timeout=900)
+                                        "kraft", "--kafka-quorum", "1", "-p", "no:cacheprovider", timeout=900)
     res.assert_outcomes(passed=3, deselected=1)
     assert "DeprecationWarning" not in res.stdout.str(), "the plugin filters what its own imports warn about"
 
