@@ -108,6 +108,7 @@ def planted(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("v2")
     hs = {name: txn_history(None if name == "clean" else name) for name in ("clean", *V2_ANOMALIES)}
     hs |= {f"group-{commit}": group_history(commit) for commit in ("auto", "sync")}
+    hs["torn-across-producers"] = torn_across_producers()
     verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
         assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
@@ -195,6 +196,24 @@ def test_known_issue_is_named_where_its_symptoms_show(planted):
     v = planted["aborted_read"]
     assert [k.issue for k in v.known_issues] == ["KAFKA-17754"]
     assert v.known_issues[0].anomalies == ["aborted_read"]
+
+
+def torn_across_producers() -> History:
+    """Transaction p0:0 (p0's, committed) with one more row, sent by another producer (indeterminate,
+    so not lost) that the final log lacks: the contract's transaction is its txn, whoever sent it."""
+    h = txn_history()
+    h.topic = "out"
+    h.send("z9", None, status="info", producer="x", txn="p0:0")
+    return h
+
+
+def test_a_transaction_is_its_txn_whichever_producer_sent_its_rows(planted):
+    """Found by the property test: the Spark count split a transaction by the producer of each row,
+    and missed a transaction torn across two producers that the reference counts."""
+    v = planted["torn-across-producers"]
+    assert v.anomalies["torn_txn"] == 1
+    (ex,) = v.examples["torn_txn"]
+    assert ex["txn"] == "p0:0" and ex["producer"] == "p0" and ex["missing"] == ["z9"]
 
 
 def test_aborted_and_unknown_transactions_are_not_lost(tmp_path):

@@ -23,13 +23,14 @@ def count(i: Inputs) -> DataFrame | None:
     """torn_txn: distinct transactions with outcome "committed" such that at least one of their
     produced rows' values is in the final log and at least one is absent from it.
 
-    The example gives the transaction's size, how many of its records the final log holds, and the
-    first five that it lacks."""
-    if i.v2.outcomes is None:
+    A transaction is its txn (unique in the run), whichever producer sent each of its rows; it is
+    attributed to the producer txns.parquet gives it. The example gives the transaction's size, how
+    many of its records the final log holds, and the first five that it lacks."""
+    if i.v2.outcomes is None or i.v2.txns is None:
         return None
-    done = i.v2.outcomes.filter(F.col("outcome") == "committed").select("run", "txn", "producer", "value",
-                                                                         "commit_ts_ms")
-    here = done.join(present_values(i), on=["run", "value"], how="left")
+    done = i.v2.outcomes.filter(F.col("outcome") == "committed").select("run", "txn", "value", "commit_ts_ms")
+    here = (done.join(present_values(i), on=["run", "value"], how="left")
+            .join(i.v2.txns.select("run", "txn", "producer"), on=["run", "txn"], how="inner"))
     per_txn = (here.groupBy("run", "txn", "producer", "commit_ts_ms")
                .agg(F.count(F.lit(1)).alias("records"), F.count("final_at").alias("in_final"),
                     F.slice(F.sort_array(F.collect_list(F.when(F.col("final_at").isNull(), F.col("value")))), 1, 5)
