@@ -46,18 +46,27 @@ class JobResult:
         return self.findings.get(kind, Findings())
 
 
+CODEGEN_MIN_BYTES = 16 << 20  # Parquet input below which a check interprets its expressions
+
+
 def input_bytes(runs: list[RunDir]) -> int:
     return sum((r.path / n).stat().st_size for r in runs for n in SCHEMAS)
 
 
 def configure(spark: SparkSession, runs: list[RunDir]) -> None:
     """Shuffle partitions for the input's size (about one per 32 MiB: tiny histories must not pay
-    for empty tasks), and the cache compressed only when plain rows would crowd the driver (they
-    take about 1.7 times the Parquet input)."""
+    for empty tasks), the cache compressed only when plain rows would crowd the driver (they take
+    about 1.7 times the Parquet input), and generated code only where it pays for its compiling:
+    a check plans some forty stages, and on a run's few MiB Janino compiling them took longer than
+    interpreting them (9.3 -> 7.3 s on the warm server, 10 -> 6.3 s embedded, a 67k-row run; equal
+    at 1M records, 45 MB; benchmarks/README.md)."""
     size = input_bytes(runs)
     parts = max(1, min(cores(spark) * 4, size // (32 << 20) + 1))
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.compressed", str(size > CACHE_PLAIN_MAX).lower())
+    compiled = size >= CODEGEN_MIN_BYTES
+    spark.conf.set("spark.sql.codegen.wholeStage", str(compiled).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if compiled else "NO_CODEGEN")
 
 
 def collect_findings(found: list[DataFrame], n_examples: int) -> dict[str, Findings]:
