@@ -349,15 +349,6 @@ def matrix(
     raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
 
 
-def _duration_s(text: str) -> float:
-    """``30m``, ``2h``, ``90s`` or seconds; ValueError naming the forms allowed."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    try:
-        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
-    except ValueError:
-        raise ValueError(f"--budget: {text!r} (allowed: 90s, 30m, 2h or seconds)") from None
-
-
 def _shard(text: str) -> tuple[int, int]:
     k, _, n = text.partition("/")
     if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
@@ -389,13 +380,13 @@ def hunt(
     Exit 0 no finding, 1 findings, 2 bad input, 3 could not run."""
     from harness import reaper
     from harness.hunt.goal import Goal
-    from harness.hunt.loop import Hunt, HuntOptions
+    from harness.hunt.loop import Hunt, HuntOptions, parse_budget
     from harness.hunt.trials import CannotRun, HuntError
 
     with _refusing_bad_input():
         try:
             opts = HuntOptions(scenarios=tuple(_csv(scenarios) or ()), out=out, goal=Goal.parse(anomaly), seed=seed,
-                               budget_s=_duration_s(budget) if budget else None, runs=runs, confirm=confirm,
+                               budget_s=parse_budget(budget) if budget else None, runs=runs, confirm=confirm,
                                shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
                                modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()), shard=_shard(shard),
                                spark_master=spark_master)

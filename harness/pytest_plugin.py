@@ -379,3 +379,47 @@ def chaos_run(kafka_target, request, tmp_path):
         return ChaosResult(res.path, v)
 
     return run
+
+
+@dataclass
+class HuntResult:
+    """A finished hunt: its directory and findings (harness/hunt/loop.py's Finding)."""
+
+    path: Path
+    findings: list
+
+    def assert_no_findings(self) -> None:
+        """Fail naming each finding and its write-up."""
+        assert not self.findings, "kchaos hunt found:\n" + "\n".join(
+            f"  {f.signature}: reproduced {f.reproduced[0]}/{f.reproduced[1]} -> "
+            f"{self.path / 'findings' / f.id / 'bug.md'}" for f in self.findings)
+
+
+def hunt_for(scenarios: list[str], out: Path, budget: str | None = None, runs: int | None = None,
+             anomaly: str | None = None, seed: int = 1, **options) -> HuntResult:
+    """``kchaos hunt`` from a test, time-boxed for a CI job: the same search, confirmation, shrinking
+    and write-up, into ``out`` (the same call again resumes). ``options``: HuntOptions fields
+    (``confirm``, ``shrink_runs``, ``versions``, ``modes``, ``sets``, ``spark_master``). Bad input
+    raises ValueError (or ScenarioError) before anything runs."""
+    from harness.hunt.goal import Goal
+    from harness.hunt.loop import HuntOptions, hunt, parse_budget
+
+    if budget is None and runs is None:
+        raise ValueError("hunt: give budget (e.g. '10m') or runs")
+    opts = HuntOptions(scenarios=tuple(scenarios), out=Path(out), goal=Goal.parse(anomaly), seed=seed,
+                       budget_s=parse_budget(budget) if budget else None, runs=runs, **options)
+    _require_engine()
+    outcome = hunt(opts, announce=lambda m: None)
+    return HuntResult(Path(out), outcome.findings)
+
+
+@pytest.fixture
+def chaos_hunt(request, tmp_path):
+    """Factory: ``chaos_hunt(["scenarios/mine.toml"], budget="10m").assert_no_findings()``; runs go
+    under ``--kchaos-out`` (to resume across CI jobs) or the test's tmp dir."""
+    root = Path(request.config.getoption("--kchaos-out") or tmp_path)
+
+    def run(scenarios: list[str], out: Path | None = None, **kw) -> HuntResult:
+        return hunt_for(scenarios, out or root / "hunt", **kw)
+
+    return run

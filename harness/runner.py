@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness import logs, schedule
@@ -33,16 +34,31 @@ def default_out(s: Scenario) -> Path:
 
 
 def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides: list[str] | None = None,
-            log: Callable[[str], None] = print) -> RunResult:
+            log: Callable[[str], None] = print, cluster: KafkaCluster | None = None) -> RunResult:
+    """Run ``s`` into ``out``: on a cluster of its own, booted and removed here, or on ``cluster``, a
+    running, healed cluster of the scenario's settings that the caller owns (a hunt reuses one
+    between runs on fresh topics)."""
     d = RunDirectory(out)
     try:
-        return d.close(_execute(s, d, reproduce_command(scenario_file, s, overrides or []), log))
+        return d.close(_execute(s, d, reproduce_command(scenario_file, s, overrides or []), log, cluster))
     except BaseException:
         d.discard()
         raise
 
 
-def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None]) -> RunResult:
+@contextlib.contextmanager
+def _cluster(s: Scenario, given: KafkaCluster | None) -> Iterator[KafkaCluster]:
+    if given is None:
+        with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
+            yield c
+        return
+    if given.settings != s.cluster_settings():
+        raise RunError("the cluster given to run on has other settings than the scenario's")
+    yield given
+
+
+def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None],
+             given: KafkaCluster | None = None) -> RunResult:
     plan = schedule.plan(s)
     log(f"schedule ({len(plan)} faults, seed {s.seed}): " + "; ".join(
         f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" + (f" ({f.stream} only)" if f.stream != "both" else "")
@@ -51,10 +67,10 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
     events = EventLog(d.path / EVENTS)
     t_cluster = time.monotonic()
     try:
-        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), \
-                KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
+        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c:
             up_s = round(time.monotonic() - t_cluster, 2)
-            log(f"cluster {c.name} up in {up_s:g} s: Kafka {s.kafka_version} {s.mode}, {s.brokers} brokers")
+            log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
+                f"{s.mode}, {s.brokers} brokers")
             rec = Recording.of(c, s, events, d.path)
             rec.phases["cluster_up"] = up_s
             with rec.phases.timed("topic_ready"):

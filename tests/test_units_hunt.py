@@ -237,8 +237,10 @@ def fake_run(path: Path, s: Scenario, counts: dict[str, int], broken: list[str] 
 def rule(calls: list[str], flaky: set[str] = frozenset()):
     """Kafka's stand-in: a run loses data when its schedule has a kill and a fetch cut."""
 
-    def go(path: Path, s: Scenario) -> Verdict:
+    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
         calls.append(path.name)
+        assert not reuse or path.name.rsplit("-", 1)[-1][:1] not in "csm", "only drawn runs share a cluster"
+        assert not reuse or s.topic.name == f"chaos-{int(path.name[1:5])}", "on a topic of its own"
         lost = needs_kill_and_cut(s) and path.name not in flaky
         fake_run(path, s, {"lost": 7} if lost else {})
         return verdict_mod.read(path)
@@ -307,3 +309,13 @@ def test_a_time_budget_ends_the_hunt_with_what_it_found(tmp_path):
 
 def test_hits_name_their_key():
     assert Hit("lost", "acks=1", 3, False, "").key == ("lost", "acks=1")
+
+
+def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
+    from harness.hunt.loop import may_share_a_cluster
+
+    assert may_share_a_cluster(scenario(faults=[fault("kill"), fault("power_loss", 5)]))
+    for name in ("txn-clean", "group-clean", "txn-copier-crash"):
+        assert not may_share_a_cluster(scenario_mod.load(SCENARIOS / f"{name}.toml")), name
+    kraft = scenario_mod.load(SCENARIOS / "controller-remove.toml")
+    assert not may_share_a_cluster(kraft), "a quorum change outlives its run"

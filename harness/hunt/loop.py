@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import matrix
+from harness.faults import FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.known import known_id
 from harness.hunt.space import Move, draw, vocabulary
-from harness.hunt.trials import CannotRun, HuntError, RunAndCheck, Trial, Trials, run_and_check
+from harness.hunt.trials import CannotRun, HuntError, KeptCluster, RunAndCheck, Trial, Trials, run_and_check
 from harness.hunt.write_up import bug_md, scenario_toml
 from harness.scenario import Scenario, ScenarioError
 
@@ -132,8 +133,9 @@ class Hunt:
         self.announce = announce
         self.bases = bases(opts)
         self.journal = _open_journal(opts)
-        self.trials = Trials(opts.out / "runs", self.journal["spent"], go or run_and_check(opts.spark_master),
-                             opts.spark_master, log=announce)
+        self.kept = KeptCluster()
+        go = go or run_and_check(opts.spark_master, self.kept)
+        self.trials = Trials(opts.out / "runs", self.journal["spent"], go, opts.spark_master, log=announce)
         self.findings: list[Finding] = []
         self.t0 = time.monotonic()
 
@@ -147,7 +149,11 @@ class Hunt:
                     break
                 base = self.bases[number % len(self.bases)]
                 candidate = draw(base.scenario, random.Random(f"{self.opts.seed}/{base.id}/{number}"), base.moves)
-                trial = self._run(f"h{number:04d}-{base.id}", candidate)
+                reuse = may_share_a_cluster(candidate)
+                if reuse:  # a topic of its own on a cluster earlier draws ran on
+                    candidate = candidate.model_copy(update={"topic": candidate.topic.model_copy(
+                        update={"name": f"{candidate.topic.name}-{number}"})})
+                trial = self._run(f"h{number:04d}-{base.id}", candidate, reuse)
                 drawn += 1
                 self._look_at(trial, candidate, base)
                 if self.out_of_time:
@@ -155,6 +161,7 @@ class Hunt:
         except OutOfTime:
             self.announce("time budget spent")
         finally:
+            self.kept.close()
             self._save(drawn)
         return HuntOutcome(self.findings, drawn, self.journal)
 
@@ -169,10 +176,12 @@ class Hunt:
     def out_of_time(self) -> bool:
         return self.opts.budget_s is not None and self.trials.wall_s >= self.opts.budget_s
 
-    def _run(self, name: str, s: Scenario) -> Trial:
+    def _run(self, name: str, s: Scenario, reuse: bool = False) -> Trial:
+        """Run (or read back) one scenario; only drawn runs may ``reuse`` a kept cluster:
+        confirmations, shrinking and measurements always start clean."""
         if self.out_of_time:
             raise OutOfTime
-        trial = self.trials.run(name, s)
+        trial = self.trials.run(name, s, reuse)
         self._progress(trial, s)
         return trial
 
@@ -308,6 +317,24 @@ class Hunt:
         write_json_atomic(self.opts.out / HUNT_JSON, j)
 
 
+def may_share_a_cluster(s: Scenario) -> bool:
+    """Whether a drawn run may run on a cluster earlier draws healed, on a topic of its own: not when
+    the cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
+    committed offsets, the copier's) or the faults change the quorum's voters. A finding from such a
+    run is confirmed on clean clusters before it is reported as reproduced."""
+    return (not s.groups and s.copier is None and not any(p.transactional for p in s.producers)
+            and not any(FAULTS[f.kind].quorum_change for f in s.faults))
+
+
+def parse_budget(text: str) -> float:
+    """``30m``, ``2h``, ``90s`` or seconds; ValueError naming the forms allowed."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+    except ValueError:
+        raise ValueError(f"--budget: {text!r} (allowed: 90s, 30m, 2h or seconds)") from None
+
+
 def _open_journal(opts: HuntOptions) -> dict:
     """hunt.json: a new one, or the one of the hunt this directory holds if it is the same hunt."""
     import json
@@ -328,4 +355,4 @@ def hunt(opts: HuntOptions, announce: Announce = print, go: RunAndCheck | None =
     return Hunt(opts, announce, go).run()
 
 
-__all__ = ["CannotRun", "HuntError", "HuntOptions", "HuntOutcome", "hunt"]
+__all__ = ["CannotRun", "HuntError", "HuntOptions", "HuntOutcome", "hunt", "parse_budget"]

@@ -44,23 +44,58 @@ class RunFailed(Exception):
     and the hunt goes on."""
 
 
-RunAndCheck = Callable[[Path, Scenario], Verdict]
+RunAndCheck = Callable[[Path, Scenario, bool], Verdict]  # (where, what, whether it may reuse a cluster)
 
 
-def run_and_check(spark_master: str | None) -> RunAndCheck:
-    """Real Kafka: ``runner.execute`` into the path, then the check (the warm server by default)."""
+class KeptCluster:
+    """One cluster kept running between runs that may share it (on fresh topics), replaced when a
+    run needs other settings or a clean one, and removed when the hunt ends."""
 
-    def go(path: Path, s: Scenario) -> Verdict:
+    def __init__(self) -> None:
+        self.cluster = None
+
+    def for_run(self, s: Scenario, reuse: bool):
+        """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
+        boots its own), and a kept one of other settings is removed first."""
+        if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
+            self.close()
+        if not reuse:
+            return None
+        if self.cluster is None:
+            from harness.cluster import KafkaCluster
+            from harness.setup import cluster_images
+
+            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version))
+            c.__enter__()
+            self.cluster = c
+        return self.cluster
+
+    def close(self) -> None:
+        c, self.cluster = self.cluster, None
+        if c is not None:
+            c.__exit__(None, None, None)
+
+
+def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
+    """Real Kafka: ``runner.execute`` into the path (on the kept cluster when the run may reuse it),
+    then the check (the warm server by default). A run that fails takes the kept cluster with it."""
+
+    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
         from harness import runner
         from harness.cluster import ClusterError
         from harness.setup import engine
 
         try:
-            runner.execute(s, path, log=lambda m: None)
+            runner.execute(s, path, log=lambda m: None, cluster=kept.for_run(s, reuse))
         except engine.EngineError as e:
+            kept.close()
             raise CannotRun(str(e)) from e
         except (runner.RunError, ClusterError, TimeoutError) as e:
+            kept.close()
             raise RunFailed(str(e)) from e
+        except BaseException:
+            kept.close()
+            raise
         return check(path, spark_master)
 
     return go
@@ -94,12 +129,14 @@ class Trials:
     def workload_s(self) -> float:
         return sum(x["workload_s"] for x in self.spent.values())
 
-    def run(self, name: str, s: Scenario) -> Trial:
+    def run(self, name: str, s: Scenario, reuse: bool = False) -> Trial:
+        """Run ``s`` as ``name`` (or read it back); ``reuse``: it may run on a cluster kept from the
+        run before, on its own topic."""
         path = self.root / name
         if path.exists():
             return self._read_back(name, path, s)
         t0 = time.monotonic()
-        verdict, error = self._run_and_check(path, s)
+        verdict, error = self._run_and_check(path, s, reuse)
         cost = {"wall_s": round(time.monotonic() - t0, 1), "workload_s": s.duration_s if verdict else 0.0}
         self.spent[name] = cost if verdict else {**cost, "error": error}
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error)
@@ -113,9 +150,9 @@ class Trials:
         cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"])
 
-    def _run_and_check(self, path: Path, s: Scenario) -> tuple[Verdict | None, str | None]:
+    def _run_and_check(self, path: Path, s: Scenario, reuse: bool) -> tuple[Verdict | None, str | None]:
         try:
-            verdict = self.go(path, s)
+            verdict = self.go(path, s, reuse)
         except RunFailed as e:
             self.consecutive_errors += 1
             self.log(f"{path.name}: could not run: {str(e).splitlines()[0][:200]}")

@@ -1,0 +1,104 @@
+"""kchaos hunt against real Kafka, as a user runs it: the command, its files, its exit codes, and the
+known answers (acks=1 loses data, and the smallest schedule that shows it has at most two faults;
+leader epochs off loses or diverges; the safe configuration breaks no promise)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.reaper import LABEL
+from harness.scenario import load
+from harness.setup import engine
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+
+def hunt(*args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", "hunt", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+
+
+def leftovers() -> list[dict]:
+    return engine.client().api.containers(all=True, filters={"label": LABEL})
+
+
+def test_bad_input_exits_2_before_any_container(tmp_path):
+    r = hunt("smoke", "--runs", "1", "--set", 'hunt.kinds=["explode"]', "--out", str(tmp_path / "h"))
+    assert r.returncode == 2 and "kinds ['explode'] are not faults" in r.stderr
+    r = hunt("smoke", "--out", str(tmp_path / "h"))
+    assert r.returncode == 2 and "--budget" in r.stderr
+    assert not (tmp_path / "h" / "runs").exists()
+
+
+def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
+    """One schedule drawn on the safe configuration: hunt.json says what it cost and that it ran;
+    the same command again runs nothing; a different seed in that directory is refused."""
+    require_docker(["3.9.1"])
+    out = tmp_path / "h"
+    args = ("smoke", "--runs", "1", "--seed", "5", "--out", str(out), "--set", "duration_s=10", "--confirm", "1",
+            "--shrink-runs", "1")  # should the draw break a promise, its investigation stays short
+    r = hunt(*args)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    doc = json.loads((out / "hunt.json").read_text())
+    assert doc["drawn"] == 1 and doc["runs"] >= 1 and doc["wall_s"] > doc["workload_s"] >= 10
+    (first,) = [d for d in (out / "runs").iterdir() if d.name.startswith("h0000")][:1]
+    assert (first / "verdict.json").exists() and (first / "run.json").exists()
+    assert not leftovers(), "a hunt leaves no container"
+    again = hunt(*args)
+    assert again.returncode == r.returncode and json.loads((out / "hunt.json").read_text())["runs"] == doc["runs"]
+    other = hunt("smoke", "--runs", "1", "--seed", "6", "--out", str(out))
+    assert other.returncode == 2 and "another hunt" in other.stderr
+
+
+@pytest.mark.chaos_long
+def test_acks1_loses_data_and_the_smallest_schedule_has_at_most_two_faults(tmp_path):
+    require_docker(["3.9.1"])
+    out = tmp_path / "h"
+    r = hunt("acks1-leader-kill", "--anomaly", "lost", "--budget", "40m", "--confirm", "2", "--shrink-runs", "12",
+             "--out", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((out / "hunt.json").read_text())
+    lost = [f for f in doc["findings"] if f["anomaly"] == "lost" and f["reproduced"]["k"] > 0]
+    assert lost and min(f["faults_after"] for f in lost) <= 2, doc["findings"]
+    best = min(lost, key=lambda f: f["faults_after"])
+    assert best["known"] == "acks1-leader-kill" and not best["promised"]
+    d = out / best["dir"]
+    assert len(load(d / "minimal.toml").faults) == best["faults_after"]
+    assert "Not a bug report" in (d / "bug.md").read_text()
+
+
+@pytest.mark.chaos_long
+def test_leader_epochs_off_loses_or_diverges(tmp_path):
+    require_docker(["2.8.2"])
+    out = tmp_path / "h"
+    r = hunt("hw-truncation-loss", "--anomaly", "lost,divergence", "--budget", "40m", "--confirm", "2",
+             "--shrink-runs", "12", "--out", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = json.loads((out / "hunt.json").read_text())["findings"]
+    assert any(f["anomaly"] in ("lost", "divergence") and f["reproduced"]["k"] > 0 for f in found), found
+
+
+@pytest.mark.chaos_long
+def test_the_safe_configuration_breaks_no_promise_in_its_budget(tmp_path):
+    require_docker(["3.9.1"])
+    out = tmp_path / "h"
+    r = hunt("safe-faults", "--budget", "30m", "--out", str(out))
+    doc = json.loads((out / "hunt.json").read_text())
+    assert r.returncode == 0, doc["findings"]
+    assert doc["drawn"] >= 20 and not leftovers()
+
+
+def test_the_plugin_helper_is_the_same_hunt(tmp_path):
+    """``chaos_hunt`` (``hunt_for``) in a user's suite runs the same hunt: bad input is refused as the
+    command refuses it, before anything runs."""
+    from harness.pytest_plugin import hunt_for
+
+    with pytest.raises(ValueError, match="budget"):
+        hunt_for(["smoke"], out=Path(tmp_path / "h"))
