@@ -121,7 +121,7 @@ def bases(opts: HuntOptions) -> list[Base]:
         moves = vocabulary(s)
         if not moves:
             raise ScenarioError(f"{cell.scenario}: [hunt]: no fault kind and target of its bounds is one this "
-                                "scenario takes (allowed: see kchaos faults)")
+                                "scenario takes (allowed: the kinds and targets of README's fault table it accepts)")
         out.append(Base(f"{Path(cell.scenario).stem}-{cell.kafka_version}-{cell.mode}", s, moves))
     return out
 
