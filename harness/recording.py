@@ -82,6 +82,7 @@ class Recording:
                  groups: list[GroupSpec] | None = None, work: Path | None = None, client: str = DEFAULT_CLIENT):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         self.driver = driver(client)  # every client of the run is made through it
+        self.unsettled: list[str] = []  # topics whose ISR was not full after the heal
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
         self.producers: list[ProducerClient] = [
             self.driver.producer(name, p, cluster, topic.name, topic.partitions, self._stop_producers, seed)
@@ -182,6 +183,7 @@ class Recording:
             try:
                 c.wait_full_isr(name, timeout_s=120)
             except Exception as e:  # recorded: the final read still tells what survived
+                self.unsettled.append(name)
                 self.events.write(Note(ts_ms=now_ms(), msg=f"ISR of {name} not full after healing: {e}"))
         time.sleep(SETTLE_S)
         for g in self.groups:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import history
@@ -43,6 +43,7 @@ class RunResult:
     replicas: int
     faults: int
     phases: dict[str, float]  # seconds per phase, as in run.json
+    unsettled: list[str] = field(default_factory=list)  # topics without a full ISR after the heal
 
 
 class RunDirectory:
@@ -95,7 +96,7 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
     run = run_json(d.out.name, cluster, s, rec, faults, reproduce, source, load)
     write_json_atomic(d.path / RUN_JSON, history.check_run_config(d.path / RUN_JSON, run))
     return RunResult(d.path, counts.produced, counts.acked, counts.consumed_live, counts.final, counts.replicas,
-                     n_faults, dict(rec.phases))
+                     n_faults, dict(rec.phases), list(rec.unsettled))
 
 
 def load_line(row: dict) -> str:

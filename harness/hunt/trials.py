@@ -78,7 +78,8 @@ class KeptCluster:
 
 def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
     """Real Kafka: ``runner.execute`` into the path (on the kept cluster when the run may reuse it),
-    then the check (the warm server by default). A run that fails takes the kept cluster with it."""
+    then the check (the warm server by default). A run that fails, or whose ISR was not full again
+    after its heal, takes the kept cluster with it."""
 
     def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
         from harness import runner
@@ -86,7 +87,9 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
         from harness.setup import engine
 
         try:
-            runner.execute(s, path, log=lambda m: None, cluster=kept.for_run(s, reuse))
+            result = runner.execute(s, path, log=lambda m: None, cluster=kept.for_run(s, reuse))
+            if result.unsettled:  # not healed: no later run starts on it
+                kept.close()
         except engine.EngineError as e:
             kept.close()
             raise CannotRun(str(e)) from e
