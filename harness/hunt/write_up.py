@@ -49,7 +49,8 @@ def fault_in_words(i: int, f: FaultSpec) -> str:
 
 def configuration_in_words(s: Scenario) -> list[str]:
     t = s.topic
-    lines = [f"- topic `{t.name}`: {t.partitions} partitions, replication factor {t.replication_factor}, "
+    lines = [f"- topic `{t.name}`: {t.partitions} partition{'s' if t.partitions != 1 else ''}, replication factor "
+             f"{t.replication_factor}, "
              f"min.insync.replicas {t.min_insync_replicas}, unclean leader election "
              f"{'on' if t.unclean_leader_election else 'off'}"]
     for p in s.producers:
@@ -75,10 +76,12 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
     title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
              f"{run['kafka_version']} ({run['mode']}), {client.get('name', '?')} {client.get('version', '')}").strip()
     out = [f"# {title}", ""]
+    if k == 0:
+        out += [f"> Not reproduced: none of {n} re-runs on a clean cluster showed it again; it showed once, in "
+                f"`{finding['found_in']}`. Report it only once it reproduces.", ""]
     if not hit.promised:
         out += [f"> Not a bug report: this configuration does not promise to prevent {hit.anomaly} ({hit.why}). "
-                "The hunt was asked for this anomaly class (`--anomaly`); this is the smallest schedule it found "
-                "that shows it.", ""]
+                "The hunt was asked for this anomaly class (`--anomaly`).", ""]
     out += [
         "| | |", "|---|---|",
         f"| Kafka | {run['kafka_version']} ({run['mode']}), {run['brokers']} brokers, "
