@@ -214,10 +214,11 @@ class Hunt:
         self.announce(f"{trial.name}: {hit.anomaly} ({hit.count}) in {hit.where}: confirming")
         finding = Finding(fid, signature(hit, [f.kind for f in s.faults]), hit, known_id(hit, trial.verdict),
                           trial.name, s, s, (0, 0), (0, 0), original_run=trial)
-        finding.confirmed = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
+        k, n, confirming = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
+        finding.confirmed = (k, n)
         finding.reproduced = finding.confirmed
         if finding.confirmed[0] > 0 and not self.out_of_time:
-            self._shrink(finding, trial.name)
+            self._shrink(finding, trial.name, confirming or trial)
         if self.out_of_time:
             self.announce(f"{fid}: the time budget ran out while investigating it; written as it stands")
         finding.signature = signature(hit, [f.kind for f in finding.minimal.faults])
@@ -227,23 +228,27 @@ class Hunt:
                       + (f" (known: {finding.known})" if finding.known else ""))
         return finding
 
-    def _rate(self, s: Scenario, prefix: str, hit: Hit, n: int) -> tuple[int, int]:
-        """In how many of ``n`` runs of ``s`` the hit shows again (k, runs done: fewer than ``n`` when
-        the time budget runs out)."""
+    def _rate(self, s: Scenario, prefix: str, hit: Hit, n: int) -> tuple[int, int, Trial | None]:
+        """In how many of ``n`` runs of ``s`` the hit shows again: (k, runs done: fewer than ``n``
+        when the time budget runs out, the first run that showed it)."""
         k = done = 0
+        first = None
         try:
             for i in range(1, n + 1):
                 trial = self._run(f"{prefix}{i}", s)
                 done += 1
-                k += self._shows(trial, hit)
+                if self._shows(trial, hit):
+                    k += 1
+                    first = first or trial
         except OutOfTime:
             pass
-        return k, done
+        return k, done, first
 
     def _shows(self, trial: Trial, hit: Hit) -> bool:
         return trial.verdict is not None and any(h.key == hit.key for h in self.opts.goal.hits(trial.verdict))
 
-    def _shrink(self, finding: Finding, name: str) -> None:
+    def _shrink(self, finding: Finding, name: str, showing: Trial) -> None:
+        """Shrink the finding's schedule; ``showing``: a run of it as found that showed the hit."""
         k, n = finding.confirmed
         tries = 1 if k * 3 >= n * 2 else 2 if k * 3 >= n else 3  # about the confirmed rate
         count = iter(range(1, 10_000))
@@ -263,18 +268,12 @@ class Hunt:
         result = shrinking.shrink(finding.original, still_fails, self.opts.shrink_runs, stop=OutOfTime)
         finding.shrink_judged = result.judged
         finding.minimal = result.scenario
-        if result.scenario is not finding.original:
-            finding.reproduced = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.confirm)
-        finding.minimal_run = self._showing_run(finding, name) or shown.get(id(result.scenario))
-
-    def _showing_run(self, finding: Finding, name: str) -> Trial | None:
-        """A run of the minimal schedule that shows the finding (the measurement's first such run)."""
-        prefix = f"{name}-m" if finding.minimal is not finding.original else f"{name}-c"
-        for i in range(1, finding.reproduced[1] + 1):
-            trial = self.trials.run(f"{prefix}{i}", finding.minimal)
-            if self._shows(trial, finding.hit):
-                return trial
-        return finding.original_run if finding.minimal is finding.original else None
+        if result.scenario is finding.original:
+            finding.minimal_run = showing
+            return
+        k, n, measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.confirm)
+        finding.reproduced = (k, n)
+        finding.minimal_run = measured or shown.get(id(result.scenario))
 
     # ------------------------------------------------------------------ what is written
 
