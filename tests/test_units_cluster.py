@@ -205,3 +205,62 @@ def test_the_kraft_leader_is_the_controller_that_describes_the_quorum_with_the_h
         104: ("observer", 0, False)}
     assert not quorum.kraft_state_of({101: old}).majority, "one voter of three in touch is no majority"
     assert quorum.kraft_state_of({101: {}, 102: None}).leader == -1
+
+
+class _Answers:
+    """An admin client stand-in whose CreateTopics answers come from a list: errors by code, None for success."""
+
+    def __init__(self, codes: list[int | None]):
+        self.codes = list(codes)
+        self.asked = 0
+
+    def create_topics(self, topics, **_kw):
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+        self.asked += 1
+        fut: Future = Future()
+        code = self.codes.pop(0)
+        if code is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(KafkaException(KafkaError(code)))
+        return {topics[0].topic: fut}
+
+
+def _topics_on(admin: _Answers):
+    from types import SimpleNamespace
+
+    from harness.cluster.topics import Topics
+    t = Topics()
+    t.settings = SimpleNamespace(brokers=3)
+    t.admin = admin
+    return t
+
+
+def test_creating_a_topic_asks_again_after_a_transient_client_error(monkeypatch):
+    from confluent_kafka import KafkaError
+
+    from harness.cluster import topics
+    monkeypatch.setattr(topics.time, "sleep", lambda s: None)
+    # librdkafka destroyed the bootstrap handle the request was queued on; the second try succeeds.
+    admin = _Answers([KafkaError._DESTROY, None])
+    _topics_on(admin).create_topic("t", 1, 3)
+    assert admin.asked == 2
+    # The first request reached the controller after all: "already exists" on the retry is success.
+    admin = _Answers([KafkaError._TRANSPORT, KafkaError.TOPIC_ALREADY_EXISTS])
+    _topics_on(admin).create_topic("t", 1, 3)
+    assert admin.asked == 2
+
+
+def test_creating_a_topic_fails_at_once_on_a_lasting_error():
+    from confluent_kafka import KafkaError
+
+    from harness.cluster.errors import TopicError
+    admin = _Answers([KafkaError.TOPIC_ALREADY_EXISTS])
+    with pytest.raises(TopicError, match="topic t:"):
+        _topics_on(admin).create_topic("t", 1, 3)
+    admin = _Answers([KafkaError.POLICY_VIOLATION])
+    with pytest.raises(TopicError):
+        _topics_on(admin).create_topic("t", 1, 3)
+    assert admin.asked == 1

@@ -36,6 +36,7 @@ class Topics:
             nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                           config=config or {})
         deadline = time.monotonic() + timeout_s
+        asked_before = False
         while True:
             fut = self.admin.create_topics([nt], operation_timeout=timeout_s, request_timeout=timeout_s)[name]
             try:
@@ -43,14 +44,38 @@ class Topics:
                 return
             except KafkaException as e:
                 err = e.args[0]
-                if err.code() != KafkaError.INVALID_REPLICATION_FACTOR:
-                    raise TopicError(f"topic {name}: {err.str()}") from e
-                # Just after start the controller's own list of live brokers can still be empty
-                # ("larger than available brokers: 0", seen in CI) although every broker has
-                # registered: a factor the cluster can hold is refused only for a moment. Nothing
-                # was created, so asking again is safe.
-                if replication_factor <= n and replica_assignment is None and time.monotonic() < deadline:
+                code = err.code()
+                if code == KafkaError.TOPIC_ALREADY_EXISTS and asked_before:
+                    # An earlier request that failed on our side reached the controller after all.
+                    return
+                if time.monotonic() < deadline and _worth_asking_again(code, replication_factor <= n
+                                                                      and replica_assignment is None):
+                    asked_before = True
                     time.sleep(0.5)
                     continue
-                raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
-                                 f"{err.str()}") from e
+                if code == KafkaError.INVALID_REPLICATION_FACTOR:
+                    raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
+                                     f"{err.str()}") from e
+                raise TopicError(f"topic {name}: {err.str()}") from e
+
+
+# Errors on the client's side while the request may or may not have reached the controller:
+# librdkafka destroys its bootstrap broker handles once it has learned the cluster's own
+# addresses, failing a request queued on one with _DESTROY (seen in CI just after start).
+TRANSIENT = frozenset({KafkaError._DESTROY, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
+                       KafkaError._ALL_BROKERS_DOWN, KafkaError.NOT_CONTROLLER,
+                       KafkaError.REQUEST_TIMED_OUT})
+
+
+def _worth_asking_again(code: int, factor_fits: bool) -> bool:
+    """Whether a failed CreateTopics is worth sending again before the deadline.
+
+    Just after start the controller's own list of live brokers can still be empty ("larger than
+    available brokers: 0", seen in CI) although every broker has registered: a factor the cluster
+    can hold is refused only for a moment, and nothing was created. A transient error on the
+    client's side is asked again too; TOPIC_ALREADY_EXISTS on the next answer then means the
+    first request was carried out.
+    """
+    if code == KafkaError.INVALID_REPLICATION_FACTOR:
+        return factor_fits
+    return code in TRANSIENT
