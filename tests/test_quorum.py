@@ -69,6 +69,7 @@ def test_killing_the_active_controller_of_three_elects_another(tmp_path):
     assert durable(v), v.anomalies
 
 
+@pytest.mark.chaos_long  # ZooKeeper mode; the KRaft controller's failover is in the default suite
 def test_the_zookeeper_ensembles_isolated_leader_is_replaced(tmp_path):
     """Isolated for 14 s: the remaining two elect a leader 8.5 s (9.0 worst) after the cut over the
     zk-leader-isolation catalogue rows, and a heal before that leaves no failover to measure."""
@@ -109,6 +110,7 @@ def test_without_a_quorum_majority_metadata_freezes_but_a_full_isr_keeps_taking_
     assert durable(v), v.anomalies
 
 
+@pytest.mark.chaos_long  # two voter changes, each a tool's JVM in a container: over a minute
 def test_the_active_controller_removed_from_the_voters_is_added_back_and_a_spare_joins(tmp_path):
     v, events, _ = run(tmp_path, "3.9.1", "kraft",
                        '[[faults]]\nat_s = 2\nduration_s = 4\nkind = "remove_controller"\ntarget = "controller"\n'
