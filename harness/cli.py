@@ -374,10 +374,14 @@ def hunt(
     set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario; repeatable"),
     shard: str = typer.Option("1/1", "--shard", help="K/N: draw every N-th schedule from the K-th (N machines)"),
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
+    merge: bool = typer.Option(False, "--merge", help="the arguments are hunt directories (--shard K/N on N "
+                               "machines): write one account of them to --out, one finding a signature"),
 ) -> None:
     """Search fault schedules for broken promises; confirm, shrink and write up each finding.
 
     Exit 0 no finding, 1 findings, 2 bad input, 3 could not run."""
+    if merge:
+        _merge_hunts([Path(d) for d in scenarios], out)
     from harness import reaper
     from harness.hunt.goal import Goal
     from harness.hunt.loop import Hunt, HuntOptions, parse_budget
@@ -411,6 +415,23 @@ def hunt(
                       f"{len(f.original.faults)} -> {len(f.minimal.faults)} faults"
                       + (f", known: {f.known}" if f.known else "") + f"  {out / 'findings' / f.id / 'bug.md'}")
     raise typer.Exit(outcome.exit_code)
+
+
+def _merge_hunts(dirs: list[Path], out: Path) -> None:
+    from harness.hunt.merge import merge
+    from harness.hunt.trials import HuntError
+
+    try:
+        doc = merge(dirs, out)
+    except HuntError as e:
+        err.print(f"[red]bad input:[/red] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from e
+    _log(f"{len(dirs)} hunts: {doc['runs']} runs ({doc['drawn']} drawn), {doc['wall_s']:g} s of machine time; "
+         f"{len(doc['findings'])} findings in {out / 'hunt.json'}")
+    for f in doc["findings"]:
+        console.print(f"  {f['id']}: {f['signature']}: reproduced {f['reproduced']['k']}/{f['reproduced']['n']}"
+                      f", from {f['from']}" + (f", also in {len(f['also_in'])} more" if f["also_in"] else ""))
+    raise typer.Exit(EXIT_BROKEN if doc["findings"] else EXIT_OK)
 
 
 @app.command()

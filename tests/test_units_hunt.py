@@ -319,3 +319,38 @@ def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
         assert not may_share_a_cluster(scenario_mod.load(SCENARIOS / f"{name}.toml")), name
     kraft = scenario_mod.load(SCENARIOS / "controller-remove.toml")
     assert not may_share_a_cluster(kraft), "a quorum change outlives its run"
+
+
+def test_shards_merge_into_one_finding_a_signature(tmp_path):
+    """Two machines each draw every other schedule (--shard 1/2 and 2/2); --merge gives one account:
+    the same failure found on both is one finding, copied whole, the other named in also_in."""
+    import subprocess
+    import sys
+
+    from harness.hunt.merge import merge
+
+    dirs = []
+    for k in (1, 2):
+        opts = options(tmp_path, runs=6, shard=(k, 2))
+        opts = HuntOptions(**{**opts.__dict__, "out": tmp_path / f"shard{k}"})
+        hunt(opts, announce=lambda m: None, go=rule([]))
+        dirs.append(opts.out)
+    shards = [json.loads((d / "hunt.json").read_text()) for d in dirs]
+    assert all(len(s["findings"]) == 1 for s in shards), "each shard finds the kill-and-cut loss"
+    doc = merge(dirs, tmp_path / "merged")
+    assert doc["runs"] == sum(s["runs"] for s in shards) and doc["drawn"] == 12
+    (f,) = doc["findings"]
+    assert f["signature"] == shards[0]["findings"][0]["signature"] and len(f["also_in"]) == 1
+    assert (tmp_path / "merged" / f["dir"] / "minimal.toml").exists()
+    assert not list(tmp_path.glob(".*partial"))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "harness", "hunt", "--merge", *map(str, args)],
+                              capture_output=True, text=True)
+
+    r = cli(*dirs, "--out", tmp_path / "merged")
+    assert r.returncode == 1 and "1 findings" in r.stderr + r.stdout, r.stdout + r.stderr
+    r = cli(dirs[0], tmp_path / "nowhere", "--out", tmp_path / "m2")
+    assert r.returncode == 2 and "nowhere/hunt.json: not found" in r.stderr and not (tmp_path / "m2").exists()
+    r = cli(dirs[0], "--out", dirs[1])
+    assert r.returncode == 2 and "holds a hunt of its own" in r.stderr
