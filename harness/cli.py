@@ -367,7 +367,9 @@ def hunt(
                              "progress to OUT/hunt.json; the same command again resumes"),
     anomaly: str = typer.Option(None, "--anomaly", help="hunt these anomaly classes (comma-separated), promised "
                                 "or not; default: any broken promise"),
-    confirm: int = typer.Option(3, "--confirm", help="re-runs that measure a finding's reproduction rate"),
+    confirm: int = typer.Option(3, "--confirm", help="re-runs of a finding as found, before it is shrunk"),
+    measure: int = typer.Option(None, "--measure", help="runs of the minimal schedule that measure its "
+                                "reproduction rate (default: --confirm)"),
     shrink_runs: int = typer.Option(20, "--shrink-runs", help="candidates shrinking may judge per finding"),
     versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP})"),
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft"),
@@ -391,7 +393,7 @@ def hunt(
         try:
             opts = HuntOptions(scenarios=tuple(_csv(scenarios) or ()), out=out, goal=Goal.parse(anomaly), seed=seed,
                                budget_s=parse_budget(budget) if budget else None, runs=runs, confirm=confirm,
-                               shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
+                               measure=measure, shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
                                modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()), shard=_shard(shard),
                                spark_master=spark_master)
             if budget is None and runs is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from harness import history
+from harness import coordinator_log, history
 from harness.clients import (
     DEFAULT_CLIENT,
     ConsumerClient,
@@ -229,9 +229,12 @@ class Recording:
             replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
             checkpoints = read_checkpoints(c, topic.name)
         with self.phases.timed("container_logs"):
+            (d / "logs").mkdir(exist_ok=True)
             for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
-                (d / "logs").mkdir(exist_ok=True)
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
+            if self.groups:  # the coordinator's own record of the groups' commits
+                (d / "logs" / coordinator_log.FILE).write_text(
+                    coordinator_log.dump(c, [g.spec.name for g in self.groups]))
         produced = self._produced()
         live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
         live += [r for consumed, _, _ in grouped for r in consumed]

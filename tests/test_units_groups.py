@@ -87,3 +87,32 @@ def test_matrix_overrides_are_part_of_the_run_id():
     cell = Cell("group-churn", "4.1.2", "kraft", 3, sets=("groups.0.protocol=consumer",))
     assert cell.run_id == "group-churn-4.1.2-kraft-groups.0.protocol=consumer-s3"
     assert Cell("group-churn", "4.1.2", "kraft", 3).run_id == "group-churn-4.1.2-kraft-s3"
+
+
+def test_the_coordinators_commit_log_is_read_in_the_order_it_was_written():
+    """Lines as Kafka 3.9's DumpLogSegments --offsets-decoder prints them (taken from a run)."""
+    from harness.coordinator_log import commits_of, parse
+
+    text = "\n".join([
+        "Dumping /var/lib/kafka/data/__consumer_offsets-1/00000000000000000000.log",
+        '| offset: 0 CreateTime: 1795607874806 keySize: 5 valueSize: 526 sequence: -1 headerKeys: [] key: '
+        '{"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{"protocolType":"consumer",'
+        '"generation":2,"protocol":"cooperative-sticky","members":[]}}',
+        '| offset: 55 CreateTime: 1795607885975 keySize: 16 valueSize: 24 sequence: 0 headerKeys: [] key: '
+        '{"type":"1","data":{"group":"g","topic":"chaos","partition":1}} payload: {"version":"3","data":'
+        '{"offset":550,"leaderEpoch":0,"metadata":"","commitTimestamp":1795607885952}}',
+        '| offset: 56 CreateTime: 1795607885976 keySize: 16 valueSize: 24 sequence: 0 headerKeys: [] key: '
+        '{"type":"1","data":{"group":"g","topic":"chaos","partition":4}} payload: {"version":"3","data":'
+        '{"offset":550,"leaderEpoch":0,"metadata":"","commitTimestamp":1795607885952}}',
+        '| offset: 61 CreateTime: 1795607886605 keySize: 16 valueSize: 24 sequence: 0 headerKeys: [] key: '
+        '{"type":"1","data":{"group":"g","topic":"chaos","partition":1}} payload: {"version":"3","data":'
+        '{"offset":255,"leaderEpoch":0,"metadata":"","commitTimestamp":1795607886014}}',
+        '| offset: 62 CreateTime: 1795607886700 keySize: 16 valueSize: 0 sequence: 0 headerKeys: [] key: '
+        '{"type":"1","data":{"group":"g","topic":"chaos","partition":1}} payload: ',
+    ])
+    entries = parse(text)
+    assert [(e.log_offset, e.offset, e.generation) for e in entries] == [
+        (0, None, 2), (55, 550, None), (56, 550, None), (61, 255, None)], "a tombstone is no commit"
+    p1 = commits_of(entries, "g", "chaos", 1)
+    assert [(e.generation, e.offset) for e in p1] == [(2, None), (None, 550), (None, 255)]
+    assert commits_of(entries, "other", "chaos", 1) == []

@@ -42,7 +42,8 @@ class HuntOptions:
     seed: int = 1
     budget_s: float | None = None
     runs: int | None = None  # drawn schedules (confirmations and shrinking come on top)
-    confirm: int = 3  # re-runs of a finding as found, and of its minimal schedule
+    confirm: int = 3  # re-runs of a finding as found
+    measure: int | None = None  # runs of its minimal schedule that measure its rate (default: confirm)
     shrink_runs: int = 20  # re-runs shrinking may spend on one finding
     versions: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
@@ -268,10 +269,10 @@ class Hunt:
         result = shrinking.shrink(finding.original, still_fails, self.opts.shrink_runs, stop=OutOfTime)
         finding.shrink_judged = result.judged
         finding.minimal = result.scenario
-        if result.scenario is finding.original:
+        if result.scenario is finding.original and self.opts.measure is None:  # the confirmations measured it
             finding.minimal_run = showing
             return
-        k, n, measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.confirm)
+        k, n, measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.measure or self.opts.confirm)
         finding.reproduced = (k, n)
         finding.minimal_run = measured or shown.get(id(result.scenario))
 

@@ -13,6 +13,7 @@ from harness.checker.anomaly import BY_NAME
 from harness.checker.verdict import Verdict
 from harness.faults import FAULTS
 from harness.history import RUN_JSON
+from harness.hunt.evidence import evidence
 from harness.hunt.goal import Hit
 from harness.scenario import FaultSpec, Scenario
 
@@ -109,6 +110,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         f"(`minimal/` beside this file); its first records:", "", "```",
         *[json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]], "```", "",
     ]
+    out += evidence(hit.anomaly, run_dir, verdict)
     if verdict.known_issues:
         out += ["Known issues the verdict names:", "",
                 *[f"- {i.issue} ({', '.join(i.anomalies)}): {i.why}" for i in verdict.known_issues], ""]
