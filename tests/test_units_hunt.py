@@ -354,3 +354,38 @@ def test_shards_merge_into_one_finding_a_signature(tmp_path):
     assert r.returncode == 2 and "nowhere/hunt.json: not found" in r.stderr and not (tmp_path / "m2").exists()
     r = cli(dirs[0], "--out", dirs[1])
     assert r.returncode == 2 and "holds a hunt of its own" in r.stderr
+
+
+def test_an_offset_regression_is_shown_in_the_coordinators_and_the_members_own_logs(tmp_path):
+    """bug.md's mechanism: the coordinator's commits of the regressed partition, the step back marked,
+    and the committing member's librdkafka lines on its commits (other partitions' lines left out)."""
+    from harness.hunt.evidence import evidence
+
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "members" / "g").mkdir(parents=True)
+    commit = ('| offset: {o} CreateTime: {t} keySize: 16 valueSize: 24 sequence: 0 headerKeys: [] key: '
+              '{{"type":"1","data":{{"group":"g","topic":"t","partition":1}}}} payload: '
+              '{{"version":"3","data":{{"offset":{v},"leaderEpoch":0}}}}')
+    (run / "logs" / "group-coordinator.log").write_text("\n".join(
+        commit.format(o=o, t=1000 + o, v=v) for o, v in [(1, 50), (2, 90), (3, 60), (4, 95)]))
+    (run / "members" / "g" / "g-2.jsonl").write_text(
+        '{"t": "commit", "topic": "t", "partition": 1, "offset": 90, "ts_ms": 5000}\n'
+        '{"t": "commit", "topic": "t", "partition": 1, "offset": 60, "ts_ms": 5100}\n')
+    (run / "members" / "g" / "g-2.log").write_text("\n".join([
+        "%7|4.000|OFFSET|c| [thrd:main]: Topic t [1]: stored offset 60: setting stored offset 60  for commit",
+        "%7|4.000|OFFSET|c| [thrd:main]: Topic t [0]: stored offset 70: setting stored offset 70  for commit",
+        "%7|4.001|SEND|c| [thrd:GroupCoordinator]: GroupCoordinator/3: Sent OffsetCommitRequest (v9, CorrId 25)",
+        "%7|4.500|RETRY|c| [thrd:GroupCoordinator]: GroupCoordinator: Retrying OffsetCommitRequest (v9, 120 bytes, "
+        "retry 1/2, prev CorrId 25) in 100ms",
+        "%7|4.501|HEARTBEAT|c| [thrd:main]: unrelated",
+        "%7|9.000|RETRY|c| [thrd:GroupCoordinator]: after the regression was acknowledged",
+    ]))
+    v = verdict({"offset_regression": 1})
+    v.examples["offset_regression"] = [{"group": "g", "topic": "t", "partition": 1, "offset": 60, "ts_ms": 5100,
+                                        "prev_offset": 90, "prev_ts_ms": 5000}]
+    text = "\n".join(evidence("offset_regression", run, v))
+    assert "| 3 | 1003 | | 60 | moved back |" in text and "| 2 | 1002 | | 90 |  |" in text
+    assert "`g-2`" in text and "prev CorrId 25" in text and "stored offset 60" in text
+    assert "Topic t [0]" not in text and "unrelated" not in text and "after the regression" not in text
+    assert evidence("lost", run, v) == [], "no mechanism to show beyond kchaos's own records"
