@@ -378,6 +378,8 @@ def hunt(
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
     merge: bool = typer.Option(False, "--merge", help="the arguments are hunt directories (--shard K/N on N "
                                "machines): write one account of them to --out, one finding a signature"),
+    parallel: int = typer.Option(1, "--parallel", min=1, help="N shards at once on this machine, a cluster each "
+                                 "(OUT/shards/K-of-N), merged into OUT: for machines with the cores"),
 ) -> None:
     """Search fault schedules for broken promises; confirm, shrink and write up each finding.
 
@@ -386,7 +388,7 @@ def hunt(
         _merge_hunts([Path(d) for d in scenarios], out)
     from harness import reaper
     from harness.hunt.goal import Goal
-    from harness.hunt.loop import Hunt, HuntOptions, parse_budget
+    from harness.hunt.loop import Hunt, HuntOptions, bases, parse_budget
     from harness.hunt.trials import CannotRun, HuntError
 
     with _refusing_bad_input():
@@ -398,11 +400,18 @@ def hunt(
                                spark_master=spark_master)
             if budget is None and runs is None:
                 raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
-            h = Hunt(opts, announce=_log)
+            if parallel > 1 and shard != "1/1":
+                raise ValueError("--parallel N runs shards 1/N .. N/N itself (allowed: --parallel or --shard)")
+            drawn_on = bases(opts)  # every scenario validated before anything runs
+            if parallel > 1:
+                _refuse_a_hunts_own_directory(out)
+            h = Hunt(opts, announce=_log) if parallel == 1 else None
         except (ValueError, HuntError) as e:
             err.print(f"[red]bad input:[/red] {e}")
             raise typer.Exit(EXIT_BAD_INPUT) from e
-        _require_images("hunt", sorted({b.scenario.kafka_version for b in h.bases}))
+        _require_images("hunt", sorted({b.scenario.kafka_version for b in drawn_on}))
+    if h is None:
+        _parallel_hunt(opts, parallel)
     reaper.install_signal_handlers()
     try:
         outcome = h.run()
@@ -417,6 +426,31 @@ def hunt(
                       f"{len(f.original.faults)} -> {len(f.minimal.faults)} faults"
                       + (f", known: {f.known}" if f.known else "") + f"  {out / 'findings' / f.id / 'bug.md'}")
     raise typer.Exit(outcome.exit_code)
+
+
+def _refuse_a_hunts_own_directory(out: Path) -> None:
+    import json
+
+    from harness.hunt.trials import HuntError
+
+    doc = out / "hunt.json"
+    if doc.exists() and not json.loads(doc.read_text()).get("merged"):
+        raise HuntError(f"{doc}: --parallel: this directory holds a hunt of one process (allowed: a new --out, "
+                        "or the directory of an earlier --parallel hunt)")
+
+
+def _parallel_hunt(opts, n: int) -> None:
+    """N shards at once, then one account of them in OUT; exits as a hunt does."""
+    from harness.hunt.parallel import run_shards, shard_commands, shard_dir
+
+    codes = run_shards(shard_commands(opts, n))
+    done = [shard_dir(opts.out, k, n) for k in range(1, n + 1) if (shard_dir(opts.out, k, n) / "hunt.json").exists()]
+    if not done:
+        err.print(f"[red]cannot run:[/red] no shard of {n} wrote its hunt.json (exit codes {codes})")
+        raise typer.Exit(max(codes) if max(codes) != EXIT_BROKEN else EXIT_NOT_RUN)
+    if any(c in (EXIT_BAD_INPUT, EXIT_NOT_RUN) for c in codes):
+        err.print(f"shards' exit codes: {codes}; merging the {len(done)} that wrote their hunt.json")
+    _merge_hunts(done, opts.out)
 
 
 def _merge_hunts(dirs: list[Path], out: Path) -> None:

@@ -17,7 +17,6 @@ member's assignments change exactly when those do for it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import signal
 import subprocess
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from harness import reaper
 from harness.events import CommitRefused, Rebalance
 from harness.scenario import GroupSpec
 
@@ -90,8 +90,7 @@ def _die_with_parent() -> None:
     """The member is killed if the harness process dies: no member outlives a run. The kernel sends
     the signal when the *thread* that started the process ends, so every member is started by one
     thread that lives as long as its group (``Group.spawner``), never by the nemesis's."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    reaper.die_with_parent()
 
 
 # ---------------------------------------------------------------- the harness side

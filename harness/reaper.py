@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -81,6 +82,14 @@ def install_signal_handlers() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit)
+
+
+
+def die_with_parent() -> None:
+    """For ``preexec_fn``: the child is SIGKILLed when the thread that started it ends (the kernel's
+    PR_SET_PDEATHSIG), so no child of a run outlives it, even a SIGKILLed run."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass

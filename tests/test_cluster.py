@@ -155,6 +155,19 @@ def test_power_loss_drops_what_was_never_flushed(healed):
     assert consume_all(healed, topic, 1, expect=5) == after, "the broker works again from offset 0"
 
 
+def test_a_frozen_broker_that_is_killed_meanwhile_is_started_by_the_kills_heal(healed):
+    """A drawn schedule froze a broker and killed it before the freeze's heal, which then thawed a
+    container that was not running (the engine refused: the run could not be carried out)."""
+    healed.pause(3)
+    healed.kill(3)
+    healed.resume(3)  # the freeze's heal: the kill ended the freeze
+    healed.start_broker(3)
+    healed.wait_ready(90)  # raises unless every broker is up and registered
+    node = healed._node(3)
+    node.reload()
+    assert node.status == "running" and not node.attrs["State"]["Paused"]
+
+
 def test_healing_one_network_fault_leaves_an_overlapping_one(healed):
     link = healed.topo.repl(2, 1)
     healed.latency([link], 50)

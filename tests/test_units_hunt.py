@@ -342,7 +342,7 @@ def test_shards_merge_into_one_finding_a_signature(tmp_path):
     (f,) = doc["findings"]
     assert f["signature"] == shards[0]["findings"][0]["signature"] and len(f["also_in"]) == 1
     assert (tmp_path / "merged" / f["dir"] / "minimal.toml").exists()
-    assert not list(tmp_path.glob(".*partial"))
+    assert not list((tmp_path / "merged").glob(".*partial"))
 
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "harness", "hunt", "--merge", *map(str, args)],
@@ -389,3 +389,69 @@ def test_an_offset_regression_is_shown_in_the_coordinators_and_the_members_own_l
     assert "`g-2`" in text and "prev CorrId 25" in text and "stored offset 60" in text
     assert "Topic t [0]" not in text and "unrelated" not in text and "after the regression" not in text
     assert evidence("lost", run, v) == [], "no mechanism to show beyond kchaos's own records"
+
+
+def test_checks_that_go_on_beside_the_next_run_give_the_same_hunt(tmp_path):
+    """With a check returned to do later (as real runs return it), a drawn run's check goes on while
+    the next drawn run runs, and the hunt looks at it after: the same findings, the same runs."""
+    import threading
+
+    calls: list[str] = []
+    order: list[str] = []
+    second_ran = threading.Event()
+
+    def deferred(path: Path, s: Scenario, reuse: bool):
+        verdict = rule(calls)(path, s, reuse)
+        order.append(f"ran {path.name}")
+        if path.name.startswith("h0001"):
+            second_ran.set()
+
+        def check():
+            if path.name.startswith("h0000"):  # waits for the next run: it must not wait for this check
+                order.append(f"overlapped {second_ran.wait(10)}")
+            order.append(f"checked {path.name}")
+            return verdict
+
+        return check
+
+    one_at_a_time: list[str] = []
+    base = hunt(options(tmp_path / "a"), announce=lambda m: None, go=rule(one_at_a_time))
+    out = hunt(options(tmp_path / "b"), announce=lambda m: None, go=deferred)
+    assert calls == one_at_a_time
+    assert [f.to_json(tmp_path) | {"dir": None} for f in out.findings] == \
+        [f.to_json(tmp_path) | {"dir": None} for f in base.findings]
+    assert "overlapped True" in order, "the second run went on while the first was checked"
+    spent = json.loads((tmp_path / "b" / "hunt" / "hunt.json").read_text())
+    assert spent["runs"] == len(calls) and spent["drawn"] == 12
+
+
+def test_parallel_shards_are_the_same_hunt_each_with_its_own_directory(tmp_path):
+    from harness.hunt.parallel import shard_commands
+
+    opts = HuntOptions(scenarios=("smoke", "acks1-leader-kill"), out=tmp_path / "h", goal=Goal.parse("lost,divergence"),
+                       seed=7, runs=5, confirm=2, measure=10, sets=("duration_s=10",), versions=("3.9.1",))
+    cmds = shard_commands(opts, 2)
+    assert len(cmds) == 2
+    for k, c in enumerate(cmds, start=1):
+        text = " ".join(c)
+        assert text.endswith(f"--shard {k}/2 --out {tmp_path / 'h' / 'shards' / f'{k}-of-2'}")
+        for part in ("hunt smoke acks1-leader-kill", "--seed 7", "--runs 3", "--confirm 2", "--measure 10",
+                     "--anomaly divergence,lost", "--set duration_s=10", "--versions 3.9.1"):
+            assert part in text, part
+    budget = shard_commands(HuntOptions(scenarios=("smoke",), out=tmp_path / "h", budget_s=1800), 3)
+    assert all("--budget 1800" in " ".join(c) and "--runs" not in c for c in budget)
+
+
+def test_parallel_refuses_a_shard_and_a_hunts_own_directory(tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "harness", "hunt", "smoke", "--runs", "1", *map(str, args)],
+                              capture_output=True, text=True)
+
+    r = cli("--parallel", "2", "--shard", "1/2", "--out", tmp_path / "p")
+    assert r.returncode == 2 and "--parallel or --shard" in r.stderr
+    hunt(options(tmp_path, runs=1), announce=lambda m: None, go=rule([]))
+    r = cli("--parallel", "2", "--out", tmp_path / "hunt")
+    assert r.returncode == 2 and "holds a hunt of one process" in r.stderr

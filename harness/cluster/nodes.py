@@ -31,9 +31,10 @@ class NodeFaults:
 
     def kill(self, b: int) -> None:
         """kill -9 the node's JVM; the container (and its log dir) stays for a restart."""
-        self._node(b).kill(signal="SIGKILL")
+        self._node(b).kill(signal="SIGKILL")  # a frozen node too: the engine thaws it to deliver the signal
         self._stopped.add(b)
         self._killed.add(b)
+        self._paused.discard(b)
 
     def power_loss(self, b: int) -> list[Cut]:
         """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
@@ -54,6 +55,7 @@ class NodeFaults:
         """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
         self._node(b).stop(timeout=timeout_s)
         self._stopped.add(b)
+        self._paused.discard(b)
 
     def start_broker(self, b: int) -> float:
         """Start a stopped broker; returns how long the start had to wait (see below), in seconds.
@@ -88,5 +90,9 @@ class NodeFaults:
         self._paused.add(b)
 
     def resume(self, b: int) -> None:
+        """Thaw a frozen node; nothing to do when a fault that overlapped the freeze (a kill, a power
+        loss, a stop) ended it: that fault's own heal starts the node."""
+        if b not in self._paused:
+            return
         self._node(b).unpause()
         self._paused.discard(b)

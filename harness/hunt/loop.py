@@ -23,7 +23,16 @@ from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.known import known_id
 from harness.hunt.space import Move, draw, vocabulary
-from harness.hunt.trials import CannotRun, HuntError, KeptCluster, RunAndCheck, Trial, Trials, run_and_check
+from harness.hunt.trials import (
+    CannotRun,
+    HuntError,
+    KeptCluster,
+    Pending,
+    RunAndCheck,
+    Trial,
+    Trials,
+    run_and_check,
+)
 from harness.hunt.write_up import bug_md, scenario_toml
 from harness.scenario import Scenario, ScenarioError
 
@@ -143,7 +152,11 @@ class Hunt:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> HuntOutcome:
+        """Draw, run and look at schedules until the budget or ``--runs`` is spent. A drawn run's
+        check goes on while the next drawn run runs, and the hunt looks at it once that run is done:
+        the same decisions in the same order as one run at a time, given what the runs showed."""
         drawn = 0
+        looking: tuple[Pending, Scenario, Base] | None = None  # a drawn run whose check goes on
         try:
             for number in self._draw_numbers():
                 if self.opts.runs is not None and drawn >= self.opts.runs:
@@ -154,17 +167,30 @@ class Hunt:
                 if reuse:  # a topic of its own on a cluster earlier draws ran on
                     candidate = candidate.model_copy(update={"topic": candidate.topic.model_copy(
                         update={"name": f"{candidate.topic.name}-{number}"})})
-                trial = self._run(f"h{number:04d}-{base.id}", candidate, reuse)
-                drawn += 1
-                self._look_at(trial, candidate, base)
                 if self.out_of_time:
                     raise OutOfTime
+                pending = self.trials.start(f"h{number:04d}-{base.id}", candidate, reuse)
+                drawn += 1
+                if looking is not None:
+                    earlier, looking = looking, None
+                    self._look_at_pending(*earlier)
+                looking = (pending, candidate, base)
+            if looking is not None:
+                self._look_at_pending(*looking)
         except OutOfTime:
+            if looking is not None:  # it ran within the budget: it counts
+                self._look_at_pending(*looking)
             self.announce("time budget spent")
         finally:
+            self.trials.close()
             self.kept.close()
             self._save(drawn)
         return HuntOutcome(self.findings, drawn, self.journal)
+
+    def _look_at_pending(self, pending: Pending, s: Scenario, base: Base) -> None:
+        trial = pending.result()
+        self._progress(trial, s)
+        self._look_at(trial, s, base)
 
     def _draw_numbers(self):
         k, n = self.opts.shard

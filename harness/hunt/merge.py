@@ -60,27 +60,28 @@ def merged_findings(hunts: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
 def merge(dirs: list[Path], out: Path) -> dict:
     """Write OUT/hunt.json and OUT/findings/ from the hunts in ``dirs``; returns the merged hunt.json.
 
-    Built beside OUT and renamed into place: a killed merge leaves nothing half-written. OUT may be a
-    merge written before (it is replaced), never a hunt's own directory."""
+    The findings are built beside OUT/findings and renamed into place, then hunt.json is replaced
+    atomically: a killed merge leaves no half-written finding. OUT may be a merge written before
+    (its findings and hunt.json are replaced; the shards of ``--parallel`` live in it too), never a
+    hunt's own directory."""
     if not dirs:
         raise HuntError("--merge: no directory given (allowed: two or more `kchaos hunt --out` directories)")
     hunts = [(d, read_hunt(d)) for d in dirs]
     if (out / HUNT_JSON).exists() and not json.loads((out / HUNT_JSON).read_text()).get("merged"):
         raise HuntError(f"{out}: holds a hunt of its own (allowed: a new --out, or a merge written before)")
-    tmp = out.with_name(f".{out.name}.partial")
+    tmp = out / ".findings.partial"
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "findings").mkdir(parents=True)
+    tmp.mkdir(parents=True)
     findings = []
     for i, (d, f) in enumerate(merged_findings(hunts), start=1):
         fid = f"{i:02d}-{f['anomaly']}"
         src = d / f["dir"]
         if src.is_dir():
-            shutil.copytree(src, tmp / "findings" / fid)
+            shutil.copytree(src, tmp / fid)
         findings.append({**f, "id": fid, "dir": f"findings/{fid}"})
     doc = {"merged": [str(d) for d, _ in hunts], "options": [h["options"] for _, h in hunts],
            **{k: round(sum(h[k] for _, h in hunts), 1) for k in TOTALS}, "findings": findings}
-    write_json_atomic(tmp / HUNT_JSON, doc)
-    shutil.rmtree(out, ignore_errors=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(out)
+    shutil.rmtree(out / "findings", ignore_errors=True)
+    tmp.rename(out / "findings")
+    write_json_atomic(out / HUNT_JSON, doc)
     return doc

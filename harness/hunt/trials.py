@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,12 +40,33 @@ class Trial:
     error: str | None = None
 
 
+class Pending:
+    """A trial whose check may still be going on: ``result()`` waits for it."""
+
+    def __init__(self, finish: Callable[[], Trial]):
+        self._finish = finish
+        self._trial: Trial | None = None
+
+    @classmethod
+    def done(cls, trial: Trial) -> Pending:
+        p = cls(lambda: trial)
+        p._trial = trial
+        return p
+
+    def result(self) -> Trial:
+        if self._trial is None:
+            self._trial = self._finish()
+        return self._trial
+
+
 class RunFailed(Exception):
     """One run could not be carried out (a cluster that did not come up, a nemesis error): recorded,
     and the hunt goes on."""
 
 
-RunAndCheck = Callable[[Path, Scenario, bool], Verdict]  # (where, what, whether it may reuse a cluster)
+# (where, what, whether it may reuse a cluster) -> its verdict, or the check still to do: a
+# function the hunt may call while the next run goes on (``Trials.start``).
+RunAndCheck = Callable[[Path, Scenario, bool], "Verdict | Callable[[], Verdict]"]
 
 
 class KeptCluster:
@@ -81,7 +103,7 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
     then the check (the warm server by default). A run that fails, or whose ISR was not full again
     after its heal, takes the kept cluster with it."""
 
-    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
+    def go(path: Path, s: Scenario, reuse: bool) -> Callable[[], Verdict]:
         from harness import runner
         from harness.cluster import ClusterError
         from harness.setup import engine
@@ -99,7 +121,7 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
         except BaseException:
             kept.close()
             raise
-        return check(path, spark_master)
+        return lambda: check(path, spark_master)
 
     return go
 
@@ -123,6 +145,7 @@ class Trials:
         self.spark_master = spark_master
         self.log = log
         self.consecutive_errors = 0
+        self._checks: ThreadPoolExecutor | None = None
 
     @property
     def wall_s(self) -> float:
@@ -133,14 +156,45 @@ class Trials:
         return sum(x["workload_s"] for x in self.spent.values())
 
     def run(self, name: str, s: Scenario, reuse: bool = False) -> Trial:
-        """Run ``s`` as ``name`` (or read it back); ``reuse``: it may run on a cluster kept from the
-        run before, on its own topic."""
+        """Run ``s`` as ``name`` and check it (or read it back); ``reuse``: it may run on a cluster
+        kept from the run before, on its own topic."""
+        return self.start(name, s, reuse, overlap=False).result()
+
+    def start(self, name: str, s: Scenario, reuse: bool = False, overlap: bool = True) -> Pending:
+        """Run ``s`` as ``name`` and start its check; with ``overlap`` the check goes on in the
+        background while the caller starts the next run, and ``result()`` waits for it. The wall
+        time a trial records is what the hunt spent on it: its run, and the wait for its check."""
         path = self.root / name
         if path.exists():
-            return self._read_back(name, path, s)
+            return Pending.done(self._read_back(name, path, s))
         t0 = time.monotonic()
-        verdict, error = self._run_and_check(path, s, reuse)
-        cost = {"wall_s": round(time.monotonic() - t0, 1), "workload_s": s.duration_s if verdict else 0.0}
+        outcome, error = self._run(path, s, reuse)
+        if outcome is None:
+            return Pending.done(self._spent(name, path, s, None, time.monotonic() - t0, error))
+        if not callable(outcome):
+            return Pending.done(self._spent(name, path, s, outcome, time.monotonic() - t0))
+        ran_s = time.monotonic() - t0
+        if not overlap:
+            return Pending.done(self._spent(name, path, s, outcome(), time.monotonic() - t0))
+        if self._checks is None:
+            self._checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-hunt-check")
+        future = self._checks.submit(outcome)
+
+        def finish() -> Trial:
+            t1 = time.monotonic()
+            verdict = future.result()
+            return self._spent(name, path, s, verdict, ran_s + time.monotonic() - t1)
+
+        return Pending(finish)
+
+    def close(self) -> None:
+        if self._checks is not None:
+            self._checks.shutdown(wait=True)
+            self._checks = None
+
+    def _spent(self, name: str, path: Path, s: Scenario, verdict: Verdict | None, wall_s: float,
+               error: str | None = None) -> Trial:
+        cost = {"wall_s": round(wall_s, 1), "workload_s": s.duration_s if verdict else 0.0}
         self.spent[name] = cost if verdict else {**cost, "error": error}
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error)
 
@@ -153,7 +207,7 @@ class Trials:
         cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"])
 
-    def _run_and_check(self, path: Path, s: Scenario, reuse: bool) -> tuple[Verdict | None, str | None]:
+    def _run(self, path: Path, s: Scenario, reuse: bool) -> tuple[Verdict | Callable[[], Verdict] | None, str | None]:
         try:
             verdict = self.go(path, s, reuse)
         except RunFailed as e:

@@ -49,8 +49,13 @@ def promise(x: Excuses) -> Promise:
 
 
 def group_promise(x: Excuses, commit: str) -> Promise:
-    return Promise("offset_regression", x.part is None, x.part or "the coordinator refuses commits from a stale "
-                   "generation or member epoch, so offsets only move forward")
+    """Promised whatever the commit mode: a member's commits reach the coordinator in the order it
+    made them (Kafka's consumer contract: commitAsync's commits "are guaranteed to be sent in the
+    same order as the invocations"; a sync commit waits for its answer; auto-commit sends the latest
+    position), and the coordinator refuses a stale generation's or member epoch's."""
+    return Promise("offset_regression", x.part is None, x.part or f"commit={commit}: a member's commits reach the "
+                   "coordinator in the order it made them (Kafka's consumer contract) and the coordinator refuses "
+                   "commits from a stale generation or member epoch, so offsets only move forward")
 
 
 CLASS = AnomalyClass.of(__name__, label="offset back", contract="v2", owner="group", html="offset regres&shy;sion")
