@@ -293,6 +293,10 @@ KNOWN_ISSUES = (
      "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the idempotent "
      "producer's epoch and sends the batch again with new sequence numbers, which the broker cannot recognise "
      "as a retry: a record written twice"),
+    ("kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
+     "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
+     "after newer commits of the same partition; the coordinator keeps the last one it is given "
+     "(docs/findings.md F1; not reported upstream)"),
 )
 
 
@@ -300,7 +304,9 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
     """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
     uses = {"transactional": any(c.transactional for c in cfgs.producers.values()),
             "copier": bool(run.get("copiers")),
-            "idempotent": any(c.idempotence and not c.transactional for c in cfgs.producers.values())}
+            "idempotent": any(c.idempotence and not c.transactional for c in cfgs.producers.values()),
+            "librdkafka_async_commits": "librdkafka" in str((run.get("client") or {}).get("version", ""))
+            and any(g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
     out = []
     for issue, names, needs, why in KNOWN_ISSUES:
         seen = [a for a in names if anomalies.get(a)]
