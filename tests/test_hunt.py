@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reaper import LABEL
+from harness.reaper import LABEL_PID
 from harness.scenario import load
 from harness.setup import engine
 from tests.conftest import require_docker
@@ -21,12 +21,22 @@ pytestmark = pytest.mark.docker
 
 
 def hunt(*args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "hunt", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    """``kchaos hunt ARGS``; the result's ``pid`` names the process whose containers it made."""
+    with subprocess.Popen([sys.executable, "-m", "harness", "hunt", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"}) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except BaseException:
+            p.kill()  # a test that gives up leaves no hunt running behind it
+            raise
+    done = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    done.pid = p.pid
+    return done
 
 
-def leftovers() -> list[dict]:
-    return engine.client().api.containers(all=True, filters={"label": LABEL})
+def leftovers(pid: int) -> list[dict]:
+    """The containers the process ``pid`` made that are still there (other tests' clusters may run meanwhile)."""
+    return engine.client().api.containers(all=True, filters={"label": f"{LABEL_PID}={pid}"})
 
 
 def test_bad_input_exits_2_before_any_container(tmp_path):
@@ -50,7 +60,7 @@ def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
     assert doc["drawn"] == 1 and doc["runs"] >= 1 and doc["wall_s"] > doc["workload_s"] >= 10
     (first,) = [d for d in (out / "runs").iterdir() if d.name.startswith("h0000")][:1]
     assert (first / "verdict.json").exists() and (first / "run.json").exists()
-    assert not leftovers(), "a hunt leaves no container"
+    assert not leftovers(r.pid), "a hunt leaves no container"
     again = hunt(*args)
     assert again.returncode == r.returncode and json.loads((out / "hunt.json").read_text())["runs"] == doc["runs"]
     other = hunt("smoke", "--runs", "1", "--seed", "6", "--out", str(out))
@@ -92,7 +102,7 @@ def test_the_safe_configuration_breaks_no_promise_in_its_budget(tmp_path):
     r = hunt("safe-faults", "--budget", "30m", "--out", str(out))
     doc = json.loads((out / "hunt.json").read_text())
     assert r.returncode == 0, doc["findings"]
-    assert doc["drawn"] >= 20 and not leftovers()
+    assert doc["drawn"] >= 20 and not leftovers(r.pid)
 
 
 def test_the_plugin_helper_is_the_same_hunt(tmp_path):
