@@ -113,6 +113,7 @@ def test_two_cold_checks_at_once_share_one_new_server_and_the_next_check_reuses_
     assert cold_examples == json.loads(json.dumps(embedded.examples))
 
 
+@pytest.mark.chaos_long  # starts a server of its own: about a minute; the cold start above stays in the default suite
 def test_a_killed_server_is_replaced(tmp_path, no_override):
     d, expected = lossy(tmp_path, "run")
     old = running()
