@@ -455,3 +455,18 @@ def test_parallel_refuses_a_shard_and_a_hunts_own_directory(tmp_path):
     hunt(options(tmp_path, runs=1), announce=lambda m: None, go=rule([]))
     r = cli("--parallel", "2", "--out", tmp_path / "hunt")
     assert r.returncode == 2 and "holds a hunt of one process" in r.stderr
+
+
+def test_a_finding_whose_shrunk_schedule_could_not_be_measured_is_written_as_found(tmp_path, monkeypatch):
+    """The budget ran out after shrinking, before the first measurement: the finding keeps the
+    schedule its confirmations measured and their rate, never "0 of 0"."""
+    from harness.hunt import loop
+
+    calls: list[str] = []
+    monkeypatch.setattr(loop.Hunt, "out_of_time", property(lambda self: any("-m" in c[-3:] for c in calls) or
+                                                          any(c.endswith("-s02") for c in calls)))
+    out = hunt(options(tmp_path, runs=6), announce=lambda m: None, go=rule(calls))
+    f = out.findings[0]
+    assert f.shrink_judged >= 1, "shrinking ran"
+    assert f.reproduced == f.confirmed and f.reproduced[1] > 0
+    assert f.minimal.faults == f.original.faults

@@ -299,6 +299,10 @@ class Hunt:
             finding.minimal_run = showing
             return
         k, n, measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.measure or self.opts.confirm)
+        if n == 0:  # the budget ran out before the minimal schedule's first measurement: report it as found
+            self.announce(f"{name}: no time left to measure the shrunk schedule; written as found, with its rate")
+            finding.minimal, finding.minimal_run = finding.original, showing
+            return
         finding.reproduced = (k, n)
         finding.minimal_run = measured or shown.get(id(result.scenario))
 
