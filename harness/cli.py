@@ -389,6 +389,7 @@ def hunt(
     from harness import reaper
     from harness.hunt.goal import Goal
     from harness.hunt.loop import Hunt, HuntOptions, bases, parse_budget
+    from harness.hunt.merge import refuse_a_hunts_own_directory
     from harness.hunt.trials import CannotRun, HuntError
 
     with _refusing_bad_input():
@@ -404,7 +405,7 @@ def hunt(
                 raise ValueError("--parallel N runs shards 1/N .. N/N itself (allowed: --parallel or --shard)")
             drawn_on = bases(opts)  # every scenario validated before anything runs
             if parallel > 1:
-                _refuse_a_hunts_own_directory(out)
+                refuse_a_hunts_own_directory(out, "a hunt of one process (--parallel merges shards)")
             h = Hunt(opts, announce=_log) if parallel == 1 else None
         except (ValueError, HuntError) as e:
             err.print(f"[red]bad input:[/red] {e}")
@@ -426,17 +427,6 @@ def hunt(
                       f"{len(f.original.faults)} -> {len(f.minimal.faults)} faults"
                       + (f", known: {f.known}" if f.known else "") + f"  {out / 'findings' / f.id / 'bug.md'}")
     raise typer.Exit(outcome.exit_code)
-
-
-def _refuse_a_hunts_own_directory(out: Path) -> None:
-    import json
-
-    from harness.hunt.trials import HuntError
-
-    doc = out / "hunt.json"
-    if doc.exists() and not json.loads(doc.read_text()).get("merged"):
-        raise HuntError(f"{doc}: --parallel: this directory holds a hunt of one process (allowed: a new --out, "
-                        "or the directory of an earlier --parallel hunt)")
 
 
 def _parallel_hunt(opts, n: int) -> None:

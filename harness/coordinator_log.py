@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from harness.cluster import KafkaCluster
-from harness.cluster.nodes import DATA_DIR
+from harness.replicas import dump_log_segments
 
 FILE = "group-coordinator.log"
 _LINE = re.compile(r"offset: (\d+) CreateTime: (\d+) .*?key: (\{.*?\}\}) payload: ?(.*)$")
@@ -25,15 +25,12 @@ def dump(cluster: KafkaCluster, groups: list[str]) -> str:
     """The lines of ``groups`` in ``__consumer_offsets`` of the first broker that holds it, or why not."""
     keys = [f'"group":{json.dumps(g)}' for g in groups]
     for b in cluster.settings.broker_ids:
-        code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/__consumer_offsets-*/*.log"])
-        files = sorted(f for f in out.split() if f.endswith(".log")) if code == 0 else []
-        if not files:
+        try:
+            out = dump_log_segments(cluster, b, "__consumer_offsets-*", "--offsets-decoder", "--print-data-log")
+        except RuntimeError as e:
+            return f"# {e}\n"
+        if out is None:
             continue
-        code, out = cluster.exec(f"kafka-{b}", [
-            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
-            "--files", ",".join(files), "--offsets-decoder", "--print-data-log"])
-        if code != 0:
-            return f"# DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}\n"
         kept = [line for line in out.splitlines()
                 if line.startswith("Dumping ") or any(k in line for k in keys)]
         return f"# __consumer_offsets of broker {b}, groups {', '.join(groups)}\n" + "\n".join(kept) + "\n"

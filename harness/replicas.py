@@ -86,19 +86,27 @@ def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
     return rows
 
 
-def dumped_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
-    """``replica_log`` by Kafka's DumpLogSegments, run in the broker's container on its files."""
-    code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{shlex.quote(topic)}-*/*.log"])
+def dump_log_segments(cluster: KafkaCluster, b: int, directories: str, *flags: str) -> str | None:
+    """Kafka's DumpLogSegments over every segment of the log directories matching the shell pattern
+    ``directories`` (under the data dir), run in broker b's container on its own files; None when it
+    holds none. RuntimeError naming the broker when the tool fails."""
+    code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{directories}/*.log"])
     files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
     if not files:
-        return []
+        return None
     code, out = cluster.exec(f"kafka-{b}", [
         "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
-        "--files", ",".join(sorted(files)), "--print-data-log", "--deep-iteration",
+        "--files", ",".join(sorted(files)), *flags,
     ])
     if code != 0:
         raise RuntimeError(f"DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}")
-    return parse_dump(out, b, topic)
+    return out
+
+
+def dumped_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
+    """``replica_log`` by Kafka's DumpLogSegments, run in the broker's container on its files."""
+    out = dump_log_segments(cluster, b, f"{shlex.quote(topic)}-*", "--print-data-log", "--deep-iteration")
+    return [] if out is None else parse_dump(out, b, topic)
 
 
 def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:

@@ -57,6 +57,13 @@ def merged_findings(hunts: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
     return out
 
 
+def refuse_a_hunts_own_directory(out: Path, held: str = "a hunt of its own") -> None:
+    """HuntError unless OUT is new or holds a merge (of ``--merge`` or ``--parallel``); ``held``
+    says what OUT holds as the caller's user sees it."""
+    if (out / HUNT_JSON).exists() and not json.loads((out / HUNT_JSON).read_text()).get("merged"):
+        raise HuntError(f"{out}: holds {held} (allowed: a new --out, or a merge written before)")
+
+
 def merge(dirs: list[Path], out: Path) -> dict:
     """Write OUT/hunt.json and OUT/findings/ from the hunts in ``dirs``; returns the merged hunt.json.
 
@@ -67,8 +74,7 @@ def merge(dirs: list[Path], out: Path) -> dict:
     if not dirs:
         raise HuntError("--merge: no directory given (allowed: two or more `kchaos hunt --out` directories)")
     hunts = [(d, read_hunt(d)) for d in dirs]
-    if (out / HUNT_JSON).exists() and not json.loads((out / HUNT_JSON).read_text()).get("merged"):
-        raise HuntError(f"{out}: holds a hunt of its own (allowed: a new --out, or a merge written before)")
+    refuse_a_hunts_own_directory(out)
     tmp = out / ".findings.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
