@@ -57,3 +57,19 @@ def open_report(html: Path, open_runs: bool = True) -> PageCheck:
     img = Image.open(io.BytesIO(shot)).convert("RGB")
     out.distinct_colours = len(img.getcolors(maxcolors=1 << 20) or [])
     return out
+
+
+def assert_report_page(html: Path, verdicts: list) -> PageCheck:
+    """Open ``html`` and assert what every report must do: no console error, nothing fetched but the
+    page itself, a drawn screenshot, a timeline per run, and each run's counts as verdict.json has them."""
+    page = open_report(html)
+    assert page.console_errors == []
+    assert all(u.startswith("file://") for u in page.requests), page.requests
+    assert page.requests == [html.resolve().as_uri()], "the page loads nothing besides itself"
+    assert page.distinct_colours > 20, "the screenshot is blank"
+    assert page.plots >= len(verdicts), "every run's timeline rendered"
+    for v in verdicts:
+        shown = page.totals[v.run_id]
+        assert shown == {a: v.anomalies[a] for a in shown}, "the page shows verdict.json's counts"
+        assert not any(n for a, n in v.anomalies.items() if a not in shown), "only zero counts may be left out"
+    return page

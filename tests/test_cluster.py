@@ -129,8 +129,15 @@ def test_replication_factor_above_broker_count_is_a_clear_error(cluster):
 
 
 # 3.9.1 in ZooKeeper mode is the shared cluster's (test_round_trip_all_acks); its three-server
-# ensemble boots in tests/test_quorum.py.
-@pytest.mark.parametrize(("version", "mode"), [p for p in version_mode_pairs() if p != DEFAULT_PAIR], ids=lambda x: x)
+# ensemble boots in tests/test_quorum.py. Pairs another default test runs a workload on round-trip
+# in the long tier only: KRaft on 3.9.1 (tests/test_quorum.py) and on 4.1.2 (tests/test_quorum.py,
+# the transactional catalogue run, the plugin's user suite).
+BOOTED_ELSEWHERE = {("3.9.1", "kraft"), ("4.1.2", "kraft")}
+
+
+@pytest.mark.parametrize(("version", "mode"), [
+    pytest.param(*p, marks=pytest.mark.chaos_long) if p in BOOTED_ELSEWHERE else p
+    for p in version_mode_pairs() if p != DEFAULT_PAIR], ids=lambda x: x)
 def test_round_trip_on_every_version(version, mode):
     require_docker([version])
     with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode), cluster_images(version)) as c:

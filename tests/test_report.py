@@ -1,4 +1,5 @@
-"""The HTML report opens offline in headless Chromium, shows every count of verdict.json, fetches nothing."""
+"""The HTML report opens offline in headless Chromium, shows every count of verdict.json, fetches nothing.
+A real run's report is opened by tests/test_run.py, on the leader kill it runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from harness.checker import check_runs
 from harness.report import write_report
-from tests.browser import open_report
+from tests.browser import assert_report_page, open_report
 from tests.histories import History
 
 FAULT = {"type": "fault", "name": "kill leader (p0)", "kind": "kill", "brokers": [1], "links": [],
@@ -29,20 +30,6 @@ def _history_with_anomalies() -> History:
     return h
 
 
-def _assert_page(html, verdicts):
-    page = open_report(html)
-    assert page.console_errors == []
-    assert all(u.startswith("file://") for u in page.requests), page.requests
-    assert page.requests == [html.resolve().as_uri()], "the page loads nothing besides itself"
-    assert page.distinct_colours > 20, "the screenshot is blank"
-    assert page.plots >= len(verdicts), "every run's timeline rendered"
-    for v in verdicts:
-        shown = page.totals[v.run_id]
-        assert shown == {a: v.anomalies[a] for a in shown}, "the page shows verdict.json's counts"
-        assert not any(n for a, n in v.anomalies.items() if a not in shown), "only zero counts may be left out"
-    return page
-
-
 @pytest.mark.spark
 def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
     planted = _history_with_anomalies()
@@ -51,28 +38,13 @@ def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
     b = History(run={**planted.run, "run_id": "clean"}).clean(10).write(tmp_path / "runs" / "clean")
     verdicts = check_runs([a, b])
     html = write_report([tmp_path / "runs"], tmp_path / "report.html")
-    page = _assert_page(html, verdicts)
+    page = assert_report_page(html, verdicts)
     planted = json.loads((a / "verdict.json").read_text())
     assert planted["anomalies"]["lost"] == 1 and planted["anomalies"]["divergence"] == 1
     assert "broke 1" in page.text, "the matrix marks the broken promise with its count"
     assert "lost-1" in page.text, "the lost record is listed"
     assert "kill leader (p0)" in page.text, "the fault around the anomaly is named"
     assert html.stat().st_size < 8_000_000
-
-
-@pytest.mark.docker
-def test_report_of_a_real_run(tmp_path):
-    from harness import runner
-    from harness.scenario import load
-    from tests.conftest import require_docker
-
-    require_docker(["3.9.1"])
-    s = load("scenarios/smoke.toml", ["duration_s=10", "faults.0.at_s=3", "faults.0.duration_s=3"])
-    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
-    (v,) = check_runs([res.path])
-    html = write_report([res.path], tmp_path / "r.html")
-    page = _assert_page(html, [v])
-    assert s.kafka_version in page.text and "kchaos run" in page.text, "environment and reproduce command shown"
 
 
 @pytest.mark.spark
@@ -125,6 +97,6 @@ def test_report_draws_the_quorum_lane_and_each_controller_failover(tmp_path):
     assert (row["faults"], row["failovers"], row["failover_median_ms"]) == (1, 1, 2200)
     assert "| q | 3.9.1 kraft | 1 | 1 | 1 | 2.2 (2.2) |" in known_results.coordination_markdown([row])
     html = write_report([d], tmp_path / "report.html")
-    page = _assert_page(html, [v])
+    page = assert_report_page(html, [v])
     assert "Coordination faults" in page.text and "controller-2" in page.text, "the failovers table names nodes"
     assert "quorum leader" in html.read_text(), "the coordination lane is drawn"

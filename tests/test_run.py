@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import statistics
 import textwrap
 
 import pyarrow.parquet as pq
@@ -11,7 +12,9 @@ import pytest
 
 from harness import runner
 from harness.checker import check_runs
+from harness.report import write_report
 from harness.scenario import load
+from tests.browser import assert_report_page
 from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker
@@ -63,10 +66,13 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     live = {r["value"] for r in consumed if r["phase"] == "live"}
     assert acked <= final and acked <= live
     # Each delivery report went to its own send: the offset it gave holds that very value, and it
-    # arrived after the send (reports are matched to sends, and timed, after the workload).
+    # arrived after the send (reports are matched to sends, and timed, after the workload). A loaded
+    # machine may hold a few reports for seconds, so no single one is bounded; but reports timed when
+    # they were matched, after the workload, would put the median seconds after the send.
     at = {(r["partition"], r["offset"]): r["value"] for r in consumed if r["phase"] == "final"}
     assert all(at[(r["partition"], r["offset"])] == r["value"] for r in produced)
-    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] <= r["send_ts_ms"] + 5000 for r in produced)
+    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] for r in produced)
+    assert statistics.median(r["ack_ts_ms"] - r["send_ts_ms"] for r in produced) < 1000
     for b in (1, 2, 3):
         assert acked <= {r["value"] for r in replicas if r["broker"] == b}, f"broker {b}'s log lacks records"
     live_rows = [r for r in consumed if r["phase"] == "live"]
@@ -91,7 +97,8 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
     assert v.anomalies == {**dict.fromkeys(v.anomalies, 0), "uncommitted_read": len(at_hw)} and v.verdict == "pass"
 
 
-def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change(tmp_path):
+def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change_and_reported(tmp_path):
+    """The fault log's times against the sampled leaders; then the run's HTML report, as a reader opens it."""
     require_docker(["3.9.1"])
     s = scenario(tmp_path, BASE + '[[producers]]\nacks = "1"\nrate = 200\n'
                  '[[faults]]\nat_s = 2\nduration_s = 5\nkind = "kill"\ntarget = "leader"\npartition = 0\n',
@@ -120,3 +127,7 @@ def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change(tmp_pat
         f"[{fault['start_ms']}, {fault['end_ms']}]"
     gaps = [b["ts_ms"] - a["ts_ms"] for a, b in itertools.pairwise(states)]
     assert max(gaps) <= 1000, f"state sampled every {max(gaps)} ms at worst (promised: at least every second)"
+    (v,) = check_runs([res.path])
+    page = assert_report_page(write_report([res.path], tmp_path / "r.html"), [v])
+    assert s.kafka_version in page.text and "kchaos run" in page.text, "environment and reproduce command shown"
+    assert "kill leader" in page.text, "the fault is named on the timeline"
