@@ -50,12 +50,12 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
                                            help="leave the warm Spark server running (scripts/setup.sh)")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
     from harness.setup import doctor as doctor_mod
-    from harness.setup import engine, images
+    from harness.setup import engine, images, java_driver
 
     if fix:
         try:
             doctor_mod.fix(log=_log, stop_spark=not keep_spark)
-        except (engine.EngineError, images.ImageError) as e:
+        except (engine.EngineError, images.ImageError, java_driver.DriverBuildError) as e:
             err.print(f"[red]could not fix:[/red] {e}")
             raise typer.Exit(EXIT_NOT_RUN) from e
     checks = doctor_mod.run_checks()

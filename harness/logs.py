@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # The loggers the clients are created with (Producer/Consumer/AdminClient(logger=...), KazooClient(logger=...)).
-CLIENT_LOGGERS = ("kchaos.workload", "kchaos.transactions", "kchaos.cluster")
+CLIENT_LOGGERS = ("kchaos.workload", "kchaos.transactions", "kchaos.cluster", "kchaos.java")
 CLIENTS_LOG = "clients.log"
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

@@ -36,6 +36,7 @@ from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, 
 from harness.workload import UNLIMITED_RATE, now_ms
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
+PRODUCER_READY_S = 60.0  # how long the workload waits for a producer that runs in a process of its own to be made
 GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to the end of its topic
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
@@ -81,7 +82,7 @@ class Recording:
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
                  groups: list[GroupSpec] | None = None, work: Path | None = None, client: str = DEFAULT_CLIENT):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
-        self.driver = driver(client)  # every client of the run is made through it
+        self.driver = driver(client, cluster.settings.kafka_version)  # every client of the run is made through it
         self.unsettled: list[str] = []  # topics whose ISR was not full after the heal
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
         self.producers: list[ProducerClient] = [
@@ -159,6 +160,8 @@ class Recording:
             if not g.wait_formed(GROUP_FORM_S):
                 self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name}: not every member held a partition "
                                        f"{GROUP_FORM_S:g} s after starting"))
+        for t in self.producers:
+            t.ready(PRODUCER_READY_S)
         t0 = time.monotonic()
         self.start_ms = now_ms()
         self.events.write(WorkloadStart(ts_ms=self.start_ms))

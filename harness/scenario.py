@@ -413,7 +413,7 @@ class Scenario(_Model):
         tables += [(f"groups.{i}", g) for i, g in enumerate(self.groups)]
         tables += [("copier", self.copier)] if self.copier is not None else []
         for where, t in tables:
-            if why := refusal(self.client, t.client, t.config):
+            if why := refusal(self.client, t, self.kafka_version):
                 raise ValueError(f"{where}.{why}")
 
     def _check_quorum_size(self) -> None:

@@ -120,6 +120,9 @@ class RecordingProducer(threading.Thread):
         """Records handed to the client so far."""
         return self._sent
 
+    def ready(self, timeout_s: float) -> None:
+        """A thread in this process: ready as soon as it is made."""
+
     def txns(self) -> list[dict]:
         """txns.parquet's rows: a plain producer begins none."""
         return []

@@ -52,7 +52,8 @@ def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
     the same command again runs nothing; a different seed in that directory is refused."""
     require_docker(["3.9.1"])
     out = tmp_path / "h"
-    args = ("smoke", "--runs", "1", "--seed", "5", "--out", str(out), "--set", "duration_s=10", "--confirm", "1",
+    args = ("smoke", "--runs", "1", "--seed", "5", "--out", str(out), "--set", "duration_s=10", "--set", "zookeepers=1",
+            "--confirm", "1",
             "--shrink-runs", "1")  # should the draw break a promise, its investigation stays short
     r = hunt(*args)
     assert r.returncode in (0, 1), r.stdout + r.stderr

@@ -376,5 +376,5 @@ def test_every_client_takes_a_config_table_of_its_librarys_properties(tmp_path):
         load(write(tmp_path, GOOD + '[[groups]]\nname = "g"\nmembers = 1\nconfig = { "group.id" = "other" }\n'))
     with pytest.raises(ScenarioError, match=r"copier\.config\.transactional\.id: the harness sets it"):
         load(write(tmp_path, GOOD + '[copier]\nconfig = { "transactional.id" = "mine" }\n'))
-    with pytest.raises(ScenarioError, match=r"client: 'java' has no driver \(allowed: confluent-kafka\)"):
-        load(write(tmp_path, GOOD), ['client="java"'])
+    with pytest.raises(ScenarioError, match=r"client: 'franz-go' has no driver \(allowed: confluent-kafka, java\)"):
+        load(write(tmp_path, GOOD), ['client="franz-go"'])

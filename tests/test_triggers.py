@@ -18,6 +18,7 @@ pytestmark = pytest.mark.docker
 SCENARIO = """
 name = "triggered"
 duration_s = 12
+zookeepers = 1  # the brokers' events are under test, not the ensemble's
 
 [topic]
 partitions = 1
@@ -82,6 +83,7 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
 QUIET = """
 name = "steps"
 duration_s = 10
+zookeepers = 1
 [topic]
 partitions = 2
 [[producers]]

@@ -9,7 +9,9 @@ import pytest
 
 from harness import clients
 from harness.clients import ClientDriver, ConsumerClient, CopierClient, GroupClient, GroupMember, ProducerClient
+from harness.clients.java import JavaConsumer, JavaDriver, JavaProducer
 from harness.groups import Group, Member
+from harness.scenario import ConsumerSpec, GroupSpec, ProducerSpec
 from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer
 
@@ -25,8 +27,11 @@ def methods(protocol: type) -> set[str]:
     (GroupClient, [Group]),
     (GroupMember, [Member]),
     (ClientDriver, [type(clients.driver("confluent-kafka"))]),
+    (ProducerClient, [JavaProducer]),
+    (ConsumerClient, [JavaConsumer]),
+    (ClientDriver, [JavaDriver]),
 ])
-def test_the_confluent_driver_makes_what_the_seam_promises(protocol, classes):
+def test_each_driver_makes_what_the_seam_promises(protocol, classes):
     assert methods(protocol)
     for cls in classes:
         missing = [m for m in methods(protocol) if not callable(getattr(cls, m, None))]
@@ -36,7 +41,17 @@ def test_the_confluent_driver_makes_what_the_seam_promises(protocol, classes):
 def test_a_client_is_named_and_its_config_asked_of_its_library():
     d = clients.driver()
     assert d.name == "confluent-kafka" and d.version.startswith("librdkafka ")
-    assert clients.refusal("confluent-kafka", "producer", {"debug": "eos"}) is None
-    assert "No such configuration property" in clients.refusal("confluent-kafka", "consumer", {"no.such": "1"})
-    with pytest.raises(ValueError, match="client 'java' has no driver"):
-        clients.driver("java")
+    assert clients.refusal("confluent-kafka", ProducerSpec(config={"debug": "eos"}), "3.9.1") is None
+    assert "No such configuration property" in clients.refusal("confluent-kafka", ConsumerSpec(config={"no.such": "1"}),
+                                                               "3.9.1")
+    with pytest.raises(ValueError, match="client 'franz-go' has no driver"):
+        clients.driver("franz-go")
+    java = clients.driver("java", "4.1.2")
+    assert java.name == "java" and java.version == "kafka-clients 4.1.2"
+
+
+def test_the_java_driver_refuses_what_it_has_not_built():
+    """Before any JVM: the kinds it has no client for yet, and what the harness sets itself."""
+    assert "java has no transactional producers yet" in clients.refusal(
+        "java", ProducerSpec(transactional=True, acks="all", idempotence=True), "3.9.1")
+    assert "java has no consumer groups yet" in clients.refusal("java", GroupSpec(), "3.9.1")

@@ -264,3 +264,20 @@ def test_creating_a_topic_fails_at_once_on_a_lasting_error():
     with pytest.raises(TopicError):
         _topics_on(admin).create_topic("t", 1, 3)
     assert admin.asked == 1
+
+
+def test_an_unreadable_tar_stream_of_a_brokers_files_is_an_error_the_reader_falls_back_on():
+    """A garbled stream from the engine (seen on a loaded machine: "bad checksum") must not end the
+    run: ``files`` says RuntimeError, on which the replica reader asks Kafka's own tool instead."""
+    from types import SimpleNamespace
+
+    from harness.cluster import KafkaCluster
+    from harness.cluster.settings import ClusterSettings
+
+    c = KafkaCluster.__new__(KafkaCluster)
+    c.settings = ClusterSettings()
+    garbled = SimpleNamespace(exit_code=0, output=b"\x01" * 1024)
+    c._containers = {"kafka-1": SimpleNamespace(get_wrapped_container=lambda: SimpleNamespace(
+        exec_run=lambda *a, **k: garbled))}
+    with pytest.raises(RuntimeError, match="unreadable"):
+        c.files("kafka-1", "/data", "t-*/*.log")

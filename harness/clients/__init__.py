@@ -1,7 +1,8 @@
 """The client-driver seam: every producer, consumer, consumer group, copier and final read of a run
 is made through a ``ClientDriver``, chosen by the scenario's ``client``. confluent-kafka (librdkafka)
-is the first driver (``confluent.py``); a second client library is a driver module of its own and
-its line in ``DRIVERS``: the checker, the nemesis, the triggers and the report do not change.
+is the first driver (``confluent.py``), Apache Kafka's Java client the second (``java.py``, a JVM
+process per client); another client library is a driver module of its own and its line in
+``DRIVERS``: the checker, the nemesis, the triggers and the report do not change.
 
 What a run needs of the clients a driver makes, and what client faults act on, is the protocols
 below: the recording reads their histories as the contract's rows, the nemesis calls ``kill``,
@@ -37,6 +38,9 @@ class ProducerClient(Protocol):
     failure: BaseException | None
     sent: int
 
+    def ready(self, timeout_s: float) -> None:
+        """Return once the client can send at once on ``start`` (a process's JVM up and its client
+        made); the workload's clock starts after every producer is ready."""
     def start(self) -> None: ...
     def join(self, timeout: float | None = None) -> None: ...
     def acked(self) -> int:
@@ -125,8 +129,9 @@ class ClientDriver(Protocol):
         """A group's committed offsets read after healing (offsets.parquet's "final" rows)."""
 
 
-def driver(client: str = DEFAULT_CLIENT) -> ClientDriver:
-    """The driver of a client library, by the name a scenario gives it."""
+def driver(client: str = DEFAULT_CLIENT, kafka_version: str = "") -> ClientDriver:
+    """The driver of a client library, by the name a scenario gives it, for brokers of
+    ``kafka_version`` (a library built per Kafka version, as the Java client is, takes that one)."""
     if client not in DRIVERS:
         raise ValueError(f"client {client!r} has no driver (allowed: {', '.join(DRIVERS)})")
-    return importlib.import_module(DRIVERS[client][0]).DRIVER
+    return importlib.import_module(DRIVERS[client][0]).driver_for(kafka_version)

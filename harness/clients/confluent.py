@@ -45,3 +45,8 @@ class ConfluentDriver:
 
 
 DRIVER = ConfluentDriver()
+
+
+def driver_for(kafka_version: str) -> ConfluentDriver:
+    """The one confluent-kafka driver: the library installed, against any broker version."""
+    return DRIVER

@@ -50,8 +50,10 @@ OWNED: dict[str, dict[str, str]] = {
 MADE_OF = {"producer": (Producer,), "consumer": (Consumer,), "group": (Consumer,), "copier": (Producer, Consumer)}
 
 
-def refusal(kind: str, config: dict[str, str]) -> str | None:
-    """Why a ``kind`` client cannot take ``config`` ("config.KEY: why (allowed: ...)"), or None."""
+def refusal(table, kafka_version: str = "") -> str | None:
+    """Why the client ``table`` describes cannot take its ``config`` ("config.KEY: why (allowed: ...)"),
+    or None; librdkafka is one library for every broker version."""
+    kind, config = table.client, table.config
     for key in config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other {LIBRARY} property)"

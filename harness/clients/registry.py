@@ -8,11 +8,13 @@ import importlib
 # client name (a scenario's `client`) -> (its driver's module, its config check's module)
 DRIVERS: dict[str, tuple[str, str]] = {
     "confluent-kafka": ("harness.clients.confluent", "harness.clients.confluent_config"),
+    "java": ("harness.clients.java", "harness.clients.java_config"),
 }
 DEFAULT_CLIENT = "confluent-kafka"
 
 
-def refusal(client: str, kind: str, config: dict[str, str]) -> str | None:
-    """Why a ``kind`` client (producer, consumer, group, copier) of library ``client`` cannot take
-    ``config``, or None; asked before any container starts."""
-    return importlib.import_module(DRIVERS[client][1]).refusal(kind, config)
+def refusal(client: str, table, kafka_version: str) -> str | None:
+    """Why library ``client`` cannot make the client ``table`` describes (a scenario's producer,
+    consumer, group or copier table: its kind, its ``config``) against brokers of ``kafka_version``,
+    or None; asked before any container starts."""
+    return importlib.import_module(DRIVERS[client][1]).refusal(table, kafka_version)

@@ -304,8 +304,11 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges):
             ["sh", "-c", f"cd {shlex.quote(directory)} && tar cf - {pattern}"], stdout=True, stderr=False)
         if res.exit_code != 0:
             raise RuntimeError(f"{key}: could not read {directory}/{pattern} (exit {res.exit_code})")
-        with tarfile.open(fileobj=io.BytesIO(res.output)) as tar:
-            return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+        try:
+            with tarfile.open(fileobj=io.BytesIO(res.output)) as tar:
+                return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+        except tarfile.TarError as e:  # a stream the engine cut or garbled on a loaded machine
+            raise RuntimeError(f"{key}: the tar stream of {directory}/{pattern} was unreadable ({e})") from e
 
     def container_keys(self) -> list[str]:
         return sorted(k for k in self._containers if k != "toxiproxy")

@@ -109,9 +109,20 @@ def check_warm_spark() -> Check:
                  "kchaos spark stop (or kchaos doctor --fix) stops it")
 
 
+def check_java_driver() -> Check:
+    """The Java client driver, built per Kafka version (setup/java_driver.py)."""
+    from harness.setup import java_driver
+    from harness.versions import KAFKA_VERSIONS
+
+    missing = [v for v in KAFKA_VERSIONS if not java_driver.built(v)]
+    if missing:
+        return Check("java driver", False, f"not built for kafka-clients {', '.join(missing)}", "kchaos doctor --fix")
+    return Check("java driver", True, f"built for kafka-clients {', '.join(KAFKA_VERSIONS)}")
+
+
 def run_checks() -> list[Check]:
-    return [check_python(), check_tools(), check_engine(), check_images(), check_leftovers(), check_spark_archive(),
-            check_warm_spark()]
+    return [check_python(), check_tools(), check_engine(), check_images(), check_java_driver(), check_leftovers(),
+            check_spark_archive(), check_warm_spark()]
 
 
 def fix(log=print, stop_spark: bool = True) -> None:
@@ -124,7 +135,10 @@ def fix(log=print, stop_spark: bool = True) -> None:
         log(f"removed {n} leftover containers/networks")
     images.build_all(client, log=log)
     from harness.checker import warm
-    from harness.setup import cds
+    from harness.setup import cds, java_driver
+    from harness.versions import KAFKA_VERSIONS
+
+    java_driver.build_all(list(KAFKA_VERSIONS), log=log)
 
     if stop_spark and warm.stop():
         log("stopped the warm Spark server (the next check starts a new one)")

@@ -1,0 +1,104 @@
+package kchaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * kchaos's driver for Apache Kafka's Java client: one process per client, as docs/drivers.md says.
+ *
+ * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer} or {@code consumer}
+ * ({@code config-names} prints the property names the client library takes; {@code check KIND CONFIG.json}
+ * exits 2 with the library's words when it refuses the config's properties). The process reads commands on
+ * stdin ({@code stop}; {@code send P} for a quiet producer's step), writes JSON lines of what is happening on
+ * stdout, and its history to the file the config names; the client library logs to stderr.
+ */
+public final class Driver {
+  static final ObjectMapper JSON = new ObjectMapper();
+  private static final CountDownLatch GO = new CountDownLatch(1);
+  private static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+
+  private Driver() {}
+
+  public static void main(String[] args) throws Exception {
+    switch (args[0]) {
+      case "config-names" -> ConfigNames.print(OUT);
+      case "check" -> ConfigNames.check(args[1], config(args[2]));
+      case "producer" -> new RecordingProducer(config(args[1])).run();
+      case "consumer" -> new RecordingConsumer(config(args[1])).run();
+      default -> throw new IllegalArgumentException("unknown role " + args[0] + " (allowed: producer, consumer, config-names)");
+    }
+    OUT.flush();
+  }
+
+  static JsonNode config(String path) throws Exception {
+    return JSON.readTree(Files.readString(Path.of(path)));
+  }
+
+  /** The client properties of the config, as the client library takes them. */
+  static Properties properties(JsonNode cfg) {
+    Properties p = new Properties();
+    for (Iterator<Map.Entry<String, JsonNode>> it = cfg.get("properties").fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      p.put(e.getKey(), e.getValue().asText());
+    }
+    return p;
+  }
+
+  /** One JSON line on stdout (the harness reads them as they come). */
+  static void say(Object line) {
+    try {
+      String text = JSON.writeValueAsString(line);
+      synchronized (OUT) {
+        OUT.println(text);
+        OUT.flush();
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Commands from the harness on stdin: {@code go} (the workload starts: {@link #awaitGo}), {@code stop} (or the
+   * end of stdin: the harness is gone) and any other line, queued for the role.
+   */
+  static BlockingQueue<String> commands(Runnable onStop) {
+    BlockingQueue<String> queue = new LinkedBlockingQueue<>();
+    Thread t = new Thread(() -> {
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = in.readLine()) != null && !line.equals("stop")) {
+          if (line.equals("go")) {
+            GO.countDown();
+          } else {
+            queue.add(line);
+          }
+        }
+      } catch (Exception ignored) {
+        // stdin closed: the harness is gone, so stop
+      }
+      onStop.run();
+      GO.countDown();
+    }, "commands");
+    t.setDaemon(true);
+    t.start();
+    return queue;
+  }
+
+  /** Say ready, then wait for {@code go} (or {@code stop}): a run starts its clients' JVMs before its workload. */
+  static void awaitGo() throws InterruptedException {
+    say(java.util.Map.of("t", "ready"));
+    GO.await();
+  }
+}

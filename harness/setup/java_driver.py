@@ -1,0 +1,112 @@
+"""Apache Kafka's Java client driver (``harness/clients/java_src``), built per client version.
+
+Maven Central is the only source of jars: ``mvn dependency:copy-dependencies`` resolves
+kafka-clients of the version (with Jackson, which the driver reads its config with, and slf4j-simple,
+which writes the client library's log to the process's stderr), ``javac`` compiles the driver
+against exactly those jars, and the driver then lists the property names that version takes
+(``config-names.json``: scenario validation reads them before any container starts). A build lives
+in the cache directory under the version and a digest of the sources and jars named, so a change to
+either builds anew; it is written beside and renamed, so nothing half-built is ever used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.setup.java import cache_dir
+
+SRC = Path(__file__).resolve().parents[1] / "clients" / "java_src"
+# slf4j-api named at the top: kafka-clients asks for 1.7, which would find no 2.x provider.
+LIBRARIES = ("com.fasterxml.jackson.core:jackson-databind:2.21.3", "org.slf4j:slf4j-api:2.0.17",
+             "org.slf4j:slf4j-simple:2.0.17")
+JAVA = "java"  # the system's Java 17 (Debian's, which Maven needs too); Kafka's 4.x clients need 11 or later
+
+
+class DriverBuildError(Exception):
+    """The Java driver could not be built: the command that failed and the end of its output."""
+
+
+def _sources() -> list[Path]:
+    return sorted(SRC.rglob("*.java"))
+
+
+def _digest(version: str) -> str:
+    h = hashlib.sha256(version.encode())
+    for lib in LIBRARIES:
+        h.update(lib.encode())
+    for p in _sources():
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_dir(version: str) -> Path:
+    """Where the driver for kafka-clients ``version`` lives once built (it may not be yet)."""
+    return cache_dir() / "java-driver" / f"{version}-{_digest(version)}"
+
+
+def built(version: str) -> bool:
+    return (build_dir(version) / "config-names.json").is_file()
+
+
+def classpath(version: str) -> str:
+    d = build_dir(version)
+    return f"{d / 'classes'}:{d / 'lib' / '*'}"
+
+
+def config_names(version: str) -> dict[str, set[str]]:
+    """The property names kafka-clients ``version`` takes: {"producer": ..., "consumer": ...}."""
+    doc = json.loads((build_dir(version) / "config-names.json").read_text())
+    return {k: set(v) for k, v in doc.items()}
+
+
+def _pom(version: str) -> str:
+    deps = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in (x.split(":") for x in (*LIBRARIES, f"org.apache.kafka:kafka-clients:{version}")))
+    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            f"<groupId>kchaos</groupId><artifactId>java-driver</artifactId><version>{version}</version>"
+            f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None) -> str:
+    if shutil.which(cmd[0]) is None:
+        raise DriverBuildError(f"{what}: `{cmd[0]}` is not installed (run `kchaos doctor --fix`)")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise DriverBuildError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+    return proc.stdout
+
+
+def build(version: str, log=print) -> Path:
+    """Build the driver for kafka-clients ``version`` unless it is built; its directory."""
+    final = build_dir(version)
+    if built(version):
+        return final
+    log(f"building the Java client driver for kafka-clients {version} (Maven Central)")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{final.name}-", dir=final.parent) as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(_pom(version))
+        _run(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+              f"-DoutputDirectory={work / 'lib'}"], f"mvn resolve kafka-clients {version}", cwd=work)
+        _run(["javac", "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", f"{work / 'lib'}/*",
+              "-d", str(work / "classes"), *map(str, _sources())], f"javac the Java driver for {version}")
+        names = _run([JAVA, "-cp", f"{work / 'classes'}:{work / 'lib'}/*", "kchaos.Driver", "config-names"],
+                     f"list kafka-clients {version}'s properties")
+        (work / "config-names.json").write_text(names)
+        shutil.rmtree(final, ignore_errors=True)
+        (work / "pom.xml").unlink()
+        work.rename(final)
+        work.mkdir()  # for TemporaryDirectory's clean-up
+    return final
+
+
+def build_all(versions: list[str], log=print) -> None:
+    for v in versions:
+        build(v, log=log)

@@ -1,0 +1,106 @@
+"""Apache Kafka's Java client through the client seam, against real Kafka: a run with ``client = "java"``
+records what a librdkafka run records, into the same contract, and the checker judges it the same way;
+what the Java driver has not built, or a property kafka-clients refuses, exits 2 before any container."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import textwrap
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import runner
+from harness.checker import check_runs
+from harness.scenario import load
+from harness.setup import java_driver
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+BASE = """
+name = "j"
+kafka_version = "3.9.1"
+mode = "zk"
+zookeepers = 1
+duration_s = 8
+client = "java"
+[topic]
+partitions = 2
+replication_factor = 3
+min_insync_replicas = 2
+[consumers]
+count = 1
+config = { "fetch.max.wait.ms" = 50 }
+[[producers]]
+name = "a"
+acks = "all"
+idempotence = true
+rate = 150
+config = { "compression.type" = "lz4" }
+[[producers]]
+name = "b"
+acks = "1"
+rate = 150
+"""
+
+
+def require_driver(version: str) -> None:
+    if not java_driver.built(version):
+        pytest.fail(f"the Java driver for kafka-clients {version} is not built: run `kchaos doctor --fix`",
+                    pytrace=False)
+
+
+def test_a_fault_free_java_run_records_every_acknowledged_record_into_the_contract(tmp_path):
+    require_docker(["3.9.1"])
+    require_driver("3.9.1")
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(BASE))
+    res = runner.execute(load(p), tmp_path / "run", log=lambda m: None)
+    d = res.path
+    produced = pq.read_table(d / "produced.parquet").to_pylist()
+    consumed = pq.read_table(d / "consumed.parquet").to_pylist()
+    acked = {r["value"] for r in produced if r["status"] == "ok"}
+    assert len(acked) > 1500 and len(acked) == len(produced), "fault-free: every send acknowledged"
+    for name in ("a", "b"):
+        mine = sorted((r for r in produced if r["producer"] == name), key=lambda r: r["seq"])
+        assert [r["seq"] for r in mine] == list(range(len(mine)))
+        assert all(x["send_ts_ms"] <= y["send_ts_ms"] for x, y in itertools.pairwise(mine))
+        per_part = [sum(r["partition"] == q for r in mine) for q in (0, 1)]
+        assert abs(per_part[0] - per_part[1]) <= 1, f"producer {name} spread {per_part} over the partitions"
+    final = {r["value"] for r in consumed if r["phase"] == "final"}
+    live_rows = [r for r in consumed if r["phase"] == "live"]
+    assert acked <= final and acked <= {r["value"] for r in live_rows}
+    at = {(r["partition"], r["offset"]): r["value"] for r in consumed if r["phase"] == "final"}
+    assert all(at[(r["partition"], r["offset"])] == r["value"] for r in produced), "a callback's offset holds its value"
+    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] for r in produced)
+    # The high watermark the Java consumer knew: above the record it returned, never past the log's end.
+    ends = {q: max(o for (pp, o) in at if pp == q) + 1 for q in (0, 1)}
+    assert all(r["hw"] is not None and r["offset"] < r["hw"] <= ends[r["partition"]] for r in live_rows)
+    run = json.loads((d / "run.json").read_text())
+    assert run["client"] == {"name": "java", "version": "kafka-clients 3.9.1"}
+    assert run["producers"][0]["config"] == {"compression.type": "lz4"}
+    (v,) = check_runs([d])
+    assert v.verdict == "pass" and v.anomalies["lost"] == 0 and v.anomalies["divergence"] == 0, v.anomalies
+    log = (d / "logs" / "clients.log").read_text()
+    assert "kchaos.java" in log and "ProducerConfig values" in log, "kafka-clients' own log is in the run's log"
+
+
+@pytest.mark.parametrize(("sets", "said"), [
+    (["producers.0.config.no.such.thing=1"], "producers.0.config.no.such.thing: kafka-clients 3.9.1 has no producer"),
+    (["producers.0.config.batch.size=many"], "producers.0.config.batch.size: Invalid value many"),
+    (["producers.0.config.acks=all"], "producers.0.config.acks: use the producer's acks"),
+    (["producers.0.transactional=true"], "java has no transactional producers yet"),
+])
+def test_what_the_java_client_refuses_exits_2_before_any_container(tmp_path, sets, said):
+    require_driver("3.9.1")
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(BASE))
+    args = [a for s in sets for a in ("--set", s)]
+    r = subprocess.run([sys.executable, "-m", "harness", "run", str(p), *args, "--out", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and said in " ".join((r.stdout + r.stderr).split()), r.stdout + r.stderr
+    assert not (tmp_path / "run").exists()
