@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
 
 STOP_GRACE_S = 15.0  # a member's clean leave on SIGTERM, before it is killed
+LIBRDKAFKA_MEMBER = [sys.executable, "-m", "harness.group_member"]  # a member's program: librdkafka's
 FREEZE_WAIT_S = 5.0  # how long client_pause waits for a member to stop itself between calls
 
 
@@ -99,8 +101,10 @@ class Member:
     """One member's process and the faults that act on it; each new process is a new incarnation
     with a consumer name of its own (``g-1``, ``g-1.2``, ...)."""
 
-    def __init__(self, name: str, spec: GroupSpec, conf: dict, topic: str, work: Path, spawner: ThreadPoolExecutor):
+    def __init__(self, name: str, spec: GroupSpec, conf: dict, topic: str, work: Path, spawner: ThreadPoolExecutor,
+                 command: list[str] = LIBRDKAFKA_MEMBER):
         self.name, self.spec, self.conf, self.topic, self.work = name, spec, conf, topic, work
+        self.command = command  # the member program; its config file's path is appended
         self.spawner = spawner  # one long-lived thread starts every process: see _die_with_parent
         self.incarnation = 0
         self.proc: subprocess.Popen | None = None
@@ -122,7 +126,7 @@ class Member:
 
     def _spawn(self, cfg_path: Path) -> subprocess.Popen:
         with open(self.work / f"{self.consumer}.log", "w") as log:
-            return subprocess.Popen([sys.executable, "-m", "harness.group_member", str(cfg_path)], stdout=log,
+            return subprocess.Popen([*self.command, str(cfg_path)], stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
 
     def signal(self, sig: int) -> None:
@@ -182,7 +186,8 @@ class Member:
 
     def failure(self) -> str | None:
         """Why the current process ended on its own, if it did (its log's tail)."""
-        if self.proc is None or self.proc.poll() in (None, 0, -signal.SIGKILL, -signal.SIGTERM):
+        # A JVM exits 128+15 after its shutdown hooks (the Java member's clean leave) on SIGTERM.
+        if self.proc is None or self.proc.poll() in (None, 0, -signal.SIGKILL, -signal.SIGTERM, 128 + signal.SIGTERM):
             return None
         return (self.work / f"{self.consumer}.log").read_text(errors="replace")[-1500:]
 
@@ -190,11 +195,15 @@ class Member:
 class Group:
     """The members of one group, started together and stopped together; their history afterwards."""
 
-    def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path):
+    def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
+                 command: list[str] = LIBRDKAFKA_MEMBER, conf: Callable[[GroupSpec, dict], dict] = member_conf):
+        """``command`` is the member program (librdkafka's, group_member.py, by default) and ``conf``
+        a member's client properties from the spec and the cluster's client settings for it
+        (librdkafka's property names by default)."""
         self.spec, self.cluster, self.topic, self.partitions, self.work = spec, cluster, topic, partitions, work
         work.mkdir(parents=True, exist_ok=True)
         self.spawner = ThreadPoolExecutor(1, thread_name_prefix=f"group-{spec.name}-spawner")
-        self.members = [Member(name, spec, member_conf(spec, cluster.client_config(name)), topic, work, self.spawner)
+        self.members = [Member(name, spec, conf(spec, cluster.client_config(name)), topic, work, self.spawner, command)
                         for name in spec.member_names]
 
     def start(self) -> None:

@@ -11,7 +11,7 @@ from harness import clients
 from harness.clients import ClientDriver, ConsumerClient, CopierClient, GroupClient, GroupMember, ProducerClient
 from harness.clients.java import JavaConsumer, JavaDriver, JavaProducer
 from harness.groups import Group, Member
-from harness.scenario import ConsumerSpec, GroupSpec, ProducerSpec
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
 from harness.transactions import Copier, TransactionalProducer
 from harness.workload import RecordingConsumer, RecordingProducer
 
@@ -54,4 +54,5 @@ def test_the_java_driver_refuses_what_it_has_not_built():
     """Before any JVM: the kinds it has no client for yet, and what the harness sets itself."""
     assert "java has no transactional producers yet" in clients.refusal(
         "java", ProducerSpec(transactional=True, acks="all", idempotence=True), "3.9.1")
-    assert "java has no consumer groups yet" in clients.refusal("java", GroupSpec(), "3.9.1")
+    assert "java has no copier yet" in clients.refusal("java", CopierSpec(), "3.9.1")
+    assert "has no" not in (clients.refusal("java", GroupSpec(), "3.9.1") or ""), "groups are built"

@@ -281,3 +281,37 @@ def test_an_unreadable_tar_stream_of_a_brokers_files_is_an_error_the_reader_fall
         exec_run=lambda *a, **k: garbled))}
     with pytest.raises(RuntimeError, match="unreadable"):
         c.files("kafka-1", "/data", "t-*/*.log")
+
+
+def test_a_pause_the_freezer_gave_up_on_is_asked_again(monkeypatch):
+    """runc's "unable to freeze" (the cgroup freezer timed out on a loaded machine) left a drawn
+    pause skipped: the pause is asked again; any other refusal is given up at once."""
+    import docker
+
+    from harness.cluster import nodes
+
+    monkeypatch.setattr(nodes.time, "sleep", lambda s: None)
+
+    class Container:
+        def __init__(self, errors):
+            self.errors, self.asked = list(errors), 0
+
+        def pause(self):
+            self.asked += 1
+            if self.errors:
+                raise docker.errors.APIError(self.errors.pop(0))
+
+    def cluster_with(container):
+        c = nodes.NodeFaults.__new__(nodes.NodeFaults)
+        c._paused = set()
+        c._node = lambda n: container
+        return c
+
+    flaky = Container(["OCI runtime pause failed: unable to freeze: unknown"])
+    c = cluster_with(flaky)
+    c.pause(1)
+    assert flaky.asked == 2 and c._paused == {1}
+    gone = Container(["No such container"])
+    with pytest.raises(docker.errors.APIError):
+        cluster_with(gone).pause(1)
+    assert gone.asked == 1

@@ -4,8 +4,9 @@ for the broker's Kafka version. The process protocol (docs/drivers.md): a config
 stdin, JSON lines on stdout, the history in a file, the library's log on stderr (written to the run's
 ``logs/clients.log`` through the ``kchaos.java`` logger).
 
-Producers (plain and idempotent) and consumers are built; transactional producers, the copier and
-consumer groups are refused at scenario validation (java_config.py) until they are. The final read
+Producers (plain and idempotent), consumers and consumer-group members (GroupMember.java, acted on
+and read as librdkafka's members are: groups.py) are built; transactional producers and the copier
+are refused at scenario validation (java_config.py) until they are. The final read
 and a group's final offsets are the harness's own measurement of the brokers, whatever client is
 under test: they are read with librdkafka, as every run's are.
 """
@@ -22,6 +23,7 @@ import threading
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
+from harness.groups import Group, final_offsets
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
 from harness.setup import java_driver
 from harness.workload import final_read
@@ -70,8 +72,7 @@ class ClientProcess:
         cfg = {"name": name, "history": str(self.history_path), "properties": properties, **fields}
         (self._dir / "config.json").write_text(json.dumps(cfg))
         self.proc = subprocess.Popen(
-            [java_driver.JAVA, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-             java_driver.classpath(version), "kchaos.Driver", self.role, str(self._dir / "config.json")],
+            [*java_command(version, self.role), str(self._dir / "config.json")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self._reader = threading.Thread(target=self._read, name=f"java-{self.role}-{name}", daemon=True)
         self._reader.start()
@@ -223,6 +224,30 @@ class JavaConsumer(ClientProcess):
                       "generation": None} for i, (p, o, v, ts, hw) in enumerate(rows)]
 
 
+def java_command(version: str, role: str) -> list[str]:
+    """The command of a driver process of ``role``, its config file's path to be appended."""
+    return [java_driver.JAVA, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+            java_driver.classpath(version), "kchaos.Driver", role]
+
+
+ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
+             "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+             "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
+
+
+def member_properties(g: GroupSpec, base: dict) -> dict:
+    """A group member's kafka-clients properties, as groups.member_conf's are librdkafka's."""
+    conf = {"bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
+            "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
+            "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
+            "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000}
+    if g.protocol == "consumer":  # session and heartbeat are the broker's settings
+        return {**conf, "group.protocol": "consumer", **g.config}
+    return {**conf, "group.protocol": "classic", "partition.assignment.strategy": ASSIGNORS[g.assignor],
+            "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6),
+            **g.config}
+
+
 def bootstrap(cluster: KafkaCluster, client: str) -> str:
     return cluster.client_config(client)["bootstrap.servers"]
 
@@ -260,15 +285,15 @@ class JavaDriver:
                out_partitions: int, stop: threading.Event):
         raise ValueError("client java: the copier is not built for the Java driver yet")
 
-    def group(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path):
-        raise ValueError("client java: consumer groups are not built for the Java driver yet")
+    def group(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path) -> Group:
+        """Members are GroupMember.java processes, acted on and read as librdkafka's are (groups.py)."""
+        return Group(spec, cluster, topic, partitions, work, command=java_command(self.kafka_version, "member"),
+                     conf=member_properties)
 
     def final_read(self, cluster: KafkaCluster, topic: str, partitions: int) -> list[dict]:
         return final_read(cluster, topic, partitions)
 
     def group_final_offsets(self, cluster: KafkaCluster, group: str, topic: str) -> list[dict]:
-        from harness.groups import final_offsets
-
         return final_offsets(cluster, group, topic)
 
 

@@ -1,5 +1,5 @@
 """What a scenario may ask of the Java driver, checked before any container starts: the kinds of
-client it has built (producers that are not transactional, consumers), and each table's ``config``
+client it has built (producers that are not transactional, consumers, consumer groups), and each table's ``config``
 against kafka-clients of the broker's version: property names from the list the build wrote, types
 and values by the library itself (``ProducerConfig``/``ConsumerConfig`` in a JVM that connects nowhere).
 """
@@ -28,15 +28,24 @@ OWNED: dict[str, dict[str, str]] = {
         "enable.auto.commit": HARNESS, "auto.offset.reset": HARNESS, "key.deserializer": HARNESS,
         "value.deserializer": HARNESS,
     },
+    "group": {
+        "bootstrap.servers": HARNESS, "client.id": HARNESS, "group.id": "use the group's name",
+        "isolation.level": "use isolation_level", "group.protocol": "use protocol",
+        "partition.assignment.strategy": "use assignor", "enable.auto.commit": "use commit",
+        "auto.commit.interval.ms": "use auto_commit_interval_ms", "session.timeout.ms": "use session_timeout_ms",
+        "max.poll.interval.ms": "use max_poll_interval_ms", "interceptor.classes": HARNESS,
+        "key.deserializer": HARNESS, "value.deserializer": HARNESS,
+    },
 }
-BUILT = "producers that are not transactional, consumers"
+BUILT = "producers that are not transactional, consumers, consumer groups"
+LIBRARY_KIND = {"producer": "producer", "consumer": "consumer", "group": "consumer"}  # whose property names
 
 
 def refusal(table, kafka_version: str) -> str | None:
     """Why the Java driver cannot make the client ``table`` describes, or None."""
     kind = table.client
     if kind not in OWNED or getattr(table, "transactional", False):
-        what = "transactional producers" if kind == "producer" else {"group": "consumer groups"}.get(kind, "the copier")
+        what = "transactional producers" if kind == "producer" else "copier"
         return f"client: java has no {what} yet (allowed with client = \"java\": {BUILT})"
     library = f"kafka-clients {kafka_version}"
     if not java_driver.built(kafka_version):
@@ -44,11 +53,12 @@ def refusal(table, kafka_version: str) -> str | None:
     for key in table.config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other {library} {kind} property)"
-    names = java_driver.config_names(kafka_version)[kind]
+    lib_kind = LIBRARY_KIND[kind]
+    names = java_driver.config_names(kafka_version)[lib_kind]
     if unknown := [k for k in table.config if k not in names]:
-        return f"config.{unknown[0]}: {library} has no {kind} property of that name (allowed: {library}'s {kind} " \
-               f"properties, e.g. {', '.join(sorted(names)[:6])}, ...)"
-    return _values_refused(kind, table.config, kafka_version) if table.config else None
+        return f"config.{unknown[0]}: {library} has no {lib_kind} property of that name (allowed: {library}'s " \
+               f"{lib_kind} properties, e.g. {', '.join(sorted(names)[:6])}, ...)"
+    return _values_refused(lib_kind, table.config, kafka_version) if table.config else None
 
 
 def _values_refused(kind: str, config: dict[str, str], kafka_version: str) -> str | None:

@@ -6,7 +6,9 @@ Mixed into KafkaCluster (kafka_cluster.py), whose settings, topology, containers
 from __future__ import annotations
 
 import logging
+import time
 
+import docker
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
@@ -18,6 +20,7 @@ LOG = logging.getLogger("kchaos.cluster")
 
 
 DATA_DIR = "/var/lib/kafka/data"
+FREEZE_TRIES = 3  # a pause the cgroup freezer gave up on is asked again this often in all
 
 
 class NodeFaults:
@@ -85,8 +88,17 @@ class NodeFaults:
             return True
 
     def pause(self, b: int) -> None:
-        """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer)."""
-        self._node(b).pause()
+        """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer). On a loaded machine
+        the freezer can give up before every thread stopped ("unable to freeze"), leaving the node
+        running: asked again, a few times, before the fault is given up."""
+        for attempt in range(FREEZE_TRIES):
+            try:
+                self._node(b).pause()
+                break
+            except docker.errors.APIError as e:
+                if "unable to freeze" not in str(e) or attempt == FREEZE_TRIES - 1:
+                    raise
+                time.sleep(0.2)
         self._paused.add(b)
 
     def resume(self, b: int) -> None:

@@ -18,7 +18,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * kchaos's driver for Apache Kafka's Java client: one process per client, as docs/drivers.md says.
  *
- * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer} or {@code consumer}
+ * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer}, {@code consumer} or
+ * {@code member} (a consumer group's, GroupMember.java)
  * ({@code config-names} prints the property names the client library takes; {@code check KIND CONFIG.json}
  * exits 2 with the library's words when it refuses the config's properties). The process reads commands on
  * stdin ({@code stop}; {@code send P} for a quiet producer's step), writes JSON lines of what is happening on
@@ -37,7 +38,8 @@ public final class Driver {
       case "check" -> ConfigNames.check(args[1], config(args[2]));
       case "producer" -> new RecordingProducer(config(args[1])).run();
       case "consumer" -> new RecordingConsumer(config(args[1])).run();
-      default -> throw new IllegalArgumentException("unknown role " + args[0] + " (allowed: producer, consumer, config-names)");
+      case "member" -> new GroupMember(config(args[1])).run();
+      default -> throw new IllegalArgumentException("unknown role " + args[0] + " (allowed: producer, consumer, member, config-names, check)");
     }
     OUT.flush();
   }
@@ -48,8 +50,13 @@ public final class Driver {
 
   /** The client properties of the config, as the client library takes them. */
   static Properties properties(JsonNode cfg) {
+    return properties(cfg, "properties");
+  }
+
+  /** The client properties under {@code key} (a group member's config, shared with librdkafka's, says "conf"). */
+  static Properties properties(JsonNode cfg, String key) {
     Properties p = new Properties();
-    for (Iterator<Map.Entry<String, JsonNode>> it = cfg.get("properties").fields(); it.hasNext(); ) {
+    for (Iterator<Map.Entry<String, JsonNode>> it = cfg.get(key).fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       p.put(e.getKey(), e.getValue().asText());
     }
