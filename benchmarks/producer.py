@@ -28,35 +28,50 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from harness import reaper
+from harness.clients import DEFAULT_CLIENT, DRIVERS, driver
 from harness.cluster import ClusterSettings, KafkaCluster
 from harness.scenario import ProducerSpec
 from harness.setup import cluster_images, engine, images
-from harness.workload import RecordingProducer
 
 SETTINGS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
             "compression.type": "none"}
 
 
-def recording_producer(c: KafkaCluster, topic: str, seconds: float) -> tuple[int, float, int]:
-    """Records acknowledged, seconds taken, and the payloads' mean length in bytes."""
-    spec = ProducerSpec(name="bench", acks="all", idempotence=True, linger_ms=5, rate=1e9)
+def recording_producer(c: KafkaCluster, topic: str, seconds: float, client: str = DEFAULT_CLIENT,
+                       memory: list[int] | None = None) -> tuple[int, float, int]:
+    """Records acknowledged, seconds taken, and the payloads' mean length in bytes; a process's peak
+    memory (the Java driver's) is appended to ``memory``."""
+    spec = ProducerSpec(name="bench", acks="all", idempotence=True, linger_ms=5, rate=1e9,
+                        config={"batch.size": "65536", "compression.type": "none"})
     stop = threading.Event()
-    p = RecordingProducer("bench", spec, c, topic, 3, stop)
-    p.conf.update({"batch.size": 65536, "compression.type": "none"})
+    p = driver(client, c.settings.kafka_version).producer("bench", spec, c, topic, 3, stop, seed=1)
+    p.ready(120)  # a JVM's start is not the producer's speed (perf-test's figure leaves its own out too)
     t0 = time.monotonic()
     p.start()
     time.sleep(seconds)
+    proc = getattr(p, "proc", None)
+    if proc is not None and memory is not None:
+        memory.append(peak_rss_kb(proc.pid))
     stop.set()
     p.join()
-    elapsed = time.monotonic() - t0
+    elapsed = getattr(p, "sending_s", 0) or time.monotonic() - t0
     sent, acked = p.sent, p.acked()
     if p.failure is not None or acked != sent:
         raise SystemExit(f"recording producer: {sent - acked} of {sent} not acknowledged ({p.failure!r})")
     # The payload ids are "<name>-<seq>", seq 0..sent-1: their mean length, for perf-test's records.
     mean_len = len(p.pname) + 1 + round(sum(len(str(i)) for i in range(sent)) / sent)
     return acked, elapsed, mean_len
+
+
+def peak_rss_kb(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
 
 
 def perf_test(c: KafkaCluster, topic: str, records: int, record_size: int, extra: list[str] | None = None) -> float:
@@ -93,20 +108,26 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--kafka-version", default="3.9.1")
     ap.add_argument("--mode", default="zk")
+    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(DRIVERS),
+                    help="the recording producer's client library (java: the driver's JVM process)")
     a = ap.parse_args()
     ours: list[float] = []
     theirs: list[float] = []
+    memory: list[int] = []
     with bench_cluster(a.kafka_version, a.mode) as c:
-        n, _, size = recording_producer(c, "rec", a.warmup)  # warm-up, discarded
+        n, _, size = recording_producer(c, "rec", a.warmup, a.client)  # warm-up, discarded
         perf_test(c, "perf", n, size)
         for r in range(a.rounds):
-            n, secs, size = recording_producer(c, "rec", a.seconds)
+            n, secs, size = recording_producer(c, "rec", a.seconds, a.client, memory)
             ours.append(n / secs)
             theirs.append(perf_test(c, "perf", n, size))
             print(f"round {r + 1}: kchaos {ours[-1]:,.0f} records/s ({n:,} in {secs:.1f} s), "
                   f"perf-test {theirs[-1]:,.0f} records/s ({size}-byte records)", flush=True)
     mo, mt = statistics.median(ours), statistics.median(theirs)
-    print(f"kchaos recording producer: {mo:,.0f} records/s (median of {a.rounds}; every send recorded)")
+    print(f"kchaos recording producer ({a.client}): {mo:,.0f} records/s (median of {a.rounds}; every send recorded)")
+    if memory:
+        print(f"its process's peak resident memory: {statistics.median(memory) / 1024:,.0f} MiB "
+              f"(median of {len(memory)}, taken just before each round's stop)")
     print(f"kafka-producer-perf-test:  {mt:,.0f} records/s (median of {a.rounds})")
     print(f"ratio {mo / mt:.2f} (target >= 0.8); Kafka {a.kafka_version} {a.mode}, acks=all, idempotent, "
           f"linger.ms=5, batch.size=65536, {size}-byte values on both sides")

@@ -3,6 +3,7 @@ they fail with the command that fixes it (never skip), under CI and everywhere e
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 
@@ -118,4 +119,18 @@ def consume_all(cluster: KafkaCluster, topic: str, partitions: int, expect: int,
                   f"errors {errors[:5]}; state {cluster.describe(topic)}")
     finally:
         c.close()
+    return out
+
+
+def assert_sends_recorded(produced: list[dict], names: tuple[str, ...], partitions: int) -> list[list[dict]]:
+    """Every producer's sends, as any driver must record them: sequence numbers from 0 without a gap,
+    send times in sequence order, spread evenly over the partitions. Each producer's rows, by seq."""
+    out = []
+    for name in names:
+        mine = sorted((r for r in produced if r["producer"] == name), key=lambda r: r["seq"])
+        assert [r["seq"] for r in mine] == list(range(len(mine)))
+        assert all(x["send_ts_ms"] <= y["send_ts_ms"] for x, y in itertools.pairwise(mine))
+        per_part = [sum(r["partition"] == q for r in mine) for q in range(partitions)]
+        assert max(per_part) - min(per_part) <= 1, f"producer {name} spread {per_part} over the partitions"
+        out.append(mine)
     return out

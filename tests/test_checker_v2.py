@@ -109,6 +109,7 @@ def planted(tmp_path_factory) -> dict:
     hs = {name: txn_history(None if name == "clean" else name) for name in ("clean", *V2_ANOMALIES)}
     hs |= {f"group-{commit}": group_history(commit) for commit in ("auto", "sync")}
     hs["group-async-regressed"] = async_commits_regressed()
+    hs["group-async-regressed-java"] = async_commits_regressed({"name": "java", "version": "kafka-clients 3.9.1"})
     hs["torn-across-producers"] = torn_across_producers()
     verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
@@ -150,10 +151,11 @@ def group_history(commit: str) -> History:
     return h
 
 
-def async_commits_regressed() -> History:
-    """Group g, committing asynchronously with librdkafka, acknowledged 9 and then 6 (F1 in docs/findings.md)."""
+def async_commits_regressed(client: dict | None = None) -> History:
+    """Group g, committing asynchronously (with librdkafka unless ``client`` says otherwise),
+    acknowledged 9 and then 6 (F1 in docs/findings.md)."""
     h = group_history("async")
-    h.run = {**h.run, "client": {"name": "confluent-kafka", "version": "librdkafka 2.16.0"}}
+    h.run = {**h.run, "client": client or {"name": "confluent-kafka", "version": "librdkafka 2.16.0"}}
     h.commit("g", 6)
     return h
 
@@ -166,6 +168,10 @@ def test_librdkafkas_retried_async_commit_is_named_where_a_groups_offsets_move_b
     assert f1.anomalies == ["offset_regression"]
     assert not [k for k in planted["offset_regression"].known_issues if k.issue == "kchaos-F1"], \
         "a copier's transactional commits are not librdkafka's async ones"
+    java = planted["group-async-regressed-java"]
+    assert "offset_regression" in java.by_group[0].broken and not [k for k in java.known_issues
+                                                                   if k.issue == "kchaos-F1"], \
+        "the Java client's commitAsync never retries: a regression there is not F1's mechanism"
 
 
 @pytest.mark.parametrize(("commit", "verdict"), [("auto", "pass"), ("sync", "fail")])

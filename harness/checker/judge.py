@@ -289,7 +289,7 @@ KNOWN_ISSUES = (
     ("KAFKA-17582", ("eos_lost", "group_unseen"), "copier",
      "after an aborted transaction the consumer does not rewind to the committed offsets, so a later commit "
      "can skip input records that were never copied"),
-    ("librdkafka#4953", ("duplicate",), "idempotent",
+    ("librdkafka#4953", ("duplicate",), "librdkafka_idempotent",
      "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the idempotent "
      "producer's epoch and sends the batch again with new sequence numbers, which the broker cannot recognise "
      "as a retry: a record written twice"),
@@ -302,11 +302,14 @@ KNOWN_ISSUES = (
 
 def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
     """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
+    # A run.json without a client is from before the Java driver: librdkafka's.
+    librdkafka = "librdkafka" in str((run.get("client") or {"version": "librdkafka"}).get("version", ""))
     uses = {"transactional": any(c.transactional for c in cfgs.producers.values()),
             "copier": bool(run.get("copiers")),
-            "idempotent": any(c.idempotence and not c.transactional for c in cfgs.producers.values()),
-            "librdkafka_async_commits": "librdkafka" in str((run.get("client") or {}).get("version", ""))
-            and any(g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
+            "librdkafka_idempotent": librdkafka and any(c.idempotence and not c.transactional
+                                                        for c in cfgs.producers.values()),
+            "librdkafka_async_commits": librdkafka and any(g.get("commit") in ("async", "auto")
+                                                           for g in run.get("groups") or [])}
     out = []
     for issue, names, needs, why in KNOWN_ISSUES:
         seen = [a for a in names if anomalies.get(a)]

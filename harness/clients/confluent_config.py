@@ -14,38 +14,17 @@ import logging
 
 from confluent_kafka import Consumer, KafkaException, Producer, libversion
 
+from harness.clients.owned import owned
+
 LIBRARY = f"librdkafka {libversion()[0]}"
 _QUIET = logging.getLogger("kchaos.client-config")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
-HARNESS = "the harness sets it (it routes, names or records every client)"
-# Per kind of client: the properties it may not set, and why (the key of its own table, or HARNESS).
-OWNED: dict[str, dict[str, str]] = {
-    "producer": {
-        "bootstrap.servers": HARNESS, "client.id": HARNESS, "transactional.id": HARNESS,
-        "acks": "use the producer's acks", "enable.idempotence": "use idempotence", "retries": "use retries",
-        "max.in.flight.requests.per.connection": "use max_in_flight", "linger.ms": "use linger_ms",
-        "delivery.timeout.ms": "use delivery_timeout_ms", "transaction.timeout.ms": "use transaction_timeout_ms",
-        "queue.buffering.max.messages": HARNESS,
-    },
-    "consumer": {
-        "bootstrap.servers": HARNESS, "group.id": HARNESS, "isolation.level": "use isolation_level",
-        "enable.auto.commit": HARNESS, "auto.offset.reset": HARNESS, "enable.partition.eof": HARNESS,
-    },
-    "group": {
-        "bootstrap.servers": HARNESS, "client.id": HARNESS, "group.id": "use the group's name",
-        "isolation.level": "use isolation_level", "group.protocol": "use protocol",
-        "partition.assignment.strategy": "use assignor", "enable.auto.commit": "use commit",
-        "auto.commit.interval.ms": "use auto_commit_interval_ms", "session.timeout.ms": "use session_timeout_ms",
-        "max.poll.interval.ms": "use max_poll_interval_ms", "enable.partition.eof": HARNESS,
-    },
-    "copier": {
-        "bootstrap.servers": HARNESS, "client.id": HARNESS, "group.id": "use group", "transactional.id": HARNESS,
-        "isolation.level": HARNESS, "enable.auto.commit": HARNESS, "enable.idempotence": HARNESS, "acks": HARNESS,
-        "transaction.timeout.ms": "use transaction_timeout_ms",
-    },
-}
+# The properties only librdkafka has that the harness sets, beside those both libraries name alike.
+OWNED = owned({"producer": ["queue.buffering.max.messages"], "consumer": ["enable.partition.eof"],
+               "group": ["enable.partition.eof"]})
+
 # The library's client types a kind of client is made of.
 MADE_OF = {"producer": (Producer,), "consumer": (Consumer,), "group": (Consumer,), "copier": (Producer, Consumer)}
 

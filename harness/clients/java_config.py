@@ -11,32 +11,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.clients.confluent_config import HARNESS
+from harness.clients.owned import owned
 from harness.setup import java_driver
 
-# Per kind of client: the properties it may not set, and why (the key of its own table, or HARNESS).
-OWNED: dict[str, dict[str, str]] = {
-    "producer": {
-        "bootstrap.servers": HARNESS, "client.id": HARNESS, "transactional.id": HARNESS,
-        "key.serializer": HARNESS, "value.serializer": HARNESS,
-        "acks": "use the producer's acks", "enable.idempotence": "use idempotence", "retries": "use retries",
-        "max.in.flight.requests.per.connection": "use max_in_flight", "linger.ms": "use linger_ms",
-        "delivery.timeout.ms": "use delivery_timeout_ms", "transaction.timeout.ms": "use transaction_timeout_ms",
-    },
-    "consumer": {
-        "bootstrap.servers": HARNESS, "group.id": HARNESS, "isolation.level": "use isolation_level",
-        "enable.auto.commit": HARNESS, "auto.offset.reset": HARNESS, "key.deserializer": HARNESS,
-        "value.deserializer": HARNESS,
-    },
-    "group": {
-        "bootstrap.servers": HARNESS, "client.id": HARNESS, "group.id": "use the group's name",
-        "isolation.level": "use isolation_level", "group.protocol": "use protocol",
-        "partition.assignment.strategy": "use assignor", "enable.auto.commit": "use commit",
-        "auto.commit.interval.ms": "use auto_commit_interval_ms", "session.timeout.ms": "use session_timeout_ms",
-        "max.poll.interval.ms": "use max_poll_interval_ms", "interceptor.classes": HARNESS,
-        "key.deserializer": HARNESS, "value.deserializer": HARNESS,
-    },
-}
+# The properties only kafka-clients has that the harness sets, beside those both libraries name alike.
+OWNED = owned({"producer": ["key.serializer", "value.serializer"],
+               "consumer": ["key.deserializer", "value.deserializer"],
+               "group": ["key.deserializer", "value.deserializer", "interceptor.classes"]})
 BUILT = "producers that are not transactional, consumers, consumer groups"
 LIBRARY_KIND = {"producer": "producer", "consumer": "consumer", "group": "consumer"}  # whose property names
 
@@ -44,7 +25,7 @@ LIBRARY_KIND = {"producer": "producer", "consumer": "consumer", "group": "consum
 def refusal(table, kafka_version: str) -> str | None:
     """Why the Java driver cannot make the client ``table`` describes, or None."""
     kind = table.client
-    if kind not in OWNED or getattr(table, "transactional", False):
+    if kind not in LIBRARY_KIND or getattr(table, "transactional", False):
         what = "transactional producers" if kind == "producer" else "copier"
         return f"client: java has no {what} yet (allowed with client = \"java\": {BUILT})"
     library = f"kafka-clients {kafka_version}"

@@ -37,6 +37,7 @@ final class RecordingProducer {
   private final Sends sends = new Sends();
   private final AtomicLong acked = new AtomicLong();
   private volatile boolean stopping;
+  private long sendingMs;
 
   RecordingProducer(JsonNode cfg) {
     this.cfg = cfg;
@@ -55,17 +56,19 @@ final class RecordingProducer {
     try (KafkaProducer<String, String> p = new KafkaProducer<>(props)) {
       p.partitionsFor(topic); // metadata and a connection before the workload: the first send does not wait
       Driver.awaitGo();
+      long t0 = System.nanoTime();
       if (cfg.get("quiet").asBoolean()) {
         quiet(p, steps);
       } else {
         paced(p);
       }
       p.flush(); // every send's callback has run: delivery.timeout.ms bounds each
+      sendingMs = (System.nanoTime() - t0) / 1_000_000;
     } finally {
       progress.interrupt();
       writeHistory();
     }
-    Driver.say(Map.of("t", "done", "sent", sends.count(), "acked", acked.get()));
+    Driver.say(Map.of("t", "done", "sent", sends.count(), "acked", acked.get(), "sending_ms", sendingMs));
   }
 
   private void paced(KafkaProducer<String, String> p) throws InterruptedException {
