@@ -56,3 +56,35 @@ def test_the_java_driver_refuses_what_it_has_not_built():
         "java", ProducerSpec(transactional=True, acks="all", idempotence=True), "3.9.1")
     assert "java has no copier yet" in clients.refusal("java", CopierSpec(), "3.9.1")
     assert "has no" not in (clients.refusal("java", GroupSpec(), "3.9.1") or ""), "groups are built"
+
+
+def _process(monkeypatch, program: str):
+    """A driver process whose program is ``program`` (Python standing in for a JVM)."""
+    import sys
+    import threading
+
+    from harness.clients import java
+
+    monkeypatch.setattr(java, "java_command", lambda version, role: [sys.executable, "-c", program])
+
+    class Stand(java.ClientProcess):
+        role = "producer"
+
+    return Stand("p", None, "3.9.1", threading.Event(), {})
+
+
+def test_a_driver_process_that_dies_fails_the_run_with_its_name_and_log(monkeypatch):
+    p = _process(monkeypatch, "import sys; print('no such broker', file=sys.stderr); sys.exit(3)")
+    p.start()  # it never says ready: start returns when it ended
+    p.join(30)
+    assert isinstance(p.failure, Exception) and "Java producer p exited 3" in str(p.failure)
+    assert "no such broker" in str(p.failure) and p.proc.poll() == 3
+
+
+def test_a_driver_process_that_hangs_is_killed_and_fails_the_run(monkeypatch):
+    p = _process(monkeypatch, "import time; print('{\"t\": \"ready\"}', flush=True); time.sleep(600)")
+    p.start()
+    p.stop_event.set()  # "stop" goes to a process that does not read it
+    p.join(1)
+    assert "Java producer p did not stop within 1 s" in str(p.failure)
+    assert p.proc.poll() is not None, "killed, not left running"

@@ -78,6 +78,11 @@ class ClientProcess:
         self._reader.start()
         threading.Thread(target=self._log_stderr, name=f"java-{self.role}-{name}-log", daemon=True).start()
 
+    @property
+    def name(self) -> str:
+        """As a librdkafka client's thread is named: how a failure names the client."""
+        return f"java-{self.role}-{self.cname}"
+
     def ready(self, timeout_s: float = START_S) -> None:
         """Wait until its client is made (or the process ended, or ``timeout_s`` passed: ``start`` says so)."""
         self._ready.wait(timeout_s)
@@ -93,7 +98,14 @@ class ClientProcess:
         threading.Thread(target=self._stop_when_told, name=f"java-{self.role}-{self.cname}-stop", daemon=True).start()
 
     def join(self, timeout: float | None = None) -> None:
+        """Wait for the process to end; one that has not ended by ``timeout`` hangs: it is killed and
+        fails the run with its name and its log's end (its history would be incomplete)."""
         self._reader.join(timeout)
+        if self._reader.is_alive():
+            self.failure = DriverProcessError(f"Java {self.role} {self.cname} did not stop within {timeout:g} s: "
+                                              + " | ".join(self._log_tail[-8:]))
+            self.proc.kill()
+            self._reader.join(10)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -110,7 +122,7 @@ class ClientProcess:
                                          + " | ".join(self._log_tail[-8:]))
             self.read_history([json.loads(x) for x in self.history_path.read_text().splitlines()])
         except BaseException as e:
-            self.failure = e
+            self.failure = self.failure or e  # a hang's kill keeps the hang's own account
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
 
