@@ -27,6 +27,7 @@ SCENARIO = """
 name = "groups"
 kafka_version = "4.1.2"
 mode = "kraft"
+controllers = 1  # the groups are under test, not the quorum
 duration_s = 14
 
 [topic]
