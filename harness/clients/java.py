@@ -76,7 +76,8 @@ class ClientProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self._reader = threading.Thread(target=self._read, name=f"java-{self.role}-{name}", daemon=True)
         self._reader.start()
-        threading.Thread(target=self._log_stderr, name=f"java-{self.role}-{name}-log", daemon=True).start()
+        self._stderr = threading.Thread(target=self._log_stderr, name=f"java-{self.role}-{name}-log", daemon=True)
+        self._stderr.start()
 
     @property
     def name(self) -> str:
@@ -115,6 +116,7 @@ class ClientProcess:
                 self._ready.set()
             self.on_line(line)
         code = self.proc.wait()
+        self._stderr.join(5)  # its log's last lines, for a failure to quote
         self._ready.set()
         try:
             if code != 0:
