@@ -73,9 +73,13 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
                 f"{s.mode}, {s.brokers} brokers")
             rec = Recording.of(c, s, events, d.path)
             rec.phases["cluster_up"] = up_s
-            with rec.phases.timed("topic_ready"):
-                rec.create_topics()
-            nemesis = Nemesis(c, s.topic.name, events, **rec.handles())
+            try:  # clients in processes of their own are started already: stopped if the run ends here
+                with rec.phases.timed("topic_ready"):
+                    rec.create_topics()
+                nemesis = Nemesis(c, s.topic.name, events, **rec.handles())
+            except BaseException:
+                rec.abort()
+                raise
 
             def stop_faults() -> None:
                 nemesis.stop()

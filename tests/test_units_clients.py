@@ -88,3 +88,15 @@ def test_a_driver_process_that_hangs_is_killed_and_fails_the_run(monkeypatch):
     p.join(1)
     assert "Java producer p did not stop within 1 s" in str(p.failure)
     assert p.proc.poll() is not None, "killed, not left running"
+
+
+def test_a_driver_process_never_started_is_stopped_with_the_run(monkeypatch, tmp_path):
+    """A run that ends before its workload (its topic could not be made) sets the stop events: a
+    process waiting for "go" is told to stop, and ends."""
+    said = tmp_path / "said"
+    p = _process(monkeypatch, "import sys; print('{\"t\": \"ready\"}', flush=True); "
+                              f"open({str(said)!r}, 'w').write(sys.stdin.readline()); sys.exit(0)")
+    assert p.proc.poll() is None, "waiting for go"
+    p.stop_event.set()
+    p.proc.wait(30)
+    assert said.read_text() == "stop\n"

@@ -78,6 +78,9 @@ class ClientProcess:
         self._reader.start()
         self._stderr = threading.Thread(target=self._log_stderr, name=f"java-{self.role}-{name}-log", daemon=True)
         self._stderr.start()
+        # Told to stop whenever ``stop`` is set, started or not: a run that ends before its workload
+        # (a topic that could not be made) leaves no process waiting for "go".
+        threading.Thread(target=self._stop_when_told, name=f"java-{self.role}-{name}-stop", daemon=True).start()
 
     @property
     def name(self) -> str:
@@ -96,7 +99,6 @@ class ClientProcess:
             return
         with contextlib.suppress(BrokenPipeError, ValueError):  # it died: _read says how
             self.command("go")
-        threading.Thread(target=self._stop_when_told, name=f"java-{self.role}-{self.cname}-stop", daemon=True).start()
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the process to end; one that has not ended by ``timeout`` hangs: it is killed and
