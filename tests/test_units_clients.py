@@ -100,3 +100,15 @@ def test_a_driver_process_never_started_is_stopped_with_the_run(monkeypatch, tmp
     p.stop_event.set()
     p.proc.wait(30)
     assert said.read_text() == "stop\n"
+
+
+def test_a_java_sends_status_follows_what_its_exception_says_of_the_write():
+    """"fail" only where the record was definitely not written; a timeout or a refusal after a
+    retry leaves it unknown ("info"), never counted as lost."""
+    from harness.clients.java import classify
+
+    assert classify(None, 3) == "ok"
+    assert classify("RecordTooLargeException: The message is 2000000 bytes", 3) == "fail"
+    assert classify("NotEnoughReplicasException: Messages are rejected", 0) == "fail"
+    assert classify("NotEnoughReplicasException: Messages are rejected", 3) == "info"
+    assert classify("TimeoutException: Expiring 5 record(s) for t-0", 3) == "info"
