@@ -22,11 +22,11 @@ import tempfile
 import threading
 from pathlib import Path
 
+from harness.clients.confluent import DRIVER as LIBRDKAFKA  # the harness's own reader of the brokers
 from harness.cluster import KafkaCluster
-from harness.groups import Group, final_offsets
+from harness.groups import Group
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
 from harness.setup import java_driver
-from harness.workload import final_read
 
 LOG = logging.getLogger("kchaos.java")
 START_S = 60  # a JVM and its client up, on a loaded two-core machine
@@ -312,10 +312,10 @@ class JavaDriver:
                      conf=member_properties)
 
     def final_read(self, cluster: KafkaCluster, topic: str, partitions: int) -> list[dict]:
-        return final_read(cluster, topic, partitions)
+        return LIBRDKAFKA.final_read(cluster, topic, partitions)
 
     def group_final_offsets(self, cluster: KafkaCluster, group: str, topic: str) -> list[dict]:
-        return final_offsets(cluster, group, topic)
+        return LIBRDKAFKA.group_final_offsets(cluster, group, topic)
 
 
 def driver_for(kafka_version: str) -> JavaDriver:

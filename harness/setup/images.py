@@ -22,6 +22,7 @@ from pathlib import Path
 import docker
 from docker.errors import BuildError, ImageNotFound
 
+from harness.setup.tools import resolve_jars, run_tool
 from harness.versions import KafkaVersion, all_versions, get_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -106,12 +107,7 @@ def missing(client: docker.DockerClient, versions: list[str] | None = None) -> l
 
 
 def _run(cmd: list[str], what: str, cwd: Path | None = None, env: dict | None = None) -> None:
-    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
-        raise ImageError(f"{what}: `{cmd[0]}` is not installed (run `kchaos doctor --fix`)")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise ImageError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+    run_tool(cmd, what, ImageError, cwd=cwd, env=env)
 
 
 def _docker_build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: dict[str, str]) -> None:
@@ -170,18 +166,6 @@ def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:
     return ref.tag
 
 
-def _pom(kv: KafkaVersion) -> str:
-    deps = []
-    for art in kv.maven_artifacts():
-        g, a, v = art.split(":")
-        deps.append(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>")
-    return (
-        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        f"<groupId>kchaos</groupId><artifactId>kafka-runtime</artifactId><version>{kv.version}</version>"
-        f"<packaging>pom</packaging><dependencies>{''.join(deps)}</dependencies></project>\n"
-    )
-
-
 def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
     kv = get_version(version)
     ref = kafka_ref(kv)
@@ -192,12 +176,8 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
     with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
         ctx = Path(tmp)
         shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
-        (ctx / "pom.xml").write_text(_pom(kv))
-        _run(
-            ["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
-             f"-DoutputDirectory={ctx / 'libs'}"],
-            f"mvn resolve Kafka {kv.version}", cwd=ctx,
-        )
+        resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
+                     ImageError)
         _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
     return ref.tag
 

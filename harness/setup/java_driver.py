@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from harness.setup.java import cache_dir
+from harness.setup.tools import resolve_jars, run_tool
 
 SRC = Path(__file__).resolve().parents[1] / "clients" / "java_src"
 # slf4j-api named at the top: kafka-clients asks for 1.7, which would find no 2.x provider.
@@ -64,23 +64,8 @@ def config_names(version: str) -> dict[str, set[str]]:
     return {k: set(v) for k, v in doc.items()}
 
 
-def _pom(version: str) -> str:
-    deps = "".join(
-        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in (x.split(":") for x in (*LIBRARIES, f"org.apache.kafka:kafka-clients:{version}")))
-    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            f"<groupId>kchaos</groupId><artifactId>java-driver</artifactId><version>{version}</version>"
-            f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
-
-
-def _run(cmd: list[str], what: str, cwd: Path | None = None) -> str:
-    if shutil.which(cmd[0]) is None:
-        raise DriverBuildError(f"{what}: `{cmd[0]}` is not installed (run `kchaos doctor --fix`)")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise DriverBuildError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
-    return proc.stdout
+def _run(cmd: list[str], what: str) -> str:
+    return run_tool(cmd, what, DriverBuildError)
 
 
 def build(version: str, log=print) -> Path:
@@ -92,9 +77,9 @@ def build(version: str, log=print) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{final.name}-", dir=final.parent) as tmp:
         work = Path(tmp)
-        (work / "pom.xml").write_text(_pom(version))
-        _run(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
-              f"-DoutputDirectory={work / 'lib'}"], f"mvn resolve kafka-clients {version}", cwd=work)
+        # LIBRARIES first: where versions of slf4j-api meet, Maven takes the nearest, then the first named.
+        resolve_jars([*LIBRARIES, f"org.apache.kafka:kafka-clients:{version}"], "java-driver", work, work / "lib",
+                     f"mvn resolve kafka-clients {version}", DriverBuildError)
         _run(["javac", "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", f"{work / 'lib'}/*",
               "-d", str(work / "classes"), *map(str, _sources())], f"javac the Java driver for {version}")
         names = _run([JAVA, "-cp", f"{work / 'classes'}:{work / 'lib'}/*", "kchaos.Driver", "config-names"],

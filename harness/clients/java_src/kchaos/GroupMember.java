@@ -2,7 +2,6 @@ package kchaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.BufferedWriter;
-import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,7 +12,6 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
@@ -44,7 +42,6 @@ final class GroupMember implements ConsumerRebalanceListener {
   private final String group;
   private final KafkaConsumer<String, String> consumer;
   private final java.util.Set<Integer> returnedFrom = new java.util.HashSet<>();
-  private final Method currentLag;
   private String reader;
   private int generation;
   private long seq;
@@ -67,13 +64,6 @@ final class GroupMember implements ConsumerRebalanceListener {
     out = Files.newBufferedWriter(Path.of(cfg.get("out").asText()), StandardCharsets.UTF_8,
         StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     this.consumer = new KafkaConsumer<>(props);
-    Method lag;
-    try {
-      lag = KafkaConsumer.class.getMethod("currentLag", TopicPartition.class);
-    } catch (NoSuchMethodException e) {
-      lag = null;
-    }
-    this.currentLag = lag;
   }
 
   static synchronized void line(Map<String, Object> row) {
@@ -167,14 +157,6 @@ final class GroupMember implements ConsumerRebalanceListener {
     lastCommit = System.nanoTime();
   }
 
-  private Long highWatermark(TopicPartition tp) throws Exception {
-    if (currentLag == null) {
-      return null;
-    }
-    OptionalLong lag = (OptionalLong) currentLag.invoke(consumer, tp);
-    return lag.isPresent() ? consumer.position(tp) + lag.getAsLong() : null;
-  }
-
   void run() throws Exception {
     String topic = cfg.get("topic").asText();
     Thread main = Thread.currentThread();
@@ -199,7 +181,7 @@ final class GroupMember implements ConsumerRebalanceListener {
       }
       long ts = System.currentTimeMillis();
       for (TopicPartition tp : records.partitions()) {
-        Long hw = highWatermark(tp);
+        Long hw = HighWatermark.of(consumer, tp);
         for (ConsumerRecord<String, String> r : records.records(tp)) {
           line(row("t", "read", "consumer", reader, "seq", seq++, "topic", r.topic(), "partition", r.partition(),
               "offset", r.offset(), "value", r.value() == null ? "" : r.value(), "poll_ts_ms", ts, "hw", hw,

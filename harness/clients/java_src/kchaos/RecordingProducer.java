@@ -126,13 +126,16 @@ final class RecordingProducer {
   /** A progress line every 20 ms while the counts move: {@code acked} triggers count them live. */
   private Thread progress() {
     Thread t = new Thread(() -> {
-      long last = -1;
+      long lastSent = -1;
+      long lastAcked = -1;
       try {
         while (true) {
-          long now = acked.get() * 31 + sends.count();
-          if (now != last) {
-            Driver.say(Map.of("t", "progress", "sent", sends.count(), "acked", acked.get()));
-            last = now;
+          long sent = sends.count();
+          long ack = acked.get();
+          if (sent != lastSent || ack != lastAcked) {
+            Driver.say(Map.of("t", "progress", "sent", sent, "acked", ack));
+            lastSent = sent;
+            lastAcked = ack;
           }
           Thread.sleep(20);
         }

@@ -1,0 +1,34 @@
+"""Running the build tools set-up uses (debootstrap, go, mvn, javac, java), and resolving jars from
+Maven Central: shared by the images' builds (images.py) and the Java driver's (java_driver.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+
+def run_tool(cmd: list[str], what: str, error: type[Exception], cwd: Path | None = None,
+             env: dict | None = None) -> str:
+    """Run ``cmd``; its stdout. A missing tool or a failure raises ``error`` with the command and the
+    end of its output."""
+    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
+        raise error(f"{what}: `{cmd[0]}` is not installed (run `kchaos doctor --fix`)")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise error(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+    return proc.stdout
+
+
+def resolve_jars(artifacts: list[str], name: str, work: Path, into: Path, what: str, error: type[Exception]) -> None:
+    """Copy ``artifacts`` (``group:artifact:version``, nearest first where versions of a dependency
+    meet) and their runtime dependencies from Maven Central into ``into``, through a pom in ``work``."""
+    deps = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+                   for g, a, v in (x.split(":") for x in artifacts))
+    (work / "pom.xml").write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>kchaos</groupId><artifactId>{name}</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
+    run_tool(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={into}"],
+             what, error, cwd=work)
