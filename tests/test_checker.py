@@ -254,15 +254,19 @@ def _far() -> History:
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> dict:
-    """Every case checked together: name -> verdict, each checked against the reference."""
+    """Every case checked together, found under their parent directory as `kchaos check DIR` finds
+    many runs: name -> verdict, each checked against the reference."""
     root = tmp_path_factory.mktemp("cases")
     hs = {name: build() for name, build in CASES.items()}
-    verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
-    for h, v in zip(hs.values(), verdicts, strict=True):
+    for name, h in hs.items():
+        h.write(root / name)
+    verdicts = {Path(v.run_dir).name: v for v in check_runs([root])}
+    assert sorted(verdicts) == sorted(hs), "every run under the parent directory is found, and nothing else"
+    for name, h in hs.items():
         # The Spark job and the reference implementation agree on every history built here.
-        assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
+        assert verdicts[name].anomalies == h.reference(), f"{name}: the Spark checker and the reference must agree"
     assert nothing_cached()
-    return dict(zip(hs, verdicts, strict=True))
+    return verdicts
 
 
 def test_clean_history_has_no_anomaly_and_passes(judged):
@@ -376,14 +380,11 @@ def test_far_partitions_and_offsets_and_topics_only_replicas_hold_are_counted(ju
     assert v.examples["phantom"][0]["topic"] == "x"
 
 
-def test_many_runs_in_one_session_from_a_parent_directory(tmp_path):
-    History().clean(4).write(tmp_path / "all" / "a")
-    h = History().clean(4)
-    plant(h, "lost")
-    h.write(tmp_path / "all" / "b")
-    vs = check_runs([tmp_path / "all"])
-    assert [v.verdict for v in vs] == ["pass", "fail"]
-    (row,) = summarize(vs)
+def test_many_runs_in_one_session_from_a_parent_directory(judged):
+    """The fixture checked every case from their parent directory; runs of one configuration are
+    summed into one row."""
+    (row,) = summarize([judged["clean"], judged["planted-lost"]])
+    assert [judged[n].verdict for n in ("clean", "planted-lost")] == ["pass", "fail"]
     assert row["runs"] == 2 and row["failed"] == 1 and row["counts"]["lost"] == 1
 
 
@@ -456,25 +457,29 @@ def test_cli_exit_codes(tmp_path):
     assert r.stderr == "", "a check that passes prints nothing on stderr (no JVM or Spark start-up lines)"
 
 
-@pytest.mark.parametrize("broadcast_rows", [0, 1_000])
-def test_lookups_give_the_same_answer_broadcast_or_shuffled(tmp_path, monkeypatch, broadcast_rows):
+@case("lookups")
+def _lookups() -> History:
     """Who read an uncommitted record (and under which hw), who sent a lost or duplicated value, and
     where the final log holds odd values are looked up with a broadcast when the rows are few and a
-    shuffle join otherwise. Both must give the same answer."""
-    import harness.checker.prepare as prepare
-
-    monkeypatch.setattr(prepare, "BROADCAST_ROWS", broadcast_rows)
+    shuffle join otherwise. Both must give the same answer: this history is checked both ways."""
     h = History().clean(5)
     h.read("v-uncommitted", 7, consumer="c1", hw=8)  # not in the final log
     h.read("v0-4", 4, consumer="c2", hw=4)  # in the final log, but read at its hw
     plant(h, "lost")
     plant(h, "duplicate")
-    v = check_one(tmp_path, h)
+    return h
+
+
+def assert_lookups(v) -> None:
     assert v.anomalies == only(uncommitted_read=2, lost=1, duplicate=1)
     got = {(e["value"], e["consumer"], e["hw"], e["not_in_final"], e["at_or_above_hw"])
            for e in v.examples["uncommitted_read"]}
     assert got == {("v-uncommitted", "c1", 8, 1, 0), ("v0-4", "c2", 4, 0, 1)}
     assert (v.examples["lost"][0]["producer"], v.examples["duplicate"][0]["producer"]) == ("p0", "p0")
+
+
+def test_lookups_broadcast_give_the_answer(judged):
+    assert_lookups(judged["lookups"])
 
 
 def test_footers_say_which_topics_a_file_holds_only_when_they_can(tmp_path):
@@ -497,15 +502,12 @@ def test_footers_say_which_topics_a_file_holds_only_when_they_can(tmp_path):
     assert topics_of(f) == {"a", "b", None}
 
 
-@pytest.mark.parametrize("pack_topics_max", [0, 64])
-def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp_path, monkeypatch,
-                                                                              pack_topics_max):
+@case("topics")
+def _topics() -> History:
     """The big aggregations carry (topic, partition) as one number while the topics are few, the
     columns themselves otherwise. Equal partitions and offsets on different topics must stay apart,
-    and a replica of a topic that no producer or reader used (so not numbered) must still count."""
-    import harness.checker.keys as keys
-
-    monkeypatch.setattr(keys, "PACK_TOPICS_MAX", pack_topics_max)
+    and a replica of a topic that no producer or reader used (so not numbered) must still count:
+    this history is checked both ways."""
     h = History().clean(5)
     for a in V1_ANOMALIES:
         plant(h, a)
@@ -519,7 +521,10 @@ def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp
     h.send("u-lost", 3)
     h.topic = "w"  # on two replicas only, with different values at offset 0
     h.replica(1, "w-a", 0).replica(2, "w-b", 0)
-    v = check_one(tmp_path, h)
+    return h
+
+
+def assert_topics(v) -> None:
     assert v.anomalies == only(**{**dict.fromkeys(V1_ANOMALIES, 1), "lost": 2, "divergence": 2})
     div = {(e["topic"], e["partition"], e["offset"]) for e in v.examples["divergence"]}
     assert div == {("t", 0, 2), ("w", 0, 0)}
@@ -528,3 +533,24 @@ def test_topics_stay_apart_numbered_or_not_and_replica_only_topics_are_found(tmp
     (ph,) = v.examples["phantom"]
     (dup,) = v.examples["duplicate"]
     assert (unc["topic"], ph["topic"], dup["at"][0]["topic"]) == ("t", "t", "t")
+
+
+def test_topics_numbered_stay_apart_and_replica_only_topics_are_found(judged):
+    assert_topics(judged["topics"])
+
+
+def test_shuffled_lookups_and_topics_as_columns_give_the_same_answers(tmp_path, monkeypatch):
+    """The other side of both choices, in one check: every lookup shuffled, (topic, partition) as
+    columns."""
+    import harness.checker.keys as keys
+    import harness.checker.prepare as prepare
+
+    monkeypatch.setattr(prepare, "BROADCAST_ROWS", 0)
+    monkeypatch.setattr(keys, "PACK_TOPICS_MAX", 0)
+    hs = {"lookups": _lookups(), "topics": _topics()}
+    verdicts = check_runs([h.write(tmp_path / name) for name, h in hs.items()])
+    for h, v in zip(hs.values(), verdicts, strict=True):
+        assert v.anomalies == h.reference()
+    assert nothing_cached()
+    assert_lookups(verdicts[0])
+    assert_topics(verdicts[1])

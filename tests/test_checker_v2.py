@@ -95,12 +95,6 @@ def copier_output(h: History, plant: str | None) -> None:
     h.topic = "t"
 
 
-def check(tmp_path, h: History):
-    (v,) = check_runs([h.write(tmp_path / "run")])
-    assert v.anomalies == h.reference(), "the Spark checker and the reference must agree"
-    return v
-
-
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory) -> dict:
     """The clean history and one with each v2 anomaly planted, checked together in one Spark job
@@ -111,6 +105,9 @@ def planted(tmp_path_factory) -> dict:
     hs["group-async-regressed"] = async_commits_regressed()
     hs["group-async-regressed-java"] = async_commits_regressed({"name": "java", "version": "kafka-clients 3.9.1"})
     hs["torn-across-producers"] = torn_across_producers()
+    hs["aborted-and-unknown"] = aborted_and_unknown()
+    hs["v1-poll-skip"] = v1_poll_skip()
+    hs["poll-skip-by-generation"] = poll_skip_by_generation()
     verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
         assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
@@ -241,25 +238,33 @@ def test_a_transaction_is_its_txn_whichever_producer_sent_its_rows(planted):
     assert ex["txn"] == "p0:0" and ex["producer"] == "p0" and ex["missing"] == ["z9"]
 
 
-def test_aborted_and_unknown_transactions_are_not_lost(tmp_path):
+def aborted_and_unknown() -> History:
     """lost is narrowed to committed values: an acknowledged send of an aborted or open transaction
     that is absent from the final log is not a loss."""
     h = txn_history()
     h.send("d0", 9, txn="p0:3").send("d1", 10, txn="p0:4")
     h.txn("p0:3", "aborted").txn("p0:4", "unknown")
-    assert check(tmp_path, h).anomalies["lost"] == 0
+    return h
 
 
-def test_poll_skip_counts_v1_consumers_too(tmp_path):
+def test_aborted_and_unknown_transactions_are_not_lost(planted):
+    assert planted["aborted-and-unknown"].anomalies["lost"] == 0
+
+
+def v1_poll_skip() -> History:
     h = History().clean(5)
     h.read("v0-4", 4, consumer="c1")  # c1 returned offset 4 first, then nothing below it
     h.read("v0-0", 0, consumer="c2").read("v0-3", 3, consumer="c2")  # skipped 1 and 2
-    v = check(tmp_path, h)
+    return h
+
+
+def test_poll_skip_counts_v1_consumers_too(planted):
+    v = planted["v1-poll-skip"]
     assert v.contract == "v1" and v.anomalies["poll_skip"] == 1
     assert v.examples["poll_skip"][0]["consumer"] == "c2"
 
 
-def test_poll_skip_is_per_generation_and_spans_buckets(tmp_path):
+def poll_skip_by_generation() -> History:
     """A new generation starts its own highest offset; a gap longer than a join bucket is still one pair."""
     h = History().clean(3)
     h.read("v0-2", 2, consumer="g", generation=1).read("v0-0", 0, consumer="g", generation=2)
@@ -268,7 +273,11 @@ def test_poll_skip_is_per_generation_and_spans_buckets(tmp_path):
         h.read(f"far-{o}", o, phase="final", consumer="final")
         h.send(f"far-{o}", o)
     h.read("far-3", 3, consumer="h").read("far-10000", 10_000, consumer="h")
-    v = check(tmp_path, h)
+    return h
+
+
+def test_poll_skip_is_per_generation_and_spans_buckets(planted):
+    v = planted["poll-skip-by-generation"]
     assert v.anomalies["poll_skip"] == 1
     assert v.examples["poll_skip"][0]["skipped"] == 9_996
 

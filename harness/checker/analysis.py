@@ -72,27 +72,29 @@ def configure(spark: SparkSession, runs: list[RunDir]) -> None:
 def collect_findings(found: list[DataFrame], n_examples: int) -> dict[str, Findings]:
     """Counts per attribution and the first ``n_examples`` of each kind and run, in one action.
 
-    The union is rebalanced as it is cached, so the two passes over it run a task per few rows
-    rather than one per partition of every finding."""
-    allf = reduce(lambda a, b: a.unionByName(b), found).hint("rebalance").persist()
-    try:
-        counts = (allf.groupBy("kind", "run", "attr").agg(F.count(F.lit(1)).alias("n"))
-                  .withColumn("payload", F.lit(None).cast("string")))
-        w = Window.partitionBy("kind", "run").orderBy("sort", "payload")
-        ex = (allf.filter(F.col("kind") != "acks0_missing")
-              .withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") <= n_examples)
-              .select("kind", "run", F.lit(None).cast("string").alias("attr"), F.lit(None).cast("long").alias("n"),
-                      "payload"))
-        out: dict[str, Findings] = {}
-        for r in counts.unionByName(ex).collect():
-            res = out.setdefault(r["kind"], Findings())
-            if r["n"] is not None:
-                res.counts[(r["run"], r["attr"])] = r["n"]
-            else:
-                res.examples.setdefault(r["run"], []).append(json.loads(r["payload"]))
-        return out
-    finally:
-        allf.unpersist()
+    One pass over the findings, nothing cached: each row is numbered within its (kind, run) for the
+    examples and within its (kind, run, attr) for the counts, both windows on one shuffle by (kind,
+    run), and only a count's first row and the examples come back. Caching the union instead cost
+    two analyses of the whole plan (to cache it and to release it), each longer than a small
+    history's whole execution."""
+    allf = reduce(lambda a, b: a.unionByName(b), found)
+    by_run = Window.partitionBy("kind", "run")
+    by_attr = Window.partitionBy("kind", "run", "attr")
+    numbered = (allf.withColumn("_ex", F.row_number().over(by_run.orderBy("sort", "payload")))
+                .withColumn("_at", F.row_number().over(by_attr.orderBy("sort", "payload")))
+                .withColumn("_n", F.count(F.lit(1)).over(by_attr)))
+    example = (F.col("_ex") <= n_examples) & (F.col("kind") != "acks0_missing")
+    rows = (numbered.filter((F.col("_at") == 1) | example)
+            .select("kind", "run", "attr", F.when(F.col("_at") == 1, F.col("_n")).alias("n"),
+                    F.when(example, F.col("payload")).alias("payload"), "_ex"))
+    out: dict[str, Findings] = {}
+    for r in sorted(rows.collect(), key=lambda r: r["_ex"]):
+        res = out.setdefault(r["kind"], Findings())
+        if r["n"] is not None:
+            res.counts[(r["run"], r["attr"])] = r["n"]
+        if r["payload"] is not None:
+            res.examples.setdefault(r["run"], []).append(json.loads(r["payload"]))
+    return out
 
 
 def _rows(df: DataFrame) -> list[dict]:
