@@ -4,14 +4,17 @@ A real run's report is opened by tests/test_run.py, on the leader kill it runs."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from harness.checker import check_runs
+from harness.checker.verdict import Verdict
 from harness.report import write_report
 from tests.browser import assert_report_page, open_report
 from tests.histories import History
 
+T0 = 1_700_000_000_000
 FAULT = {"type": "fault", "name": "kill leader (p0)", "kind": "kill", "brokers": [1], "links": [],
          "start_ms": 1_700_000_000_050, "end_ms": 1_700_000_000_400, "leader_before": 1, "controller_before": 2}
 
@@ -30,14 +33,45 @@ def _history_with_anomalies() -> History:
     return h
 
 
-@pytest.mark.spark
-def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
+def _quorum_history() -> History:
+    h = History()
+    h.clean(20)
+    h.events += [{"type": "workload_start", "ts_ms": T0},
+                 {"type": "fault", "name": "kill controller", "kind": "kill", "target": "controller", "brokers": [101],
+                  "nodes": ["controller-1"], "links": [], "start_ms": T0 + 1000, "end_ms": T0 + 6000,
+                  "leader_before": 1, "controller_before": 101}]
+    for i, (leader, majority) in enumerate([(101, True), (101, True), (-1, False), (-1, True), (102, True)]):
+        h.events.append({"type": "state", "ts_ms": T0 + 800 * i, "controller": leader, "brokers": [1, 2, 3],
+                         "partitions": [{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}],
+                         "quorum": {"leader": leader, "epoch": 1 + (leader == 102), "voters": [101, 102, 103],
+                                    "majority": majority, "nodes": []}})
+    h.run["run_id"] = "quorum"
+    return h
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> dict[str, tuple[Path, Verdict]]:
+    """Every history of this module checked in one Spark job, each report test's runs in a
+    directory of their own: run id -> (run directory, verdict)."""
+    from tests.test_checker_v2 import txn_history
+
+    root = tmp_path_factory.mktemp("report")
     planted = _history_with_anomalies()
     planted.run["run_id"] = "planted"
-    a = planted.write(tmp_path / "runs" / "planted")
-    b = History(run={**planted.run, "run_id": "clean"}).clean(10).write(tmp_path / "runs" / "clean")
-    verdicts = check_runs([a, b])
-    html = write_report([tmp_path / "runs"], tmp_path / "report.html")
+    histories = {"built/planted": planted, "built/clean": History(run={**planted.run, "run_id": "clean"}).clean(10),
+                 "quorum/quorum": _quorum_history()}
+    for a in ("torn_txn", "aborted_read"):
+        histories[f"txn/{a}"] = txn_history(a)
+        histories[f"txn/{a}"].run["run_id"] = a  # the page keys its totals by run id
+    dirs = [h.write(root / name) for name, h in histories.items()]
+    return {d.name: (d, v) for d, v in zip(dirs, check_runs(dirs), strict=True)}
+
+
+@pytest.mark.spark
+def test_report_of_built_histories_renders_offline_with_every_count(checked, tmp_path):
+    a, _ = checked["planted"]
+    verdicts = [checked["planted"][1], checked["clean"][1]]
+    html = write_report([a.parent], tmp_path / "report.html")
     page = assert_report_page(html, verdicts)
     planted = json.loads((a / "verdict.json").read_text())
     assert planted["anomalies"]["lost"] == 1 and planted["anomalies"]["divergence"] == 1
@@ -48,17 +82,11 @@ def test_report_of_built_histories_renders_offline_with_every_count(tmp_path):
 
 
 @pytest.mark.spark
-def test_report_of_transactions_shows_their_panel_records_and_known_issue(tmp_path):
+def test_report_of_transactions_shows_their_panel_records_and_known_issue(checked, tmp_path):
     """A run with a torn transaction and one with an aborted read: the transactions panel, each
     transaction's records (the torn one's missing record "absent"), and the known issue named."""
-    from tests.test_checker_v2 import txn_history
-
-    histories = {a: txn_history(a) for a in ("torn_txn", "aborted_read")}
-    for a, h in histories.items():
-        h.run["run_id"] = a  # the page keys its totals by run id
-    dirs = [h.write(tmp_path / a) for a, h in histories.items()]
-    verdicts = check_runs(dirs)
-    html = write_report(dirs, tmp_path / "report.html")
+    dirs, verdicts = zip(*(checked[a] for a in ("torn_txn", "aborted_read")), strict=True)
+    html = write_report(list(dirs), tmp_path / "report.html")
     page = open_report(html)
     assert page.console_errors == []
     for v in verdicts:
@@ -71,24 +99,11 @@ def test_report_of_transactions_shows_their_panel_records_and_known_issue(tmp_pa
 
 
 @pytest.mark.spark
-def test_report_draws_the_quorum_lane_and_each_controller_failover(tmp_path):
+def test_report_draws_the_quorum_lane_and_each_controller_failover(checked, tmp_path):
     from harness import known_results
 
-    h = History()
-    h.clean(20)
-    t0 = 1_700_000_000_000
-    h.events += [{"type": "workload_start", "ts_ms": t0},
-                 {"type": "fault", "name": "kill controller", "kind": "kill", "target": "controller", "brokers": [101],
-                  "nodes": ["controller-1"], "links": [], "start_ms": t0 + 1000, "end_ms": t0 + 6000,
-                  "leader_before": 1, "controller_before": 101}]
-    for i, (leader, majority) in enumerate([(101, True), (101, True), (-1, False), (-1, True), (102, True)]):
-        h.events.append({"type": "state", "ts_ms": t0 + 800 * i, "controller": leader, "brokers": [1, 2, 3],
-                         "partitions": [{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}],
-                         "quorum": {"leader": leader, "epoch": 1 + (leader == 102), "voters": [101, 102, 103],
-                                    "majority": majority, "nodes": []}})
-    h.run["run_id"] = "quorum"
-    d = h.write(tmp_path / "runs" / "quorum")
-    (v,) = check_runs([d])
+    t0 = T0
+    d, v = checked["quorum"]
     (f,) = v.coordination.failovers
     assert (f.leader_before, f.new_leader, f.failover_ms) == (101, 102, 3200 - 1000)
     assert v.coordination.no_majority == [{"start_ms": t0 + 1600, "end_ms": t0 + 2400, "duration_ms": 800}]
