@@ -276,10 +276,37 @@ class Group:
         lines, g = self.lines(), self.spec.name
         consumed = [{k: v for k, v in r.items() if k not in ("t", "member_file")} for r in lines if r["t"] == "read"]
         offsets = [{"group": g, "topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
-                    "ts_ms": r["ts_ms"], "phase": "live"} for r in lines if r["t"] == "commit"]
+                    "ts_ms": r["ts_ms"], "phase": "live"} for r in acknowledged_in_call_order(lines)]
         events = [(Rebalance if r["t"] == "rebalance" else CommitRefused)(
             group=g, consumer=r["member_file"], **{k: v for k, v in r.items() if k not in ("t", "member_file")})
             for r in lines if r["t"] in ("rebalance", "commit_failed")]
         return consumed, offsets, events
 
 
+def acknowledged_in_call_order(lines: list[dict]) -> list[dict]:
+    """The ``commit`` lines, a member's numbered acknowledgements (``call``) taken in the order of its
+    commit calls, each at the earliest time it or a later call of the member was acknowledged (a
+    millisecond before a later call's, so the call order survives equal times).
+
+    A driver numbers its commits when its client may report two acknowledgements in another order
+    than it received them: the Java client fires completed requests on two threads, and in one run
+    a member reported offset 829 at :145 and 738 at :149 while the coordinator's own log wrote 738
+    first. One member's successful commits are applied in the order it made them (one connection to
+    the coordinator, requests answered in order; a commit that outlived its connection failed), so
+    the call order is the order the coordinator applied them in. An acknowledgement's time bounds
+    when its commit was applied, and so bounds every earlier call's: the earliest such bound is the
+    time kept. Lines without a number (librdkafka's, auto-commits) keep their own order and time."""
+    commits = [r for r in lines if r["t"] == "commit"]
+    calls: dict[str, dict[int, list[dict]]] = {}  # member file -> call -> its lines (one per partition)
+    for r in commits:
+        if r.get("call") is not None:
+            calls.setdefault(r["member_file"], {}).setdefault(r["call"], []).append(r)
+    retimed: dict[int, dict] = {}
+    for by_call in calls.values():
+        bound = None  # a millisecond before the next call's time: this call was applied before it
+        for call in sorted(by_call, reverse=True):
+            rows = by_call[call]
+            ts = rows[0]["ts_ms"] if bound is None else min(rows[0]["ts_ms"], bound)
+            retimed.update({id(r): {**r, "ts_ms": ts} for r in rows})
+            bound = ts - 1
+    return [retimed.get(id(r), r) for r in commits]

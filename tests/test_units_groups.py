@@ -116,3 +116,30 @@ def test_the_coordinators_commit_log_is_read_in_the_order_it_was_written():
     p1 = commits_of(entries, "g", "chaos", 1)
     assert [(e.generation, e.offset) for e in p1] == [(2, None), (None, 550), (None, 255)]
     assert commits_of(entries, "other", "chaos", 1) == []
+
+
+def test_a_members_numbered_acknowledgements_are_taken_in_call_order(tmp_path):
+    """The Java member's lines of a run where the client reported commit 829 (call 7) before 738
+    (call 6); __consumer_offsets wrote 738 first. Taken in call order there is no regression; a
+    member's own regression in call order, and unnumbered lines (librdkafka's), stay as they came."""
+    from harness.checker.anomaly import offset_regression
+    from harness.checker.reference import Tables
+    from harness.groups import acknowledged_in_call_order
+
+    def commit(offset: int, ts: int, call: int | None = None, member: str = "g-1") -> dict:
+        return {"t": "commit", "topic": "chaos", "partition": 1, "offset": offset, "ts_ms": ts, "member_file": member,
+                **({"call": call} if call is not None else {})}
+
+    def regressions(lines: list[dict]) -> int:
+        rows = [{"group": "g", "phase": "live", **{k: r[k] for k in ("topic", "partition", "offset", "ts_ms")}}
+                for r in acknowledged_in_call_order(lines)]
+        return offset_regression.reference(Tables(produced=[], consumed=[], replicas=[], offsets=rows))
+
+    java = [commit(496, 111509, 5), commit(829, 112145, 7), commit(738, 112149, 6), commit(876, 112307, 8)]
+    assert regressions([{k: v for k, v in r.items() if k != "call"} for r in java]) == 1, "as the callbacks came"
+    assert regressions(java) == 0
+    assert [(r["offset"], r["ts_ms"]) for r in acknowledged_in_call_order(java)] == [
+        (496, 111509), (829, 112145), (738, 112144), (876, 112307)]
+    assert regressions([commit(829, 100, 1), commit(738, 100, 2)]) == 1, "a regression in call order is kept"
+    assert regressions([commit(829, 100), commit(738, 105)]) == 1, "librdkafka's lines as they came"
+    assert regressions([commit(829, 100, 1), commit(738, 105, 1, member="g-2")]) == 1, "members apart"

@@ -28,9 +28,15 @@ import sun.misc.Signal;
  * One consumer-group member, as harness/group_member.py is for librdkafka and with the same lines: the harness
  * (groups.py) starts it with a config file, acts on it with signals (SIGTERM: leave cleanly, its last commit
  * included; SIGUSR1: freeze between calls, after a batch and before its commit; SIGKILL) and reads the JSON lines
- * it appends to the config's {@code out} file: {@code started}, {@code read}, {@code commit} (each acknowledged
- * offset, from the client's own interceptor, which sees auto-commits too), {@code commit_failed} and
- * {@code rebalance}. {@code commitAsync} is the Java client's: sent in call order, never retried.
+ * it appends to the config's {@code out} file: {@code started}, {@code read}, {@code commit}, {@code commit_failed}
+ * and {@code rebalance}. {@code commitAsync} is the Java client's: sent in call order, never retried.
+ *
+ * <p>A {@code commit} line is one acknowledged offset. A synchronous or asynchronous commit's lines come from its own
+ * completion (commitSync's return, commitAsync's callback) and carry the commit's {@code call} number: the client
+ * completes responses on two threads (the polling thread and the heartbeat thread both fire completed requests), so
+ * two commits answered in one order can be reported in the other, and the harness takes a member's acknowledgements
+ * in call order (docs/drivers.md). Auto-commits have no call of the member's: their lines come from the client's
+ * interceptor ({@code onCommit}), without a number.
  */
 final class GroupMember implements ConsumerRebalanceListener {
   private static BufferedWriter out;
@@ -46,6 +52,7 @@ final class GroupMember implements ConsumerRebalanceListener {
   private int generation;
   private long seq;
   private long uncommitted;
+  private long calls; // sync and async commits made
   private long lastCommit = System.nanoTime();
   private volatile boolean stopping;
   private volatile boolean freezing;
@@ -126,9 +133,35 @@ final class GroupMember implements ConsumerRebalanceListener {
         "generation", generation, "ts_ms", System.currentTimeMillis()));
   }
 
+  /** What commitSync() and commitAsync() without offsets commit: the position of each assigned partition that has one. */
+  private Map<TopicPartition, OffsetAndMetadata> positions() {
+    Map<TopicPartition, OffsetAndMetadata> at = new LinkedHashMap<>();
+    for (TopicPartition tp : consumer.assignment()) {
+      try {
+        at.put(tp, new OffsetAndMetadata(consumer.position(tp, Duration.ZERO)));
+      } catch (org.apache.kafka.common.errors.TimeoutException e) {
+        // no position yet: not consumed from, so not committed
+      }
+    }
+    return at;
+  }
+
+  private static void acknowledged(long call, Map<TopicPartition, OffsetAndMetadata> offsets) {
+    long ts = System.currentTimeMillis();
+    for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+      line(row("t", "commit", "topic", e.getKey().topic(), "partition", e.getKey().partition(),
+          "offset", e.getValue().offset(), "ts_ms", ts, "call", call));
+    }
+  }
+
   private void commitSync() {
+    Map<TopicPartition, OffsetAndMetadata> offsets = positions();
+    long call = calls++;
     try {
-      consumer.commitSync();
+      if (!offsets.isEmpty()) {
+        consumer.commitSync(offsets);
+        acknowledged(call, offsets);
+      }
     } catch (Exception e) {
       failed(e);
     }
@@ -148,9 +181,12 @@ final class GroupMember implements ConsumerRebalanceListener {
       commitSync();
       return;
     }
-    consumer.commitAsync((offsets, e) -> {
+    long call = calls++;
+    consumer.commitAsync(positions(), (offsets, e) -> {
       if (e != null) {
         failed(e);
+      } else {
+        acknowledged(call, offsets);
       }
     });
     uncommitted = 0;
@@ -202,8 +238,10 @@ final class GroupMember implements ConsumerRebalanceListener {
     consumer.close(); // a clean leave (auto-commit commits on close)
   }
 
-  /** The client's own word that offsets were committed: sync, async and auto-commits alike. */
+  /** The client's own word that offsets were auto-committed (a member that commits itself records its commits). */
   public static final class Acknowledged implements ConsumerInterceptor<String, String> {
+    private boolean auto;
+
     @Override
     public ConsumerRecords<String, String> onConsume(ConsumerRecords<String, String> records) {
       return records;
@@ -211,6 +249,9 @@ final class GroupMember implements ConsumerRebalanceListener {
 
     @Override
     public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) {
+      if (!auto) {
+        return;
+      }
       long ts = System.currentTimeMillis();
       for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
         line(row("t", "commit", "topic", e.getKey().topic(), "partition", e.getKey().partition(),
@@ -222,6 +263,8 @@ final class GroupMember implements ConsumerRebalanceListener {
     public void close() {}
 
     @Override
-    public void configure(Map<String, ?> configs) {}
+    public void configure(Map<String, ?> configs) {
+      auto = Boolean.parseBoolean(String.valueOf(configs.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG)));
+    }
   }
 }
