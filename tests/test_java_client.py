@@ -44,6 +44,13 @@ config = { "compression.type" = "lz4" }
 name = "b"
 acks = "1"
 rate = 150
+[[producers]]
+name = "t"
+transactional = true
+txn_records = 10
+abort_ratio = 0.2
+rate = 100
+[copier]
 [[groups]]
 name = "g"
 members = 2
@@ -64,8 +71,10 @@ def require_driver(version: str) -> None:
 
 
 def test_a_java_run_records_every_acknowledged_record_into_the_contract(tmp_path):
-    """Producers, a consumer and a group whose member's process is frozen for 2 s, all kafka-clients
-    processes; no fault touches a broker, so nothing may be lost, and the group returns everything."""
+    """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
+    exactly-once copier and a group whose member's process is frozen for 2 s, all kafka-clients
+    processes; no fault touches a broker, so nothing may be lost, the group returns everything, and
+    every committed transactional record has exactly one copy."""
     require_docker(["3.9.1"])
     require_driver("3.9.1")
     p = tmp_path / "s.toml"
@@ -73,25 +82,29 @@ def test_a_java_run_records_every_acknowledged_record_into_the_contract(tmp_path
     res = runner.execute(load(p), tmp_path / "run", log=lambda m: None)
     d = res.path
     produced = pq.read_table(d / "produced.parquet").to_pylist()
-    consumed = pq.read_table(d / "consumed.parquet").to_pylist()
-    acked = {r["value"] for r in produced if r["status"] == "ok"}
-    assert len(acked) > 1500 and len(acked) == len(produced), "fault-free: every send acknowledged"
-    assert_sends_recorded(produced, ("a", "b"), partitions=2)
+    consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == "chaos"]
+    plain = [r for r in produced if r["producer"] in ("a", "b")]
+    acked = {r["value"] for r in plain if r["status"] == "ok"}
+    assert len(acked) > 1500 and len(acked) == len(plain), "fault-free: every send acknowledged"
+    assert_sends_recorded(produced, ("a", "b", "t"), partitions=2)
     final = {r["value"] for r in consumed if r["phase"] == "final"}
     live_rows = [r for r in consumed if r["phase"] == "live"]
     assert acked <= final and acked <= {r["value"] for r in live_rows}
     at = {(r["partition"], r["offset"]): r["value"] for r in consumed if r["phase"] == "final"}
-    assert all(at[(r["partition"], r["offset"])] == r["value"] for r in produced), "a callback's offset holds its value"
-    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] for r in produced)
-    # The high watermark the Java consumer knew: above the record it returned, never past the log's end.
-    ends = {q: max(o for (pp, o) in at if pp == q) + 1 for q in (0, 1)}
+    assert all(at[(r["partition"], r["offset"])] == r["value"] for r in plain), "a callback's offset holds its value"
+    assert all(r["send_ts_ms"] <= r["ack_ts_ms"] for r in produced if r["ack_ts_ms"] is not None)
+    # The high watermark the Java consumer knew: above the record it returned, never past the log's end
+    # (the final read's, which counts the transactions' markers).
+    ends = {q: max(r["hw"] for r in consumed if r["phase"] == "final" and r["partition"] == q) for q in (0, 1)}
     assert all(r["hw"] is not None and r["offset"] < r["hw"] <= ends[r["partition"]] for r in live_rows)
     grouped = [r for r in consumed if r["group"] == "g"]
     assert acked <= {r["value"] for r in grouped}, "the group returned every acknowledged record"
     assert {r["consumer"].split("/")[0] for r in grouped} == {"g-1", "g-2"}
     assert all(r["generation"] >= 1 and r["hw"] is not None for r in grouped)
     offsets = pq.read_table(d / "offsets.parquet").to_pylist()
-    assert {r["partition"] for r in offsets if r["phase"] == "live"} == {0, 1}, "each partition's commits recorded"
+    assert {r["partition"] for r in offsets if r["group"] == "g" and r["phase"] == "live"} == {0, 1}, \
+        "each partition's commits recorded"
+    assert_transactions_recorded(produced, pq.read_table(d / "txns.parquet").to_pylist())
     (pause,) = [e for e in map(json.loads, (d / "events.jsonl").read_text().splitlines()) if e["type"] == "fault"]
     assert pause["kind"] == "client_pause" and pause["end_ms"] - pause["start_ms"] >= 1500
     run = json.loads((d / "run.json").read_text())
@@ -103,11 +116,28 @@ def test_a_java_run_records_every_acknowledged_record_into_the_contract(tmp_path
     assert "kchaos.java" in log and "ProducerConfig values" in log, "kafka-clients' own log is in the run's log"
 
 
+def assert_transactions_recorded(produced: list[dict], txns: list[dict]) -> None:
+    """The transactional producer's transactions, committed and (a seeded share) aborted, each send
+    under one; the copier's copies, one per record a read_committed reader sees (the plain producers'
+    and the committed transactions') and none of an aborted transaction."""
+    outcome = {t["txn"]: t["outcome"] for t in txns}
+    mine = [r for r in produced if r["producer"] == "t"]
+    assert mine and all(r["status"] == "ok" and r["txn"] in outcome for r in mine)
+    assert {outcome[r["txn"]] for r in mine} == {"committed", "aborted"}
+    committed = {r["value"] for r in produced if r["producer"] in ("a", "b") or (r["producer"] == "t" and
+                 outcome[r["txn"]] == "committed")}
+    copies = [r for r in produced if r["producer"] == "copier" and r["status"] == "ok"]
+    assert all(r["topic"] == "chaos-copy" and outcome[r["txn"]] == "committed" for r in copies)
+    sources = [r["source"] for r in copies]
+    assert len(sources) == len(set(sources)) and set(sources) <= committed
+    assert len(sources) > 0.8 * len(committed), "the copier kept up with the committed records"
+
+
 @pytest.mark.parametrize(("sets", "said"), [
     (["producers.0.config.no.such.thing=1"], "producers.0.config.no.such.thing: kafka-clients 3.9.1 has no producer"),
     (["producers.0.config.batch.size=many"], "producers.0.config.batch.size: Invalid value many"),
     (["producers.0.config.acks=all"], "producers.0.config.acks: use the producer's acks"),
-    (["producers.0.transactional=true"], "java has no transactional producers yet"),
+    (["copier.config.max.poll.records=5"], "copier.config.max.poll.records: "),
     (["groups.0.config.group.id=mine"], "groups.0.config.group.id: use the group's name"),
 ])
 def test_what_the_java_client_refuses_exits_2_before_any_container(tmp_path, sets, said):

@@ -50,12 +50,16 @@ def test_a_client_is_named_and_its_config_asked_of_its_library():
     assert java.name == "java" and java.version == "kafka-clients 4.1.2"
 
 
-def test_the_java_driver_refuses_what_it_has_not_built():
-    """Before any JVM: the kinds it has no client for yet, and what the harness sets itself."""
-    assert "java has no transactional producers yet" in clients.refusal(
-        "java", ProducerSpec(transactional=True, acks="all", idempotence=True), "3.9.1")
-    assert "java has no copier yet" in clients.refusal("java", CopierSpec(), "3.9.1")
-    assert "has no" not in (clients.refusal("java", GroupSpec(), "3.9.1") or ""), "groups are built"
+def test_the_java_driver_takes_every_kind_of_client_and_refuses_what_the_harness_sets():
+    """Before any JVM: every kind of client is built; a property the harness sets for a kind is refused
+    with the key to use, a copier's as either of its two clients'."""
+    assert clients.refusal("java", ProducerSpec(transactional=True, acks="all", idempotence=True), "3.9.1") is None
+    assert clients.refusal("java", CopierSpec(), "3.9.1") is None
+    assert clients.refusal("java", GroupSpec(), "3.9.1") is None
+    for table, key in [(CopierSpec(config={"max.poll.records": "5"}), "max.poll.records"),
+                       (CopierSpec(config={"value.serializer": "x"}), "value.serializer"),
+                       (GroupSpec(config={"interceptor.classes": "x"}), "interceptor.classes")]:
+        assert clients.refusal("java", table, "3.9.1").startswith(f"config.{key}: ")
 
 
 def _process(monkeypatch, program: str):
@@ -63,7 +67,7 @@ def _process(monkeypatch, program: str):
     import sys
     import threading
 
-    from harness.clients import java
+    from harness.clients import java_process as java
 
     monkeypatch.setattr(java, "java_command", lambda version, role: [sys.executable, "-c", program])
 
@@ -105,7 +109,7 @@ def test_a_driver_process_never_started_is_stopped_with_the_run(monkeypatch, tmp
 def test_a_java_sends_status_follows_what_its_exception_says_of_the_write():
     """"fail" only where the record was definitely not written; a timeout or a refusal after a
     retry leaves it unknown ("info"), never counted as lost."""
-    from harness.clients.java import classify
+    from harness.clients.java_process import classify
 
     assert classify(None, 3) == "ok"
     assert classify("RecordTooLargeException: The message is 2000000 bytes", 3) == "fail"

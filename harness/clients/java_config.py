@@ -1,7 +1,8 @@
-"""What a scenario may ask of the Java driver, checked before any container starts: the kinds of
-client it has built (producers that are not transactional, consumers, consumer groups), and each table's ``config``
-against kafka-clients of the broker's version: property names from the list the build wrote, types
-and values by the library itself (``ProducerConfig``/``ConsumerConfig`` in a JVM that connects nowhere).
+"""What a scenario may ask of the Java driver, checked before any container starts: each table's
+``config`` against kafka-clients of the broker's version: property names from the list the build
+wrote, types and values by the library itself (``ProducerConfig``/``ConsumerConfig`` in a JVM that
+connects nowhere). A copier is a producer and a consumer: its table takes the properties of either,
+and each of its two clients gets those of its own kind.
 """
 
 from __future__ import annotations
@@ -17,29 +18,40 @@ from harness.setup import java_driver
 # The properties only kafka-clients has that the harness sets, beside those both libraries name alike.
 OWNED = owned({"producer": ["key.serializer", "value.serializer"],
                "consumer": ["key.deserializer", "value.deserializer"],
-               "group": ["key.deserializer", "value.deserializer", "interceptor.classes"]})
-BUILT = "producers that are not transactional, consumers, consumer groups"
-LIBRARY_KIND = {"producer": "producer", "consumer": "consumer", "group": "consumer"}  # whose property names
+               "group": ["key.deserializer", "value.deserializer", "interceptor.classes"],
+               "copier": ["key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
+                          "max.poll.records"]})
+# The library's clients a kind of client is made of, by whose property names they take.
+MADE_OF = {"producer": ("producer",), "consumer": ("consumer",), "group": ("consumer",),
+           "copier": ("producer", "consumer")}
 
 
 def refusal(table, kafka_version: str) -> str | None:
     """Why the Java driver cannot make the client ``table`` describes, or None."""
     kind = table.client
-    if kind not in LIBRARY_KIND or getattr(table, "transactional", False):
-        what = "transactional producers" if kind == "producer" else "copier"
-        return f"client: java has no {what} yet (allowed with client = \"java\": {BUILT})"
     library = f"kafka-clients {kafka_version}"
     if not java_driver.built(kafka_version):
         return f"client: java needs its driver for {library} built (run `kchaos doctor --fix`)"
     for key in table.config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other {library} {kind} property)"
-    lib_kind = LIBRARY_KIND[kind]
-    names = java_driver.config_names(kafka_version)[lib_kind]
+    made_of = MADE_OF[kind]
+    names = set().union(*(java_driver.config_names(kafka_version)[k] for k in made_of))
     if unknown := [k for k in table.config if k not in names]:
-        return f"config.{unknown[0]}: {library} has no {lib_kind} property of that name (allowed: {library}'s " \
-               f"{lib_kind} properties, e.g. {', '.join(sorted(names)[:6])}, ...)"
-    return _values_refused(lib_kind, table.config, kafka_version) if table.config else None
+        whose = " or ".join(made_of)
+        return f"config.{unknown[0]}: {library} has no {whose} property of that name (allowed: {library}'s " \
+               f"{whose} properties, e.g. {', '.join(sorted(names)[:6])}, ...)"
+    for lib_kind in made_of:
+        if (own := split_config(table.config, lib_kind, kafka_version)) and (
+                why := _values_refused(lib_kind, own, kafka_version)):
+            return why
+    return None
+
+
+def split_config(config: dict, lib_kind: str, kafka_version: str) -> dict:
+    """The properties of ``config`` that kafka-clients' ``lib_kind`` (producer, consumer) takes."""
+    names = java_driver.config_names(kafka_version)[lib_kind]
+    return {k: v for k, v in config.items() if k in names}
 
 
 def _values_refused(kind: str, config: dict[str, str], kafka_version: str) -> str | None:

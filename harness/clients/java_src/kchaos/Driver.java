@@ -14,15 +14,18 @@ import java.util.Properties;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.function.LongSupplier;
 
 /**
  * kchaos's driver for Apache Kafka's Java client: one process per client, as docs/drivers.md says.
  *
- * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer}, {@code consumer} or
- * {@code member} (a consumer group's, GroupMember.java)
+ * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer}, {@code consumer},
+ * {@code member} (a consumer group's, GroupMember.java), {@code txn-producer} (TransactionalProducer.java) or
+ * {@code copier} (Copier.java)
  * ({@code config-names} prints the property names the client library takes; {@code check KIND CONFIG.json}
  * exits 2 with the library's words when it refuses the config's properties). The process reads commands on
- * stdin ({@code stop}; {@code send P} for a quiet producer's step), writes JSON lines of what is happening on
+ * stdin ({@code stop}; {@code send P} for a quiet producer's step; {@code kill} for a transactional client's
+ * client_kill), writes JSON lines of what is happening on
  * stdout, and its history to the file the config names; the client library logs to stderr.
  */
 public final class Driver {
@@ -39,7 +42,10 @@ public final class Driver {
       case "producer" -> new RecordingProducer(config(args[1])).run();
       case "consumer" -> new RecordingConsumer(config(args[1])).run();
       case "member" -> new GroupMember(config(args[1])).run();
-      default -> throw new IllegalArgumentException("unknown role " + args[0] + " (allowed: producer, consumer, member, config-names, check)");
+      case "txn-producer" -> new TransactionalProducer(config(args[1])).run();
+      case "copier" -> new Copier(config(args[1])).run();
+      default -> throw new IllegalArgumentException("unknown role " + args[0]
+          + " (allowed: producer, consumer, member, txn-producer, copier, config-names, check)");
     }
     OUT.flush();
   }
@@ -101,6 +107,31 @@ public final class Driver {
     t.setDaemon(true);
     t.start();
     return queue;
+  }
+
+  /** A progress line every 20 ms while the counts move: {@code acked} triggers count them live. */
+  static Thread progress(LongSupplier sent, LongSupplier acked) {
+    Thread t = new Thread(() -> {
+      long lastSent = -1;
+      long lastAcked = -1;
+      try {
+        while (true) {
+          long s = sent.getAsLong();
+          long a = acked.getAsLong();
+          if (s != lastSent || a != lastAcked) {
+            say(Map.of("t", "progress", "sent", s, "acked", a));
+            lastSent = s;
+            lastAcked = a;
+          }
+          Thread.sleep(20);
+        }
+      } catch (InterruptedException ignored) {
+        // the workload ended
+      }
+    }, "progress");
+    t.setDaemon(true);
+    t.start();
+    return t;
   }
 
   /** Say ready, then wait for {@code go} (or {@code stop}): a run starts its clients' JVMs before its workload. */

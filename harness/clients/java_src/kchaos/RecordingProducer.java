@@ -52,7 +52,7 @@ final class RecordingProducer {
     props.put("key.serializer", StringSerializer.class.getName());
     props.put("value.serializer", StringSerializer.class.getName());
     BlockingQueue<String> steps = Driver.commands(() -> stopping = true);
-    Thread progress = progress();
+    Thread progress = Driver.progress(sends::count, acked::get);
     try (KafkaProducer<String, String> p = new KafkaProducer<>(props)) {
       p.partitionsFor(topic); // metadata and a connection before the workload: the first send does not wait
       Driver.awaitGo();
@@ -121,31 +121,6 @@ final class RecordingProducer {
         done.countDown();
       }
     });
-  }
-
-  /** A progress line every 20 ms while the counts move: {@code acked} triggers count them live. */
-  private Thread progress() {
-    Thread t = new Thread(() -> {
-      long lastSent = -1;
-      long lastAcked = -1;
-      try {
-        while (true) {
-          long sent = sends.count();
-          long ack = acked.get();
-          if (sent != lastSent || ack != lastAcked) {
-            Driver.say(Map.of("t", "progress", "sent", sent, "acked", ack));
-            lastSent = sent;
-            lastAcked = ack;
-          }
-          Thread.sleep(20);
-        }
-      } catch (InterruptedException ignored) {
-        // the workload ended
-      }
-    }, "progress");
-    t.setDaemon(true);
-    t.start();
-    return t;
   }
 
   private void writeHistory() throws Exception {
