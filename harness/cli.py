@@ -297,6 +297,8 @@ def matrix(
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft; default: the scenario's, or every mode of "
                                     "the version when --versions is given"),
     acks: list[str] = typer.Option(None, "--acks", help="override every producer's acks: 0, 1, all"),
+    clients: list[str] = typer.Option(None, "--clients", help="client libraries: librdkafka, java (each scenario's "
+                                      "client: every table that names none); default: each scenario's own"),
     set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario (e.g. "
                                    "groups.0.protocol=consumer); repeatable; part of the run ids"),
     seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
@@ -304,7 +306,7 @@ def matrix(
     out: Path = typer.Option(Path("reports"), "--out", help="runs go to OUT/runs, the report to OUT/index.html"),
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
 ) -> None:
-    """Run the cross product of scenarios, versions, modes, acks and seeds; check every run; write the report.
+    """Run the cross product of scenarios, versions, modes, clients, acks and seeds; check every run; write the report.
 
     Finished runs are kept, so a second call after an interruption resumes where it stopped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -314,7 +316,8 @@ def matrix(
 
     names = _csv(scenarios) or (QUICK if quick else sorted(p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
-        p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_)
+        p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_,
+                            _csv(clients))
         _require_images("matrix", sorted({s.kafka_version for _, s, _, _ in p.cells}))
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
@@ -373,6 +376,7 @@ def hunt(
     shrink_runs: int = typer.Option(20, "--shrink-runs", help="candidates shrinking may judge per finding"),
     versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP})"),
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft"),
+    clients: list[str] = typer.Option(None, "--clients", help="client libraries: librdkafka, java"),
     set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario; repeatable"),
     shard: str = typer.Option("1/1", "--shard", help="K/N: draw every N-th schedule from the K-th (N machines)"),
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
@@ -397,7 +401,8 @@ def hunt(
             opts = HuntOptions(scenarios=tuple(_csv(scenarios) or ()), out=out, goal=Goal.parse(anomaly), seed=seed,
                                budget_s=parse_budget(budget) if budget else None, runs=runs, confirm=confirm,
                                measure=measure, shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
-                               modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()), shard=_shard(shard),
+                               modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()),
+                               clients=tuple(_csv(clients) or ()), shard=_shard(shard),
                                spark_master=spark_master)
             if budget is None and runs is None:
                 raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")

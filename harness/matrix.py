@@ -1,4 +1,4 @@
-"""The matrix: the cross product of scenarios, Kafka versions, modes, acks levels and seeds.
+"""The matrix: the cross product of scenarios, Kafka versions, modes, client libraries, acks levels and seeds.
 
 Every cell is one run directory named for its coordinates under ``OUT/runs``; a cell whose
 directory exists is finished (runs are renamed into place only when complete), so an interrupted
@@ -8,6 +8,7 @@ that could not be carried out and why. All runs are checked together, in one Spa
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -16,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import scenario as scenario_mod
+from harness.clients.registry import DRIVERS, canonical
 from harness.history import write_json_atomic
 from harness.versions import KAFKA_VERSIONS
 
@@ -30,12 +32,14 @@ class Cell:
     seed: int
     acks: str | None = None  # override every producer's acks
     sets: tuple[str, ...] = ()  # KEY=VALUE overrides of every scenario (--set)
+    client: str | None = None  # the scenario's client library (--clients): every table that names none
 
     @property
     def run_id(self) -> str:
         acks = f"-acks{self.acks}" if self.acks else ""
+        client = f"-{self.client}" if self.client else ""
         sets = "-" + re.sub(r"[^A-Za-z0-9.=_-]", "_", ",".join(self.sets)) if self.sets else ""
-        return f"{Path(self.scenario).stem}-{self.kafka_version}-{self.mode}{acks}{sets}-s{self.seed}"
+        return f"{Path(self.scenario).stem}-{self.kafka_version}-{self.mode}{client}{acks}{sets}-s{self.seed}"
 
     def overrides(self, s: scenario_mod.Scenario) -> list[str]:
         out = list(self.sets)
@@ -69,8 +73,12 @@ def parse_target(spec: str) -> tuple[str, str | None, str | None]:
 
 
 def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | None, acks: list[str] | None,
-         seeds: list[int], sets: list[str] | None = None) -> Plan:
+         seeds: list[int], sets: list[str] | None = None, clients: list[str] | None = None) -> Plan:
     """Every cell of the cross product, validated; raises ScenarioError on bad input, before any run."""
+    clients = [canonical(c) for c in clients or []]
+    for c in clients:
+        if c not in DRIVERS:
+            raise scenario_mod.ScenarioError(f"--clients: {c!r} has no driver (allowed: {', '.join(DRIVERS)})")
     for v in versions or []:
         if v not in KAFKA_VERSIONS:
             raise scenario_mod.ScenarioError(f"--versions: {v!r} has no image (allowed: {', '.join(KAFKA_VERSIONS)})")
@@ -89,19 +97,18 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
         for v in vs:
             ms = [pin_m] if pin_m else (modes or ([base.mode] if not versions else list(KAFKA_VERSIONS.get(v, ()))))
             for m in ms:
-                for a in acks or [None]:
-                    for seed in seeds:
-                        cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a,
-                                    tuple(sets or ()))
-                        ov = cell.overrides(base)
-                        try:
-                            s = scenario_mod.load(path, ov, seed=seed, kafka_version=v, mode=m)
-                        except scenario_mod.ScenarioError as e:
-                            if pin_v or not versions:
-                                raise
-                            out.skipped.append((cell, str(e)))  # e.g. a mode this version lacks
-                            continue
-                        out.cells.append((cell, s, ov, path))
+                for a, client, seed in itertools.product(acks or [None], clients or [None], seeds):
+                    cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a,
+                                tuple(sets or ()), client)
+                    ov = cell.overrides(base)
+                    try:
+                        s = scenario_mod.load(path, ov, seed=seed, kafka_version=v, mode=m, client=client)
+                    except scenario_mod.ScenarioError as e:
+                        if pin_v or not versions:
+                            raise
+                        out.skipped.append((cell, str(e)))  # e.g. a mode this version lacks
+                        continue
+                    out.cells.append((cell, s, ov, path))
     return out
 
 

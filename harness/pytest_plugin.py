@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kafka-version", default=None,
                 help=f"Kafka version(s), comma-separated ({', '.join(KAFKA_VERSIONS)}); default {DEFAULT_VERSION}")
     g.addoption("--mode", dest="kchaos_mode", default=None, help="zk, kraft or both (comma-separated)")
+    g.addoption("--kchaos-client", default=None, help="client libraries, comma-separated (librdkafka, java): "
+                "chaos_run and workload run once with each (default: the scenario's own, librdkafka for a workload)")
     g.addoption("--kchaos-out", default=None, help="keep run directories here (default: pytest's tmp dirs)")
     g.addoption("--kafka-quorum", type=int, default=None, choices=(1, 3, 5),
                 help="KRaft controllers or ZooKeeper servers of kafka_cluster and chaos_run's clusters (default 3; "
@@ -76,10 +78,28 @@ def _targets(config: pytest.Config) -> list[tuple[str, str]]:
     return out
 
 
+def _clients(config: pytest.Config) -> list[str]:
+    from harness.clients.registry import DRIVERS, canonical
+
+    names = [canonical(c.strip()) for c in (config.getoption("--kchaos-client") or "").split(",") if c.strip()]
+    for c in names:
+        if c not in DRIVERS:
+            raise pytest.UsageError(f"--kchaos-client {c}: no driver (allowed: {', '.join(DRIVERS)})")
+    return names
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if {"kafka_cluster", "chaos_run", "kafka_target"} & set(metafunc.fixturenames):
         targets = _targets(metafunc.config)
         metafunc.parametrize("kafka_target", targets, ids=[f"{v}-{m}" for v, m in targets], scope="module")
+    if "kchaos_client" in metafunc.fixturenames and (clients := _clients(metafunc.config)):
+        metafunc.parametrize("kchaos_client", clients, ids=clients)
+
+
+@pytest.fixture
+def kchaos_client(request) -> str | None:
+    """The client library of this test's chaos_run and workload (--kchaos-client), or None: the scenario's own."""
+    return getattr(request, "param", None)
 
 
 @pytest.fixture(scope="module")
@@ -261,7 +281,8 @@ class Workload:
     """The tables of a scenario's workload on one topic, started by ``start`` and ended by ``stop``,
     which finishes the run as a scenario run finishes (run_directory.finish) and checks it."""
 
-    def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path):
+    def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path, client: str | None = None):
+        self.client = client  # --kchaos-client: the library of every table that names none
         self.cluster, self.topic, self.nemesis, self.out = cluster, topic, nemesis, out
         self.recording = None
         self.scenario = None
@@ -270,8 +291,10 @@ class Workload:
 
     def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int | dict = 1,
               producers: int | list[dict] = 1, groups: list[dict] | None = None, copier: dict | None = None,
-              seed: int = 1) -> Workload:
+              seed: int = 1, client: str | None = None, client_version: str | None = None) -> Workload:
         """Start the workload; the tables are a scenario's, as dicts, validated as a scenario's are.
+        ``client`` and ``client_version`` are the scenario's (default: --kchaos-client, else librdkafka);
+        a table may name its own.
 
         ``producers``: ``[[producers]]`` tables (``[{"name": "tx", "transactional": True, "txn_records":
         7}]``), or a count of one plain producer "p" with ``acks``, ``idempotence`` and ``rate``;
@@ -292,7 +315,9 @@ class Workload:
             "name": f"pytest-{self.topic.name}", "kafka_version": s.kafka_version, "mode": s.mode,
             "brokers": s.brokers, "seed": seed, "duration_s": 3600, "topic": self.topic.model_dump(),
             "producers": producers, "consumers": {"count": consumers} if isinstance(consumers, int) else consumers,
-            "groups": groups or [], **({"copier": copier} if copier is not None else {})})
+            "groups": groups or [], **({"copier": copier} if copier is not None else {}),
+            **({"client": c} if (c := client or self.client) else {}),
+            **({"client_version": client_version} if client_version else {})})
         self._dir = RunDirectory(self.out / f"run-{self.topic.name}")
         self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
         self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
@@ -336,7 +361,7 @@ class Workload:
 
 
 @pytest.fixture
-def workload(kafka_cluster, nemesis, tmp_path):
+def workload(kafka_cluster, nemesis, tmp_path, kchaos_client):
     """Factory: ``workload(topic, partitions=3, replication_factor=3, min_insync=2).start(acks="all")``;
     ``stop()`` heals, reads back, checks and returns a ChaosResult, as ``chaos_run`` does."""
     from harness.scenario import TopicSpec
@@ -349,7 +374,7 @@ def workload(kafka_cluster, nemesis, tmp_path):
                          min_insync_replicas=min_insync, config=config or {})
         kafka_cluster.create_topic(topic, partitions, replication_factor, spec.topic_config())
         kafka_cluster.wait_full_isr(topic, timeout_s=60)
-        w = Workload(kafka_cluster, spec, nemesis, tmp_path)
+        w = Workload(kafka_cluster, spec, nemesis, tmp_path, client=kchaos_client)
         made.append(w)
         return w
 
@@ -359,7 +384,7 @@ def workload(kafka_cluster, nemesis, tmp_path):
 
 
 @pytest.fixture
-def chaos_run(kafka_target, request, tmp_path):
+def chaos_run(kafka_target, request, tmp_path, kchaos_client):
     """Factory: ``chaos_run(scenario_file, seed=None, overrides=[...])`` runs and checks a whole scenario
     on this test's Kafka version and mode, and returns a ChaosResult."""
     from harness import runner
@@ -372,7 +397,7 @@ def chaos_run(kafka_target, request, tmp_path):
 
     def run(scenario_file: str | Path, seed: int | None = None, overrides: list[str] | None = None) -> ChaosResult:
         s = scenario_mod.load(scenario_file, overrides, seed=seed, kafka_version=version, mode=mode,
-                              **_quorum(request.config, mode))
+                              client=kchaos_client, **_quorum(request.config, mode))
         out = out_root / f"{s.name}-{version}-{mode}-s{s.seed}-{int(time.time() * 1000)}"
         res = runner.execute(s, out, scenario_file=str(scenario_file), overrides=overrides or [], log=lambda m: None)
         (v,) = check_runs([res.path])

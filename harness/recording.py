@@ -9,9 +9,10 @@ class, so a test built by hand from the plugin's fixtures gets what a scenario r
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import pyarrow as pa
 from harness import coordinator_log, history
 from harness.clients import (
     DEFAULT_CLIENT,
+    ClientDriver,
     ConsumerClient,
     CopierClient,
     GroupClient,
@@ -80,26 +82,29 @@ class Recording:
 
     def __init__(self, cluster: KafkaCluster, topic: TopicSpec, producers: list[ProducerSpec], consumers: ConsumerSpec,
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
-                 groups: list[GroupSpec] | None = None, work: Path | None = None, client: str = DEFAULT_CLIENT):
+                 groups: list[GroupSpec] | None = None, work: Path | None = None,
+                 library: Callable[[object], tuple[str, str]] | None = None):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
-        self.driver = driver(client, cluster.settings.kafka_version)  # every client of the run is made through it
+        # Each table's clients are made by its library's driver (Scenario.library: the library and its version).
+        self.library = library or (lambda table: (DEFAULT_CLIENT, cluster.settings.kafka_version))
+        self.reader = driver(DEFAULT_CLIENT)  # the harness's own measurement of the brokers, whatever is under test
         self.unsettled: list[str] = []  # topics whose ISR was not full after the heal
         self._stop_producers, self._stop_consumers = threading.Event(), threading.Event()
         self.producers: list[ProducerClient] = [
-            self.driver.producer(name, p, cluster, topic.name, topic.partitions, self._stop_producers, seed)
+            self.driver_of(p).producer(name, p, cluster, topic.name, topic.partitions, self._stop_producers, seed)
             for p in producers for name in p.instance_names]
-        levels = consumers.levels
+        levels, readers = consumers.levels, self.driver_of(consumers)
         self.consumers: list[ConsumerClient] = [
-            self.driver.consumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""), consumers, cluster,
-                                 topic.name, topic.partitions, self._stop_consumers, isolation=level)
+            readers.consumer(f"c{i}" + (f"-{SHORT[level]}" if len(levels) > 1 else ""), consumers, cluster,
+                             topic.name, topic.partitions, self._stop_consumers, isolation=level)
             for level in levels for i in range(consumers.count)]
         self.copier_spec = copier
         self.copier: CopierClient | None = None
         if copier is not None:
-            self.copier = self.driver.copier(copier, cluster, topic.name, self.output_topic, topic.partitions,
-                                             self._stop_consumers)
+            self.copier = self.driver_of(copier).copier(copier, cluster, topic.name, self.output_topic,
+                                                        topic.partitions, self._stop_consumers)
         self.groups: list[GroupClient] = [
-            self.driver.group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
+            self.driver_of(g).group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
             for g in groups or []]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
@@ -109,7 +114,20 @@ class Recording:
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
         """The workload a scenario's tables describe (its topic, producers, consumers, copier, groups)."""
         return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work,
-                   client=s.client)
+                   library=s.library)
+
+    def driver_of(self, table) -> ClientDriver:
+        """The driver that makes a table's clients: its library's, at its version."""
+        return driver(*self.library(table))
+
+    def _clients(self) -> list[dict]:
+        tables = [p.spec for p in self.producers] + [self.consumer_spec] + [g.spec for g in self.groups]
+        return [self.client_of(t) for t in tables + ([self.copier_spec] if self.copier_spec is not None else [])]
+
+    def client_of(self, table) -> dict:
+        """run.json's account of a table's client library: its name and version."""
+        d = self.driver_of(table)
+        return {"name": d.name, "version": d.version}
 
     def handles(self) -> dict:
         """What a nemesis needs of this workload: its clients and members by name (client faults and
@@ -220,11 +238,11 @@ class Recording:
         with the live history."""
         c, topic = self.cluster, self.topic
         with self.phases.timed("final_read"):
-            final = [r for name in self.topics for r in self.driver.final_read(c, name, topic.partitions)]
+            final = [r for name in self.topics for r in self.reader.final_read(c, name, topic.partitions)]
             offsets = (self.copier.offsets + self.copier.final_offsets()) if self.copier is not None else []
             grouped = [g.history() for g in self.groups]
             offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
-                        for r in [*live, *self.driver.group_final_offsets(c, g.spec.name, topic.name)]]
+                        for r in [*live, *self.reader.group_final_offsets(c, g.spec.name, topic.name)]]
             for _, _, events in grouped:
                 for e in events:
                     self.events.write(e)
@@ -317,19 +335,26 @@ class Recording:
         info = {
             "topics": [{"name": name, "partitions": t.partitions, "replication_factor": t.replication_factor,
                         "config": t.topic_config()} for name in self.topics],
-            "producers": [{"name": p.pname, "topic": t.name, **{k: v for k, v in p.spec.model_dump().items()
-                                                               if k not in ("name", "count")}}
-                          for p in self.producers],
-            "consumers": self.consumer_spec.model_dump(),
+            "producers": [{"name": p.pname, "topic": t.name,
+                           **p.spec.model_dump(exclude={"name", "count", "client", "client_version"}),
+                           "client": self.client_of(p.spec)} for p in self.producers],
+            "consumers": {**self.consumer_spec.model_dump(exclude={"client", "client_version"}),
+                          "client": self.client_of(self.consumer_spec)},
+            # A table that names no library has the scenario's: the run's client; every library in use: clients.
+            "client": self.client_of(ProducerSpec()),
+            "clients": list({json.dumps(c, sort_keys=True): c for c in self._clients()}.values()),
         }
         if self.v2:
             info["contract"] = "v2"
         if self.groups:
-            info["groups"] = [{**g.spec.settings(), "topics": [t.name]} for g in self.groups]
+            info["groups"] = [{**g.spec.settings(), "topics": [t.name], "client": self.client_of(g.spec)}
+                              for g in self.groups]
         if self.copier_spec is not None:
             c = self.copier_spec
             info["producers"].append({"name": c.name, "topic": self.output_topic, "acks": "all", "idempotence": True,
-                                      "transactional": True})
+                                      "transactional": True, "client": self.client_of(c)})
             info["copiers"] = [{"producer": c.name, "group": c.group, "input_topics": [t.name],
-                                "output_topics": [self.output_topic], **c.model_dump(exclude={"name", "group"})}]
+                                "output_topics": [self.output_topic],
+                                **c.model_dump(exclude={"name", "group", "client", "client_version"}),
+                                "client": self.client_of(c)}]
         return info

@@ -139,7 +139,6 @@ def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, fa
         "leader_epochs": leader_epochs_on(settings.kafka_version, settings.broker_config),
         "eligible_leader_replicas": settings.elr_enabled,
         "features": feature_levels(cluster),
-        "client": {"name": rec.driver.name, "version": rec.driver.version},
         **rec.run_info(),
         "faults": [f.to_dict() for f in faults],
         "load": load,

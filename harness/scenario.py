@@ -11,9 +11,18 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, refusal
+from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, canonical, refusal, version_refusal
 from harness.cluster.settings import ClusterSettings, quorum_size_refused, supports_dynamic_quorum
 from harness.faults import (
     CLIENT_FAULTS,
@@ -55,18 +64,34 @@ class ScenarioError(ValueError):
     """Bad input: names the file, the key and what is allowed."""
 
 
+# A version as text: `--set client_version=4.1` reads as a number.
+VersionText = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int | float) else v)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class _ClientTable(_Model):
-    """A client's table: its ``config`` holds any property of its client library, passed as is,
-    checked by the scenario's client driver (``Scenario._check_client_configs``); ``client`` names
-    the kind of client it is."""
+    """A client's table: ``client`` names its library (the scenario's when unset) and
+    ``client_version`` that library's version; its ``config`` holds any property of that library,
+    passed as is, checked by the library's driver (``Scenario._check_client_configs``); ``kind``
+    names the kind of client it is."""
 
-    client: ClassVar[str]
-    config: PropMap = Field(default_factory=dict, description="any property of the scenario's client library, "
+    kind: ClassVar[str]
+    client: str | None = Field(None, description="the client library of this table: librdkafka or java (default: "
+                                                 "the scenario's client)")
+    client_version: VersionText | None = Field(None, description="the library's version (java: kafka-clients of "
+                                                                 "any version kchaos has a Kafka image of; default: "
+                                                                 "the scenario's client_version, else the broker's "
+                                                                 "version)")
+    config: PropMap = Field(default_factory=dict, description="any property of the table's client library, "
                                                               "passed as is")
+
+    @field_validator("client")
+    @classmethod
+    def _library_name(cls, v: str | None) -> str | None:
+        return canonical(v) if v is not None else None
 
 
 class TopicSpec(_Model):
@@ -86,7 +111,7 @@ class TopicSpec(_Model):
 
 
 class ProducerSpec(_ClientTable):
-    client: ClassVar[str] = "producer"
+    kind: ClassVar[str] = "producer"
     name: str = "p"
     count: int = Field(1, ge=1, le=16)
     acks: Literal["0", "1", "all"] = "all"
@@ -131,7 +156,7 @@ Isolation = Literal["read_uncommitted", "read_committed"]
 
 
 class ConsumerSpec(_ClientTable):
-    client: ClassVar[str] = "consumer"
+    kind: ClassVar[str] = "consumer"
     count: int = Field(1, ge=0, le=8, description="readers per isolation level")
     isolation_level: Isolation | Literal["both"] | list[Isolation] = "read_uncommitted"
 
@@ -149,7 +174,7 @@ class CopierSpec(_ClientTable):
     read_committed in its own group and writes a copy of each record to ``output_topic`` in
     transactions that carry the group's offsets (send_offsets_to_transaction)."""
 
-    client: ClassVar[str] = "copier"
+    kind: ClassVar[str] = "copier"
 
     name: str = "copier"
     input_topic: str = ""  # the scenario's topic when empty
@@ -166,7 +191,7 @@ class GroupSpec(_ClientTable):
     """A consumer group: ``members`` processes subscribed to the scenario's topic, each recording every
     record it returns (with its generation) and every commit the coordinator acknowledged."""
 
-    client: ClassVar[str] = "group"
+    kind: ClassVar[str] = "group"
 
     name: str = "g"
     members: int = Field(3, ge=1, le=MAX_MEMBERS)
@@ -348,8 +373,40 @@ class Scenario(_Model):
     generator: GeneratorSpec | None = None
     hunt: HuntSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
-    client: str = Field(DEFAULT_CLIENT, description="the client library every producer, consumer, group and the "
-                                                    "copier uses (harness/clients/)")
+    client: str = Field(DEFAULT_CLIENT, description="the client library of every producer, consumer, group and the "
+                                                    "copier that names none: librdkafka or java (harness/clients/)")
+    client_version: VersionText | None = Field(None, description="the version of that library (java: "
+                                                                 "kafka-clients; default: the broker's version)")
+
+    @field_validator("client")
+    @classmethod
+    def _library_name(cls, v: str) -> str:
+        return canonical(v)
+
+    def library(self, table: _ClientTable) -> tuple[str, str]:
+        """The client library a table's clients are made with, and its version: the table's own, else
+        the scenario's, a version defaulting to the broker's (a driver built per Kafka version, as the
+        Java client's is, is taken at it; librdkafka is the one installed, whatever is named)."""
+        if table.client is None and table.client_version is None:
+            return self.default_library
+        return table.client or self.client, self._explicit_version(table) or self.kafka_version
+
+    @property
+    def default_library(self) -> tuple[str, str]:
+        """The library, and its version, of a table that names neither."""
+        return self.client, self.client_version or self.kafka_version
+
+    def _explicit_version(self, table: _ClientTable) -> str | None:
+        """The client version a scenario names for a table: the table's, else the scenario's for a
+        table of the scenario's library."""
+        return table.client_version or (self.client_version if (table.client or self.client) == self.client else None)
+
+    @property
+    def client_tables(self) -> list[tuple[str, _ClientTable]]:
+        """Every client table by its dotted key: producers, the consumers, groups, the copier."""
+        tables: list[tuple[str, _ClientTable]] = [(f"producers.{i}", p) for i, p in enumerate(self.producers)]
+        tables += [("consumers", self.consumers)] + [(f"groups.{i}", g) for i, g in enumerate(self.groups)]
+        return tables + ([("copier", self.copier)] if self.copier is not None else [])
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -406,14 +463,18 @@ class Scenario(_Model):
         return self
 
     def _check_client_configs(self) -> None:
-        """The client library has a driver, and takes every client table's ``config``."""
+        """Each table's client library has a driver, runs at the version named, and takes the table's ``config``."""
         if self.client not in DRIVERS:
             raise ValueError(f"client: {self.client!r} has no driver (allowed: {', '.join(DRIVERS)})")
-        tables = [(f"producers.{i}", p) for i, p in enumerate(self.producers)] + [("consumers", self.consumers)]
-        tables += [(f"groups.{i}", g) for i, g in enumerate(self.groups)]
-        tables += [("copier", self.copier)] if self.copier is not None else []
-        for where, t in tables:
-            if why := refusal(self.client, t, self.kafka_version):
+        if self.client_version is not None and (why := version_refusal(self.client, self.client_version)):
+            raise ValueError(why)
+        for where, t in self.client_tables:
+            if t.client is not None and t.client not in DRIVERS:
+                raise ValueError(f"{where}.client: {t.client!r} has no driver (allowed: {', '.join(DRIVERS)})")
+            name, version = self.library(t)
+            if t.client_version is not None and (why := version_refusal(name, t.client_version)):
+                raise ValueError(f"{where}.{why}")
+            if why := refusal(name, t, version):
                 raise ValueError(f"{where}.{why}")
 
     def _check_quorum_size(self) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.checker import ANOMALIES, check_runs
+from harness.checker import ANOMALIES, check_runs, group_label
 from harness.checker.promises import V1_ANOMALIES
 from harness.history import HistoryError
 from tests.histories import History
@@ -104,6 +104,8 @@ def planted(tmp_path_factory) -> dict:
     hs |= {f"group-{commit}": group_history(commit) for commit in ("auto", "sync")}
     hs["group-async-regressed"] = async_commits_regressed()
     hs["group-async-regressed-java"] = async_commits_regressed({"name": "java", "version": "kafka-clients 3.9.1"})
+    hs["group-async-regressed-java-group"] = async_commits_regressed(group_client={"name": "java",
+                                                                                  "version": "kafka-clients 4.1.2"})
     hs["torn-across-producers"] = torn_across_producers()
     hs["aborted-and-unknown"] = aborted_and_unknown()
     hs["v1-poll-skip"] = v1_poll_skip()
@@ -148,11 +150,13 @@ def group_history(commit: str) -> History:
     return h
 
 
-def async_commits_regressed(client: dict | None = None) -> History:
-    """Group g, committing asynchronously (with librdkafka unless ``client`` says otherwise),
-    acknowledged 9 and then 6 (F1 in docs/findings.md)."""
+def async_commits_regressed(client: dict | None = None, group_client: dict | None = None) -> History:
+    """Group g, committing asynchronously (with librdkafka unless ``client``, the run's, or
+    ``group_client``, the group's own, says otherwise), acknowledged 9 and then 6 (F1 in docs/findings.md)."""
     h = group_history("async")
     h.run = {**h.run, "client": client or {"name": "confluent-kafka", "version": "librdkafka 2.16.0"}}
+    if group_client:
+        h.run["groups"] = [{**g, "client": group_client} for g in h.run["groups"]]
     h.commit("g", 6)
     return h
 
@@ -169,6 +173,12 @@ def test_librdkafkas_retried_async_commit_is_named_where_a_groups_offsets_move_b
     assert "offset_regression" in java.by_group[0].broken and not [k for k in java.known_issues
                                                                    if k.issue == "kchaos-F1"], \
         "the Java client's commitAsync never retries: a regression there is not F1's mechanism"
+    own = planted["group-async-regressed-java-group"]
+    assert not [k for k in own.known_issues if k.issue == "kchaos-F1"], "the group's own client decides, not the run's"
+    (g,) = [g for g in own.by_group if g.group == "g"]
+    assert group_label(g).startswith("group g: java 4.1.2 classic"), "a group's row names its client"
+    assert v.by_config and all(c.config.startswith("librdkafka 2.16.0 acks=") for c in v.by_config), \
+        "a configuration names its client"
 
 
 @pytest.mark.parametrize(("commit", "verdict"), [("auto", "pass"), ("sync", "fail")])

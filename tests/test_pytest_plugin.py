@@ -66,6 +66,11 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
     assert "test_x[3.9.1-kraft]" in out and "test_x[4.1.2-kraft]" in out
     res = pytester.runpytest_subprocess("--kafka-quorum", "2")
     assert "invalid choice: 2" in res.stderr.str()
+    pytester.makepyfile(test_y="def test_y(chaos_run):\n    pass\n")
+    res = pytester.runpytest_subprocess("--kchaos-client", "librdkafka,java", "--collect-only", "-q", "test_y.py")
+    assert "test_y[3.9.1-zk-librdkafka]" in res.stdout.str() and "test_y[3.9.1-zk-java]" in res.stdout.str()
+    res = pytester.runpytest_subprocess("--kchaos-client", "franz-go", "test_y.py")
+    assert "--kchaos-client franz-go: no driver (allowed: librdkafka, java)" in res.stderr.str() + res.stdout.str()
 
 
 # The last ISR member's power loss, built by hand in a user's suite on 4.1.2 KRaft, where eligible

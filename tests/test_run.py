@@ -83,7 +83,7 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path):
                                    "container_logs"]
     # The scenario's client properties reached the clients as they were written, and run.json says so.
     assert run["producers"][0]["config"] == {"debug": "eos", "socket.timeout.ms": "20000"}
-    assert run["client"]["name"] == "confluent-kafka" and run["client"]["version"].startswith("librdkafka")
+    assert run["client"]["name"] == "librdkafka" and run["client"]["version"].startswith("librdkafka")
     assert run["consumers"]["config"] == {"fetch.wait.max.ms": "50"}
     assert "IDEMPSTATE" in (d / "logs" / "clients.log").read_text(), "producer a's debug=eos lines"
     assert [r["producer"] for r in run["load"]] == ["a", "b"] and not any(r["short"] for r in run["load"])

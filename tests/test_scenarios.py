@@ -376,5 +376,29 @@ def test_every_client_takes_a_config_table_of_its_librarys_properties(tmp_path):
         load(write(tmp_path, GOOD + '[[groups]]\nname = "g"\nmembers = 1\nconfig = { "group.id" = "other" }\n'))
     with pytest.raises(ScenarioError, match=r"copier\.config\.transactional\.id: the harness sets it"):
         load(write(tmp_path, GOOD + '[copier]\nconfig = { "transactional.id" = "mine" }\n'))
-    with pytest.raises(ScenarioError, match=r"client: 'franz-go' has no driver \(allowed: confluent-kafka, java\)"):
+    with pytest.raises(ScenarioError, match=r"client: 'franz-go' has no driver \(allowed: librdkafka, java\)"):
         load(write(tmp_path, GOOD), ['client="franz-go"'])
+
+
+def test_each_client_table_names_its_library_and_version(tmp_path):
+    """``client`` per table (default: the scenario's, librdkafka), ``client_version`` (default: the
+    broker's), each table's ``config`` checked by its own library; bad names and versions refused."""
+    s = load(write(tmp_path, GOOD), ["producers.0.client=java", "producers.0.client_version=4.1.2",
+                                     "producers.0.config.compression.type=lz4",
+                                     "consumers.config.fetch.wait.max.ms=50"])
+    assert s.library(s.producers[0]) == ("java", "4.1.2")
+    assert s.library(s.consumers) == ("librdkafka", s.kafka_version), "a table that names none has the scenario's"
+    s = load(write(tmp_path, GOOD), ['client="confluent-kafka"'])
+    assert s.client == "librdkafka", "the Python binding's name is librdkafka's alias"
+    s = load(write(tmp_path, GOOD), ['client="java"', "client_version=2.8.2", "consumers.client=librdkafka"])
+    assert s.library(s.producers[0]) == ("java", "2.8.2") and s.library(s.consumers)[0] == "librdkafka"
+    with pytest.raises(ScenarioError, match=r"producers\.0\.client: 'franz-go' has no driver \(allowed: librdkafka, "
+                                            r"java\)"):
+        load(write(tmp_path, GOOD), ["producers.0.client=franz-go"])
+    with pytest.raises(ScenarioError, match=r"producers\.0\.client_version: kafka-clients '3\.0\.0' has no driver "
+                                            r"build \(allowed: "):
+        load(write(tmp_path, GOOD), ["producers.0.client=java", "producers.0.client_version=3.0.0"])
+    with pytest.raises(ScenarioError, match=r"consumers\.client_version: '0\.9' is not installed \(allowed: "):
+        load(write(tmp_path, GOOD), ["consumers.client_version=0.9"])
+    with pytest.raises(ScenarioError, match=r"producers\.0\.config\.debug: kafka-clients 3\.9\.1 has no producer"):
+        load(write(tmp_path, GOOD), ["producers.0.client=java", "producers.0.config.debug=eos"])

@@ -89,6 +89,14 @@ def test_matrix_plan_crosses_versions_modes_acks_and_seeds():
         matrix.plan(["nope"], None, None, None, [1])
 
 
+def test_matrix_plan_crosses_client_libraries():
+    p = matrix.plan(["smoke"], None, None, None, [1], clients=["librdkafka", "java"])
+    assert [(c.run_id, s.client) for c, s, *_ in p.cells] == [("smoke-3.9.1-zk-librdkafka-s1", "librdkafka"),
+                                                              ("smoke-3.9.1-zk-java-s1", "java")]
+    with pytest.raises(scenario.ScenarioError, match=r"--clients: 'franz-go' has no driver \(allowed: librdkafka"):
+        matrix.plan(["smoke"], None, None, None, [1], clients=["franz-go"])
+
+
 def test_known_results_count_runs_not_records():
     v = [Verdict.model_construct(run_id=f"r{i}", verdict="pass", anomalies={"lost": n, "divergence": 0, "phantom": 0})
          for i, n in enumerate([3, 0, 5])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.checker.anomaly import ANOMALIES, V1_ANOMALIES
+from harness.checker.excuses import client_label
 from harness.checker.promises import Config, promise_table_markdown, promises
 from harness.checker.verdict import GroupVerdict, Verdict, write
 from harness.history import RunDir, find_run_dirs, validate
@@ -69,7 +70,8 @@ def summarize(verdicts: list[Verdict]) -> list[dict]:
 def group_label(g: GroupVerdict) -> str:
     """A group's row label: what decides its promises and its behaviour (protocol, assignor, commit)."""
     st = g.settings
-    how = " ".join(str(st[k]) for k in ("protocol", "assignor") if st.get(k))
+    words = [client_label(st.get("client")), *(str(st.get(k) or "") for k in ("protocol", "assignor"))]
+    how = " ".join(w for w in words if w)
     return f"group {g.group}: {how} commit={st.get('commit', 'sync')}".replace(":  ", ": ")
 
 

@@ -24,9 +24,11 @@ class Config:
     eligible_leader_replicas: bool = False  # KIP-966 (Kafka 4.x with ELR enabled)
     faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
     transactional: bool = False  # writes in transactions (a copier's producer always is)
+    client: str = ""  # the client library and its version (client_label), "" where run.json names none
 
     def label(self) -> str:
-        return (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
+        client = f"{self.client} " if self.client else ""
+        return client + (f"acks={self.acks} min.insync={self.min_insync} rf={self.replication_factor} "
                 f"unclean={'on' if self.unclean_election else 'off'} "
                 f"idempotent={'yes' if self.idempotence else 'no'}"
                 + (" txn" if self.transactional else "")
@@ -35,6 +37,15 @@ class Config:
                 + (" elr=on" if self.eligible_leader_replicas else "")
                 + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
                    else ""))
+
+
+def client_label(client: dict | None) -> str:
+    """A client library and its version as a label names them: ``librdkafka 2.12.1``, ``java 3.9.1``;
+    "" for none. Promises differ by client where the clients' contracts do (known_issues)."""
+    if not client:
+        return ""
+    name = {"confluent-kafka": "librdkafka"}.get(str(client.get("name")), str(client.get("name")))
+    return f"{name} {str(client.get('version', '')).split(' ')[-1]}".strip()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.coordination import failovers, quorum_spans
-from harness.checker.excuses import Config, Promise
+from harness.checker.excuses import Config, Promise, client_label
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
 from harness.checker.verdict import (
@@ -86,7 +86,8 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
         acks = str(d.get("acks") or min(seen["acks"], key=lambda a: {"0": 0, "1": 1}.get(a, 2)))
         txn = _bool(d.get("transactional", False)) or name in copier_producers
         idem = txn or _bool(d.get("idempotence", d.get("enable.idempotence", False)))
-        producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn)
+        producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn,
+                                  client=client_label(d.get("client") or run.get("client")))
         producer_topic[name] = topic
     return RunConfigs(topics, producers, producer_topic, notes)
 
@@ -255,7 +256,8 @@ def declared_groups(run: dict, notes: list[str], seen: set[str]) -> dict[str, di
     for c in run.get("copiers") or []:
         if isinstance(c, dict) and c.get("group"):
             groups.setdefault(str(c["group"]), {"protocol": "classic", "commit": "transaction",
-                                                 "topics": list(c.get("input_topics") or [])})
+                                                 "topics": list(c.get("input_topics") or []),
+                                                 **({"client": c["client"]} if c.get("client") else {})})
     for name in sorted(seen - set(groups)):
         notes.append(f"group {name} is not in run.json: assumed to commit after processing (commit=sync)")
         groups[name] = {"commit": "sync"}
@@ -302,20 +304,23 @@ KNOWN_ISSUES = (
 
 def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
     """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
-    # A run.json without a client is from before the Java driver: librdkafka's.
-    librdkafka = "librdkafka" in str((run.get("client") or {"version": "librdkafka"}).get("version", ""))
     uses = {"transactional": any(c.transactional for c in cfgs.producers.values()),
             "copier": bool(run.get("copiers")),
-            "librdkafka_idempotent": librdkafka and any(c.idempotence and not c.transactional
-                                                        for c in cfgs.producers.values()),
-            "librdkafka_async_commits": librdkafka and any(g.get("commit") in ("async", "auto")
-                                                           for g in run.get("groups") or [])}
+            "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
+                                         for c in cfgs.producers.values()),
+            "librdkafka_async_commits": any(_librdkafka(client_label(g.get("client") or run.get("client")))
+                                            and g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
     out = []
     for issue, names, needs, why in KNOWN_ISSUES:
         seen = [a for a in names if anomalies.get(a)]
         if seen and uses[needs]:
             out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
     return out
+
+
+def _librdkafka(client: str) -> bool:
+    """A client label is librdkafka's; a run.json that names no client is from before the Java driver: librdkafka's."""
+    return client == "" or client.startswith("librdkafka")
 
 
 def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> Reported:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, refusal
+from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, canonical, refusal
 
 __all__ = ["DEFAULT_CLIENT", "DRIVERS", "ClientDriver", "ConsumerClient", "CopierClient", "GroupClient", "GroupMember",
            "ProducerClient", "driver", "refusal"]
@@ -132,6 +132,7 @@ class ClientDriver(Protocol):
 def driver(client: str = DEFAULT_CLIENT, kafka_version: str = "") -> ClientDriver:
     """The driver of a client library, by the name a scenario gives it, for brokers of
     ``kafka_version`` (a library built per Kafka version, as the Java client is, takes that one)."""
+    client = canonical(client)
     if client not in DRIVERS:
         raise ValueError(f"client {client!r} has no driver (allowed: {', '.join(DRIVERS)})")
     return importlib.import_module(DRIVERS[client][0]).driver_for(kafka_version)

@@ -17,7 +17,7 @@ from harness.workload import RecordingConsumer, RecordingProducer, final_read
 
 
 class ConfluentDriver:
-    name = "confluent-kafka"
+    name = "librdkafka"
     version = f"librdkafka {libversion()[0]}"
 
     def producer(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,

@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, libversion
 
 from harness.clients.owned import owned
 
-LIBRARY = f"librdkafka {libversion()[0]}"
+VERSION = libversion()[0]
+LIBRARY = f"librdkafka {VERSION}"
 _QUIET = logging.getLogger("kchaos.client-config")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -29,10 +30,18 @@ OWNED = owned({"producer": ["queue.buffering.max.messages"], "consumer": ["enabl
 MADE_OF = {"producer": (Producer,), "consumer": (Consumer,), "group": (Consumer,), "copier": (Producer, Consumer)}
 
 
+def version_refusal(version: str) -> str | None:
+    """librdkafka runs at the version installed with confluent-kafka, whatever the broker's."""
+    if version != VERSION:
+        return f"client_version: {version!r} is not installed (allowed: {VERSION}, the librdkafka confluent-kafka " \
+               f"brings; another needs another confluent-kafka)"
+    return None
+
+
 def refusal(table, kafka_version: str = "") -> str | None:
     """Why the client ``table`` describes cannot take its ``config`` ("config.KEY: why (allowed: ...)"),
     or None; librdkafka is one library for every broker version."""
-    kind, config = table.client, table.config
+    kind, config = table.kind, table.config
     for key in config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other {LIBRARY} property)"

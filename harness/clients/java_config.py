@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.clients.owned import owned
 from harness.setup import java_driver
+from harness.versions import KAFKA_VERSIONS
 
 # The properties only kafka-clients has that the harness sets, beside those both libraries name alike.
 OWNED = owned({"producer": ["key.serializer", "value.serializer"],
@@ -26,9 +27,17 @@ MADE_OF = {"producer": ("producer",), "consumer": ("consumer",), "group": ("cons
            "copier": ("producer", "consumer")}
 
 
+def version_refusal(version: str) -> str | None:
+    """kafka-clients runs at every version set-up builds a driver for: each Kafka version kchaos has
+    an image of, whatever the broker's version is."""
+    if version not in KAFKA_VERSIONS:
+        return f"client_version: kafka-clients {version!r} has no driver build (allowed: {', '.join(KAFKA_VERSIONS)})"
+    return None
+
+
 def refusal(table, kafka_version: str) -> str | None:
-    """Why the Java driver cannot make the client ``table`` describes, or None."""
-    kind = table.client
+    """Why the Java driver of kafka-clients ``kafka_version`` cannot make the client ``table`` describes, or None."""
+    kind = table.kind
     library = f"kafka-clients {kafka_version}"
     if not java_driver.built(kafka_version):
         return f"client: java needs its driver for {library} built (run `kchaos doctor --fix`)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checker.anomaly import ANOMALIES
+from harness.checker.excuses import client_label
 from harness.checker.verdict import ConfigVerdict, GroupVerdict, Verdict
 
 
@@ -39,8 +40,9 @@ def config_label(c: ConfigVerdict) -> str:
 
 def group_label(g: GroupVerdict) -> str:
     s = g.settings
-    return (f"group {s.get('protocol', '?')} assignor={s.get('assignor', '?')} commit={s.get('commit', '?')} "
-            f"isolation={s.get('isolation', '?')}")
+    client = client_label(s.get("client"))
+    return (f"group {client + ' ' if client else ''}{s.get('protocol', '?')} assignor={s.get('assignor', '?')} "
+            f"commit={s.get('commit', '?')} isolation={s.get('isolation', '?')}")
 
 
 @dataclass(frozen=True)

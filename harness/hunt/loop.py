@@ -57,6 +57,7 @@ class HuntOptions:
     versions: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
     sets: tuple[str, ...] = ()
+    clients: tuple[str, ...] = ()
     shard: tuple[int, int] = (1, 1)  # K of N: this machine draws every N-th schedule, from the K-th
     spark_master: str | None = None
 
@@ -64,6 +65,7 @@ class HuntOptions:
         """What must be the same for a directory to be resumed: what decides the draws."""
         return {"scenarios": list(self.scenarios), "seed": self.seed, "versions": list(self.versions),
                 "modes": list(self.modes), "sets": list(self.sets), "shard": list(self.shard),
+                **({"clients": list(self.clients)} if self.clients else {}),
                 "anomaly": sorted(self.goal.anomalies) if self.goal.anomalies is not None else None}
 
 
@@ -125,14 +127,15 @@ def bases(opts: HuntOptions) -> list[Base]:
     """Every scenario at every version and mode asked, validated, with its vocabulary; ScenarioError
     (exit 2) before anything runs."""
     plan = matrix.plan(list(opts.scenarios), list(opts.versions) or None, list(opts.modes) or None, None,
-                       [opts.seed], list(opts.sets))
+                       [opts.seed], list(opts.sets), list(opts.clients) or None)
     out = []
     for cell, s, _ov, _path in plan.cells:
         moves = vocabulary(s)
         if not moves:
             raise ScenarioError(f"{cell.scenario}: [hunt]: no fault kind and target of its bounds is one this "
                                 "scenario takes (allowed: the kinds and targets of README's fault table it accepts)")
-        out.append(Base(f"{Path(cell.scenario).stem}-{cell.kafka_version}-{cell.mode}", s, moves))
+        client = f"-{cell.client}" if cell.client else ""
+        out.append(Base(f"{Path(cell.scenario).stem}-{cell.kafka_version}-{cell.mode}{client}", s, moves))
     return out
 
 

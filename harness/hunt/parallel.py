@@ -37,7 +37,8 @@ def shard_commands(opts: HuntOptions, n: int) -> list[list[str]]:
         base += ["--runs", str(math.ceil(opts.runs / n))]
     if opts.goal.anomalies is not None:
         base += ["--anomaly", ",".join(sorted(opts.goal.anomalies))]
-    for flag, values in (("--versions", opts.versions), ("--modes", opts.modes), ("--set", opts.sets)):
+    for flag, values in (("--versions", opts.versions), ("--modes", opts.modes), ("--set", opts.sets),
+                         ("--clients", opts.clients)):
         for v in values:
             base += [flag, v]
     if opts.spark_master:

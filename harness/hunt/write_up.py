@@ -67,6 +67,11 @@ def configuration_in_words(s: Scenario) -> list[str]:
     return lines
 
 
+def _client(client: dict) -> str:
+    """A client library as a report names it: ``java kafka-clients 3.9.1``."""
+    return f"{client.get('name', '?')} {client.get('version', '')}".strip()
+
+
 def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
     """The report of one finding. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
     run = json.loads((run_dir / RUN_JSON).read_text())
@@ -75,7 +80,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
     k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
     kinds = sorted({f.kind for f in minimal.faults})
     title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
-             f"{run['kafka_version']} ({run['mode']}), {client.get('name', '?')} {client.get('version', '')}").strip()
+             f"{run['kafka_version']} ({run['mode']}), {_client(client)}").strip()
     out = [f"# {title}", ""]
     if k == 0:
         out += [f"> Not reproduced: none of {n} re-runs on a clean cluster showed it again; it showed once, in "
@@ -87,7 +92,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         "| | |", "|---|---|",
         f"| Kafka | {run['kafka_version']} ({run['mode']}), {run['brokers']} brokers, "
         f"image `{run['images']['kafka']}` |",
-        f"| Client | {client.get('name', '?')} {client.get('version', '')} |",
+        f"| Client | {', '.join(_client(c) for c in run.get('clients') or [client])} |",
         f"| Feature levels | {run.get('features') or 'none (ZooKeeper mode or no features)'} |",
         f"| Eligible leader replicas | {run.get('eligible_leader_replicas')} |",
         f"| Reproduced | {k} of {n} runs of the minimal schedule "
