@@ -77,18 +77,20 @@ def peak_rss_kb(pid: int) -> int:
 def perf_test(c: KafkaCluster, topic: str, records: int, record_size: int, extra: list[str] | None = None) -> float:
     """kafka-producer-perf-test's records/s; ``extra`` are more of its options (transactions)."""
     props = [f"bootstrap.servers={c.bootstrap_servers}", *(f"{k}={v}" for k, v in SETTINGS.items())]
-    client = engine.client()
-    out = client.containers.run(
-        images.kafka_ref(c.settings.kafka_version).tag,
-        ["tool", "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
-         "--record-size", str(record_size), "--throughput", "-1", *(extra or []), "--producer-props", *props],
-        network_mode="host", remove=True, labels=reaper.labels(**{"kchaos.role": "perf-test"}),
-        environment={"KCHAOS_TOOL_HEAP": "-Xmx512m"},
-    ).decode()
+    out = tool(c, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(records),
+               "--record-size", str(record_size), "--throughput", "-1", *(extra or []), "--producer-props", *props)
     m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
     if not m:
         raise SystemExit(f"could not read kafka-producer-perf-test output:\n{out[-2000:]}")
     return float(m[-1][1])
+
+
+def tool(c: KafkaCluster, *args: str) -> str:
+    """One of Kafka's tools in the Kafka image, on the host's network namespace (127.0.0.1); its output."""
+    return engine.client().containers.run(
+        images.kafka_ref(c.settings.kafka_version).tag, ["tool", *args], network_mode="host", remove=True,
+        labels=reaper.labels(**{"kchaos.role": "perf-test"}), environment={"KCHAOS_TOOL_HEAP": "-Xmx512m"},
+    ).decode()
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Known results: per scenario, Kafka version and mode, in how many runs each anomaly showed and how
+"""Known results: per scenario, Kafka version, mode and client library, in how many runs each anomaly showed and how
 many broke a promise, and for faults on the coordination layer how fast it failed over. The matrix
 writes them to known-results.md; the report shows them."""
 
@@ -6,19 +6,28 @@ from __future__ import annotations
 
 import statistics
 
+from harness.checker.excuses import client_label
 from harness.checker.verdict import Verdict
 
 
+def clients(run: dict) -> str:
+    """The client libraries a run used, as labels name them (``java 3.9.1 + librdkafka 2.16.0``); "-"
+    for a run.json from before clients were recorded."""
+    used = run.get("clients") or ([run["client"]] if run.get("client") else [])
+    return " + ".join(sorted({client_label(c) for c in used})) or "-"
+
+
 def rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
-    """Per scenario, version and mode: in how many runs each anomaly showed, and how many broke a promise."""
+    """Per scenario, version, mode and clients: in how many runs each anomaly showed, and how many
+    broke a promise."""
     rows: dict[tuple, dict] = {}
     for v in verdicts:
         run = runs.get(v.run_id, {})
         key = (run.get("scenario", "?"), run.get("kafka_version", "?"), run.get("mode", "?"),
-               "elr" if run.get("eligible_leader_replicas") else "")
+               "elr" if run.get("eligible_leader_replicas") else "", clients(run))
         r = rows.setdefault(key, {"scenario": key[0], "kafka_version": key[1], "mode": key[2], "elr": bool(key[3]),
-                                  "runs": 0, "broke_promise": 0, "any_anomaly": 0, "loss_or_divergence": 0,
-                                  "with": {}})
+                                  "client": key[4], "runs": 0, "broke_promise": 0, "any_anomaly": 0,
+                                  "loss_or_divergence": 0, "with": {}})
         r["runs"] += 1
         r["broke_promise"] += v.failed
         counts = v.anomalies
@@ -35,17 +44,17 @@ def seen(runs_with: dict[str, int]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| scenario | Kafka | runs | runs with loss | runs with divergence | runs with loss or divergence "
+    head = ("| scenario | Kafka | client | runs | runs with loss | runs with divergence | runs with loss or divergence "
             "| runs with any anomaly | runs that broke a promise | anomalies seen (runs with each) |")
-    out = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: (r["scenario"], r["kafka_version"], r["mode"])):
+    out = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["scenario"], r["kafka_version"], r["mode"], r["client"])):
         n = r["runs"]
 
         def pct(k: int, n: int = n) -> str:
             return f"{k}/{n} ({100 * k / n:.0f}%)"
 
         kafka = f"{r['kafka_version']} {r['mode']}" + (" ELR" if r["elr"] else "")
-        out.append(f"| {r['scenario']} | {kafka} | {n} | {pct(r['with'].get('lost', 0))} | "
+        out.append(f"| {r['scenario']} | {kafka} | {r['client']} | {n} | {pct(r['with'].get('lost', 0))} | "
                    f"{pct(r['with'].get('divergence', 0))} | {pct(r['loss_or_divergence'])} | "
                    f"{pct(r['any_anomaly'])} | {pct(r['broke_promise'])} | {seen(r['with'])} |")
     return "\n".join(out)

@@ -338,7 +338,7 @@ def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> lis
                 cells.append(_group_cell(v, a) if a in GROUP_ANOMALIES and v.by_group else _cell(c, a))
             rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
                          "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
-                         "acks": st["acks"], "min_insync": st["min_insync"],
+                         "client": st.get("client") or "-", "acks": st["acks"], "min_insync": st["min_insync"],
                          "unclean": "on" if st["unclean_election"] else "off",
                          "idempotent": "yes" if st["idempotence"] else "no",
                          "epochs": "on" if st["leader_epochs"] else "off",

@@ -177,8 +177,8 @@ def test_librdkafkas_retried_async_commit_is_named_where_a_groups_offsets_move_b
     assert not [k for k in own.known_issues if k.issue == "kchaos-F1"], "the group's own client decides, not the run's"
     (g,) = [g for g in own.by_group if g.group == "g"]
     assert group_label(g).startswith("group g: java 4.1.2 classic"), "a group's row names its client"
-    assert v.by_config and all(c.config.startswith("librdkafka 2.16.0 acks=") for c in v.by_config), \
-        "a configuration names its client"
+    assert v.by_config and all(c.config.startswith("librdkafka 2.16.0 acks=") and c.settings["client"] ==
+                               "librdkafka 2.16.0" for c in v.by_config), "a configuration names its client"
 
 
 @pytest.mark.parametrize(("commit", "verdict"), [("auto", "pass"), ("sync", "fail")])

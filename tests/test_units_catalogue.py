@@ -103,8 +103,13 @@ def test_known_results_count_runs_not_records():
     runs = {f"r{i}": {"scenario": "s", "kafka_version": "2.8.2", "mode": "zk"} for i in range(3)}
     (row,) = known_results.rows(v, runs)
     assert (row["runs"], row["with"]["lost"], row["loss_or_divergence"]) == (3, 2, 2)
-    assert "| s | 2.8.2 zk | 3 | 2/3 (67%) |" in known_results.markdown([row])
+    assert "| s | 2.8.2 zk | - | 3 | 2/3 (67%) |" in known_results.markdown([row])
     assert known_results.markdown([row]).endswith("| lost 2 |"), "every anomaly seen, with its runs"
+    java = {"name": "java", "version": "kafka-clients 3.9.1"}
+    both = {**runs, "r1": {**runs["r1"], "client": java,
+                           "clients": [java, {"name": "librdkafka", "version": "librdkafka 2.16.0"}]}}
+    assert sorted(r["client"] for r in known_results.rows(v, both)) == ["-", "java 3.9.1 + librdkafka 2.16.0"], \
+        "a row per client libraries a run used"
 
 
 def test_a_transaction_spreads_its_records_over_the_partitions():

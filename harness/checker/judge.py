@@ -226,7 +226,7 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
             settings={"acks": cfg.acks, "min_insync": cfg.min_insync, "replication_factor": cfg.replication_factor,
                       "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
                       "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
-                      "transactional": cfg.transactional,
+                      "transactional": cfg.transactional, "client": cfg.client,
                       "faults": sorted(cfg.faults)},
             producers=sorted(members), counts=counts, promises=outcomes,
             broken=broken, expected=expected, verdict="fail" if broken else "pass"))

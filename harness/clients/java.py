@@ -16,14 +16,14 @@ from pathlib import Path
 
 from harness.clients import CopierClient, ProducerClient
 from harness.clients.confluent import DRIVER as LIBRDKAFKA  # the harness's own reader of the brokers
-from harness.clients.java_process import ClientProcess, bootstrap, classify, java_command
+from harness.clients.java_process import ClientProcess, ProducerCounts, bootstrap, classify, java_command
 from harness.clients.java_transactions import JavaCopier, JavaTransactionalProducer
 from harness.cluster import KafkaCluster
 from harness.groups import Group
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
 
 
-class JavaProducer(ClientProcess):
+class JavaProducer(ProducerCounts, ClientProcess):
     """A recording producer in a JVM: produced.parquet's columns, as RecordingProducer's."""
 
     role = "producer"
@@ -33,21 +33,12 @@ class JavaProducer(ClientProcess):
         super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec), topic=topic,
                          partitions=partitions, rate=spec.rate, quiet=spec.quiet)
         self.pname, self.spec, self.topic = name, spec, topic
-        self._sent = self._acked = 0
         self.sending_s = 0.0
         self._steps: list[threading.Event] = []
         self._rows: list[list] = []
 
-    @property
-    def sent(self) -> int:
-        return self._sent
-
-    def acked(self) -> int:
-        return self._acked
-
     def on_line(self, line: dict) -> None:
-        if line["t"] in ("progress", "done"):
-            self._sent, self._acked = line["sent"], line["acked"]
+        self.count(line)
         if line["t"] == "done":  # from "go" to the last callback, without the history's writing (benchmarks)
             self.sending_s = line["sending_ms"] / 1000
         elif line["t"] == "step" and self._steps:

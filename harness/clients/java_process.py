@@ -155,3 +155,22 @@ def java_command(version: str, role: str) -> list[str]:
 
 def bootstrap(cluster: KafkaCluster, client: str) -> str:
     return cluster.client_config(client)["bootstrap.servers"]
+
+
+class ProducerCounts:
+    """A producer process's counts, as its ``progress`` and ``done`` lines give them: records handed
+    to the client (``sent``) and acknowledged (``acked``, which ``acked`` triggers watch)."""
+
+    _sent = 0
+    _acked = 0
+
+    @property
+    def sent(self) -> int:
+        return self._sent
+
+    def acked(self) -> int:
+        return self._acked
+
+    def count(self, line: dict) -> None:
+        if line["t"] in ("progress", "done"):
+            self._sent, self._acked = line["sent"], line["acked"]

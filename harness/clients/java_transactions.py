@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from harness.clients.java_config import split_config
-from harness.clients.java_process import ClientProcess, bootstrap, classify
+from harness.clients.java_process import ClientProcess, ProducerCounts, bootstrap, classify
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
 
@@ -66,7 +66,7 @@ class TxnProcess(ClientProcess):
         self.command("kill")
 
 
-class JavaTransactionalProducer(TxnProcess):
+class JavaTransactionalProducer(ProducerCounts, TxnProcess):
     """``txn_records`` records per transaction over the partitions at the spec's rate; a seeded share aborted."""
 
     role = "txn-producer"
@@ -79,18 +79,9 @@ class JavaTransactionalProducer(TxnProcess):
                          txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
                          transaction_timeout_ms=spec.transaction_timeout_ms)
         self.pname, self.spec = name, spec
-        self._sent = self._acked = 0
-
-    @property
-    def sent(self) -> int:
-        return self._sent
-
-    def acked(self) -> int:
-        return self._acked
 
     def on_line(self, line: dict) -> None:
-        if line["t"] in ("progress", "done"):
-            self._sent, self._acked = line["sent"], line["acked"]
+        self.count(line)
 
     def send_one(self, partition: int) -> None:
         raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")

@@ -27,7 +27,7 @@ final class HighWatermark {
     }
   }
 
-  static Long of(KafkaConsumer<String, String> c, TopicPartition tp) throws Exception {
+  static Long of(KafkaConsumer<?, ?> c, TopicPartition tp) throws Exception {
     long position = c.position(tp);
     if (CURRENT_LAG != null) {
       OptionalLong lag = (OptionalLong) CURRENT_LAG.invoke(c, tp);

@@ -1,0 +1,105 @@
+"""Consumer benchmark: kchaos's recording consumer against Kafka's own kafka-consumer-perf-test
+(org.apache.kafka.tools.ConsumerPerformance), reading the same records from the same topic of the
+same cluster.
+
+A topic of three partitions is filled once by kafka-producer-perf-test with --records records of
+13 bytes (the size of kchaos's payload ids at these counts). Then the two take turns for --rounds
+rounds: the recording consumer (librdkafka's, or with ``--client java`` the Java driver's process)
+tails every partition from offset 0 and records every record it returns, with its high watermark,
+for --seconds; its rate is the records it returned over the time between its first and last poll
+that returned any (a JVM's start is not the consumer's speed; perf-test's figure leaves its own out
+too). perf-test then reads as many records, from offset 0 in a new group, and reports its own rate
+(nMsg.sec). The medians are compared. For the Java driver the process's peak resident memory is
+reported too.
+
+Usage: python benchmarks/consumer.py [--records 3000000] [--seconds 8] [--rounds 3] [--client java]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+
+from producer import SETTINGS, bench_cluster, peak_rss_kb, tool  # benchmarks/ is on the path when run as a script
+
+from harness.clients import DEFAULT_CLIENT, DRIVERS, driver
+from harness.cluster import KafkaCluster
+from harness.scenario import ConsumerSpec
+
+RECORD_SIZE = 13
+TOPIC = "perf"
+
+
+def fill(c: KafkaCluster, records: int) -> None:
+    """``records`` records into TOPIC by kafka-producer-perf-test, as fast as it goes."""
+    tool(c, "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records", str(records),
+         "--record-size", str(RECORD_SIZE), "--throughput", "-1", "--producer-props",
+         f"bootstrap.servers={c.bootstrap_servers}", *(f"{k}={v}" for k, v in SETTINGS.items()))
+
+
+def recording_consumer(c: KafkaCluster, seconds: float, client: str, memory: list[int]) -> tuple[int, float]:
+    """Records returned and the seconds between the first and last poll that returned any."""
+    stop = threading.Event()
+    r = driver(client, c.settings.kafka_version).consumer("bench", ConsumerSpec(), c, TOPIC, 3, stop,
+                                                          isolation="read_uncommitted")
+    if hasattr(r, "ready"):
+        r.ready(120)
+    r.start()
+    time.sleep(seconds)
+    proc = getattr(r, "proc", None)
+    if proc is not None:
+        memory.append(peak_rss_kb(proc.pid))
+    stop.set()
+    r.join(60)
+    if r.failure is not None or not r.rows:
+        raise SystemExit(f"recording consumer: {len(r.rows)} records ({r.failure!r})")
+    span_s = (r.rows[-1]["poll_ts_ms"] - r.rows[0]["poll_ts_ms"]) / 1000
+    return len(r.rows), max(span_s, 0.001)
+
+
+def perf_test(c: KafkaCluster, records: int, round_no: int) -> float:
+    """kafka-consumer-perf-test's records/s reading ``records`` records from offset 0 in a new group."""
+    out = tool(c, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", c.bootstrap_servers,
+               "--topic", TOPIC, "--messages", str(records), "--group", f"perf-{round_no}-{time.time_ns()}",
+               "--timeout", "60000", "--hide-header")
+    # One CSV line: start, end, MB, MB/s, records, records/s, rebalance ms, fetch s, fetch MB/s, fetch records/s.
+    fields = [f.strip() for f in out.strip().splitlines()[-1].split(",")]
+    try:
+        return float(fields[9] if len(fields) > 9 else fields[5])
+    except (IndexError, ValueError):
+        raise SystemExit(f"could not read kafka-consumer-perf-test output:\n{out[-2000:]}") from None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=3_000_000)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kafka-version", default="3.9.1")
+    ap.add_argument("--mode", default="zk")
+    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(DRIVERS),
+                    help="the recording consumer's client library (java: the driver's JVM process)")
+    a = ap.parse_args()
+    ours: list[float] = []
+    theirs: list[float] = []
+    memory: list[int] = []
+    with bench_cluster(a.kafka_version, a.mode) as c:  # its topic "perf": 3 partitions, RF=3
+        fill(c, a.records)
+        for r in range(a.rounds):
+            n, secs = recording_consumer(c, a.seconds, a.client, memory)
+            ours.append(n / secs)
+            theirs.append(perf_test(c, n, r))
+            print(f"round {r + 1}: kchaos {ours[-1]:,.0f} records/s ({n:,} in {secs:.1f} s), "
+                  f"perf-test {theirs[-1]:,.0f} records/s", flush=True)
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    print(f"kchaos recording consumer ({a.client}): {mo:,.0f} records/s (median of {a.rounds}; every record recorded)")
+    if memory and a.client == "java":
+        print(f"its process's peak resident memory: {statistics.median(memory) / 1024:,.0f} MiB")
+    print(f"kafka-consumer-perf-test: {mt:,.0f} records/s (median of {a.rounds})")
+    print(f"ratio {mo / mt:.2f}; Kafka {a.kafka_version} {a.mode}, {RECORD_SIZE}-byte values, 3 partitions")
+
+
+if __name__ == "__main__":
+    main()
