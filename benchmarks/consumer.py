@@ -1,6 +1,6 @@
 """Consumer benchmark: kchaos's recording consumer against Kafka's own kafka-consumer-perf-test
 (org.apache.kafka.tools.ConsumerPerformance), reading the same records from the same topic of the
-same cluster.
+same cluster, with perf-test's own settings (a 2 MiB socket buffer, 1 MiB fetches, no CRC checks).
 
 A topic of three partitions is filled once by kafka-producer-perf-test with --records records of
 13 bytes (the size of kchaos's payload ids at these counts). Then the two take turns for --rounds
@@ -12,7 +12,7 @@ too). perf-test then reads as many records, from offset 0 in a new group, and re
 (nMsg.sec). The medians are compared. For the Java driver the process's peak resident memory is
 reported too.
 
-Usage: python benchmarks/consumer.py [--records 3000000] [--seconds 8] [--rounds 3] [--client java]
+Usage: python benchmarks/consumer.py [--records 15000000] [--seconds 10] [--rounds 3] [--client java]
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ from harness.scenario import ConsumerSpec
 
 RECORD_SIZE = 13
 TOPIC = "perf"
+# kafka-consumer-perf-test's own settings (ConsumerPerformance: a 2 MiB socket buffer, 1 MiB fetches,
+# no CRC checks), given to the recording consumer in each library's names.
+PERF_TEST_SETTINGS = {"java": {"receive.buffer.bytes": "2097152", "max.partition.fetch.bytes": "1048576",
+                               "check.crcs": "false"},
+                      "librdkafka": {"socket.receive.buffer.bytes": "2097152", "max.partition.fetch.bytes": "1048576",
+                                     "check.crcs": "false"}}
 
 
 def fill(c: KafkaCluster, records: int) -> None:
@@ -42,7 +48,8 @@ def fill(c: KafkaCluster, records: int) -> None:
 def recording_consumer(c: KafkaCluster, seconds: float, client: str, memory: list[int]) -> tuple[int, float]:
     """Records returned and the seconds between the first and last poll that returned any."""
     stop = threading.Event()
-    r = driver(client, c.settings.kafka_version).consumer("bench", ConsumerSpec(), c, TOPIC, 3, stop,
+    spec = ConsumerSpec(config=PERF_TEST_SETTINGS[client])
+    r = driver(client, c.settings.kafka_version).consumer("bench", spec, c, TOPIC, 3, stop,
                                                           isolation="read_uncommitted")
     if hasattr(r, "ready"):
         r.ready(120)
@@ -74,8 +81,8 @@ def perf_test(c: KafkaCluster, records: int, round_no: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=3_000_000)
-    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--records", type=int, default=15_000_000)
+    ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kafka-version", default="3.9.1")
     ap.add_argument("--mode", default="zk")

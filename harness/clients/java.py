@@ -97,10 +97,17 @@ class JavaConsumer(ClientProcess):
         self.topic, self.isolation = topic, isolation
         self.rows: list[dict] = []
 
-    def read_history(self, rows: list[list]) -> None:
-        self.rows = [{"consumer": self.cname, "seq": i, "topic": self.topic, "partition": p, "offset": o, "value": v,
-                      "poll_ts_ms": ts, "hw": hw, "phase": "live", "isolation": self.isolation, "group": None,
-                      "generation": None} for i, (p, o, v, ts, hw) in enumerate(rows)]
+    def read_history(self, rows: list) -> None:
+        """Each poll's partition ({"p", "ts", "hw"}) is followed by its records ([offset, value])."""
+        self.rows, at = [], {}
+        for row in rows:
+            if isinstance(row, dict):
+                at = row
+                continue
+            o, v = row
+            self.rows.append({"consumer": self.cname, "seq": len(self.rows), "topic": self.topic, "partition": at["p"],
+                              "offset": o, "value": v, "poll_ts_ms": at["ts"], "hw": at["hw"], "phase": "live",
+                              "isolation": self.isolation, "group": None, "generation": None})
 
 
 ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",

@@ -22,10 +22,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * Assigned every partition from offset 0, records each record the client returns with the high watermark (the
  * last stable offset under read_committed) the client knew when it returned it ({@link HighWatermark}). The
- * history file gets one JSON array per record as it comes:
- * {@code [partition, offset, value, poll_ts_ms, hw]}. Each record is streamed to the file as it is (the value's
- * UTF-8 bytes as they came, escaped where JSON needs it), with no string or list made per record: the consumer
- * keeps up with Kafka's own kafka-consumer-perf-test (benchmarks/consumer.py).
+ * history file gets, as they come, for each partition a poll returned records of, one JSON object
+ * {@code {"p": partition, "ts": poll_ts_ms, "hw": hw}}, then one array {@code [offset, value]} per record. Each
+ * record is streamed to the file as it is (the value's UTF-8 bytes as they came, escaped where JSON needs it),
+ * with no string or list made per record and nothing a poll's records share repeated: the consumer is measured
+ * against Kafka's own kafka-consumer-perf-test (benchmarks/consumer.py).
  */
 final class RecordingConsumer {
   private final JsonNode cfg;
@@ -67,18 +68,20 @@ final class RecordingConsumer {
         long ts = System.currentTimeMillis();
         for (TopicPartition tp : records.partitions()) {
           Long hw = HighWatermark.of(c, tp);
+          w.writeStartObject();
+          w.writeNumberField("p", tp.partition());
+          w.writeNumberField("ts", ts);
+          if (hw == null) {
+            w.writeNullField("hw");
+          } else {
+            w.writeNumberField("hw", hw);
+          }
+          w.writeEndObject();
           for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
             byte[] v = r.value() == null ? EMPTY : r.value();
             w.writeStartArray();
-            w.writeNumber(tp.partition());
             w.writeNumber(r.offset());
             w.writeUTF8String(v, 0, v.length);
-            w.writeNumber(ts);
-            if (hw == null) {
-              w.writeNull();
-            } else {
-              w.writeNumber(hw);
-            }
             w.writeEndArray();
             n++;
           }
