@@ -121,7 +121,9 @@ class Recording:
         return driver(*self.library(table))
 
     def _clients(self) -> list[dict]:
-        tables = [p.spec for p in self.producers] + [self.consumer_spec] + [g.spec for g in self.groups]
+        """The client library of every client the run made."""
+        readers = [self.consumer_spec] if self.consumers else []
+        tables = [p.spec for p in self.producers] + readers + [g.spec for g in self.groups]
         return [self.client_of(t) for t in tables + ([self.copier_spec] if self.copier_spec is not None else [])]
 
     def client_of(self, table) -> dict:

@@ -387,14 +387,7 @@ class Scenario(_Model):
         """The client library a table's clients are made with, and its version: the table's own, else
         the scenario's, a version defaulting to the broker's (a driver built per Kafka version, as the
         Java client's is, is taken at it; librdkafka is the one installed, whatever is named)."""
-        if table.client is None and table.client_version is None:
-            return self.default_library
         return table.client or self.client, self._explicit_version(table) or self.kafka_version
-
-    @property
-    def default_library(self) -> tuple[str, str]:
-        """The library, and its version, of a table that names neither."""
-        return self.client, self.client_version or self.kafka_version
 
     def _explicit_version(self, table: _ClientTable) -> str | None:
         """The client version a scenario names for a table: the table's, else the scenario's for a
