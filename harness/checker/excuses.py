@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.clients.registry import canonical
 from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
 
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
@@ -44,7 +45,7 @@ def client_label(client: dict | None) -> str:
     "" for none. Promises differ by client where the clients' contracts do (known_issues)."""
     if not client:
         return ""
-    name = {"confluent-kafka": "librdkafka"}.get(str(client.get("name")), str(client.get("name")))
+    name = canonical(str(client.get("name")))
     return f"{name} {str(client.get('version', '')).split(' ')[-1]}".strip()
 
 
