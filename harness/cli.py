@@ -303,6 +303,9 @@ def matrix(
                                    "groups.0.protocol=consumer); repeatable; part of the run ids"),
     seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
     quick: bool = typer.Option(False, "--quick", help="the quick suite: " + ", ".join(QUICK)),
+    fresh_clusters: bool = typer.Option(False, "--fresh-clusters", help="boot a cluster for every run; by default "
+                                        "runs whose result depends only on their own topic share one, each on a "
+                                        "topic of its own (docs/hunt.md)"),
     out: Path = typer.Option(Path("reports"), "--out", help="runs go to OUT/runs, the report to OUT/index.html"),
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
 ) -> None:
@@ -335,7 +338,7 @@ def matrix(
             bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
             bar.advance(task)
 
-        finished = matrix_mod.run_cells(p, out, announce)
+        finished = matrix_mod.run_cells(p, out, announce, fresh=fresh_clusters)
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)

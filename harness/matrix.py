@@ -19,6 +19,7 @@ from pathlib import Path
 from harness import scenario as scenario_mod
 from harness.clients.registry import DRIVERS, canonical
 from harness.history import write_json_atomic
+from harness.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
 from harness.versions import KAFKA_VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -63,6 +64,12 @@ def scenario_path(name: str) -> Path:
     if p.suffix == ".toml" or p.exists():
         return p
     return SCENARIO_DIR / f"{name}.toml"
+
+
+def _as_given(path: Path) -> str:
+    """A catalogue scenario as ``scenarios/NAME.toml`` (the repeat command works from any checkout),
+    any other file as it was named."""
+    return f"scenarios/{path.name}" if path.parent == SCENARIO_DIR else str(path)
 
 
 def parse_target(spec: str) -> tuple[str, str | None, str | None]:
@@ -129,10 +136,12 @@ class Status:
 Announce = Callable[[str, str], None]  # (what happened: "start", "done" or "error", the line to show)
 
 
-def run_cells(p: Plan, out: Path, announce: Announce) -> list[Path]:
+def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> list[Path]:
     """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
     matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
-    Returns the run directories of every finished cell (this call's and earlier calls')."""
+    Cells that may share a cluster (``kept_cluster``) run one after another on one kept cluster,
+    each on a topic of its own, unless ``fresh``. Returns the run directories of every finished
+    cell (this call's and earlier calls')."""
     from harness import runner
     from harness.cluster import ClusterError
     from harness.setup import engine
@@ -140,17 +149,29 @@ def run_cells(p: Plan, out: Path, announce: Announce) -> list[Path]:
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     status = Status(out)
-    for cell, s, ov, path in [c for c in p.cells if not (runs_dir / c[0].run_id).exists()]:
-        announce("start", cell.run_id)
-        t0 = time.monotonic()
-        try:
-            res = runner.execute(s, runs_dir / cell.run_id, scenario_file=str(path), overrides=ov, log=lambda m: None)
-            status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked, final=res.final)
-            announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
-                             f"({time.monotonic() - t0:.0f} s)")
-        except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
-            status.set(cell, "error", reason=str(e)[:2000])
-            announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
+    with KeptCluster() as kept:
+        for number, (cell, s, ov, path) in enumerate(p.cells):
+            if (runs_dir / cell.run_id).exists():
+                continue
+            reuse = not fresh and may_share_a_cluster(s)
+            if reuse:  # the topic's name goes into the run's repeat command too
+                s = on_a_topic_of_its_own(s, f"m{number}")
+                ov = [*ov, f'topic.name="{s.topic.name}"']
+            announce("start", cell.run_id)
+            t0 = time.monotonic()
+            try:
+                res = runner.execute(s, runs_dir / cell.run_id, scenario_file=_as_given(path), overrides=ov,
+                                     log=lambda m: None, cluster=kept.for_run(s, reuse))
+                if res.unsettled:  # not healed: no later cell starts on it
+                    kept.close()
+                status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
+                           final=res.final)
+                announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
+                                 f"({time.monotonic() - t0:.0f} s)")
+            except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+                kept.close()
+                status.set(cell, "error", reason=str(e)[:2000])
+                announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
     return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]
 
 

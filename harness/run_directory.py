@@ -144,6 +144,7 @@ def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, fa
         "load": load,
         "workload": {"start_ms": rec.start_ms, "end_ms": rec.end_ms, "duration_s": s.duration_s},
         "cluster": cluster.describe_settings(),
+        "cluster_run": cluster.runs,  # 1: a cluster of its own; n: the n-th run on a kept cluster
         "scenario_config": s.model_dump(),
         "phases": dict(rec.phases),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -69,6 +69,7 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
     try:
         with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c:
             up_s = round(time.monotonic() - t_cluster, 2)
+            c.runs += 1
             log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
                 f"{s.mode}, {s.brokers} brokers")
             rec = Recording.of(c, s, events, d.path)

@@ -312,7 +312,7 @@ def test_hits_name_their_key():
 
 
 def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
-    from harness.hunt.loop import may_share_a_cluster
+    from harness.kept_cluster import may_share_a_cluster
 
     assert may_share_a_cluster(scenario(faults=[fault("kill"), fault("power_loss", 5)]))
     for name in ("txn-clean", "group-clean", "txn-copier-crash"):

@@ -77,6 +77,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges):
         self.kafka_image = images.kafka
         self.toxiproxy_image = images.toxiproxy
         self.cluster_id = new_cluster_id()
+        self.runs = 0  # runs started on this cluster: more than one when a caller keeps it between runs
         # KIP-853: each controller's log directory id, given to every controller's format
         self.directory_ids = {k: new_cluster_id() for k in range(1, self.settings.quorum_size + 1)}
         self.admin_ports: dict[int, int] = {}  # coordination node -> the harness's published port to it

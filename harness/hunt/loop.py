@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import matrix
-from harness.faults import FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
@@ -26,7 +25,6 @@ from harness.hunt.space import Move, draw, vocabulary
 from harness.hunt.trials import (
     CannotRun,
     HuntError,
-    KeptCluster,
     Pending,
     RunAndCheck,
     Trial,
@@ -34,6 +32,7 @@ from harness.hunt.trials import (
     run_and_check,
 )
 from harness.hunt.write_up import bug_md, scenario_toml
+from harness.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
 from harness.scenario import Scenario, ScenarioError
 
 HUNT_JSON = "hunt.json"
@@ -167,9 +166,8 @@ class Hunt:
                 base = self.bases[number % len(self.bases)]
                 candidate = draw(base.scenario, random.Random(f"{self.opts.seed}/{base.id}/{number}"), base.moves)
                 reuse = may_share_a_cluster(candidate)
-                if reuse:  # a topic of its own on a cluster earlier draws ran on
-                    candidate = candidate.model_copy(update={"topic": candidate.topic.model_copy(
-                        update={"name": f"{candidate.topic.name}-{number}"})})
+                if reuse:  # a finding from a shared cluster is confirmed on clean ones
+                    candidate = on_a_topic_of_its_own(candidate, str(number))
                 if self.out_of_time:
                     raise OutOfTime
                 pending = self.trials.start(f"h{number:04d}-{base.id}", candidate, reuse)
@@ -348,15 +346,6 @@ class Hunt:
                   "errors": sum(1 for x in self.trials.spent.values() if "error" in x),
                   "findings": [f.to_json(self.opts.out) for f in self.findings]})
         write_json_atomic(self.opts.out / HUNT_JSON, j)
-
-
-def may_share_a_cluster(s: Scenario) -> bool:
-    """Whether a drawn run may run on a cluster earlier draws healed, on a topic of its own: not when
-    the cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
-    committed offsets, the copier's) or the faults change the quorum's voters. A finding from such a
-    run is confirmed on clean clusters before it is reported as reproduced."""
-    return (not s.groups and s.copier is None and not any(p.transactional for p in s.producers)
-            and not any(FAULTS[f.kind].quorum_change for f in s.faults))
 
 
 def parse_budget(text: str) -> float:

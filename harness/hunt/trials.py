@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import RUN_JSON
+from harness.kept_cluster import KeptCluster
 from harness.scenario import Scenario
 
 
@@ -67,35 +68,6 @@ class RunFailed(Exception):
 # (where, what, whether it may reuse a cluster) -> its verdict, or the check still to do: a
 # function the hunt may call while the next run goes on (``Trials.start``).
 RunAndCheck = Callable[[Path, Scenario, bool], "Verdict | Callable[[], Verdict]"]
-
-
-class KeptCluster:
-    """One cluster kept running between runs that may share it (on fresh topics), replaced when a
-    run needs other settings or a clean one, and removed when the hunt ends."""
-
-    def __init__(self) -> None:
-        self.cluster = None
-
-    def for_run(self, s: Scenario, reuse: bool):
-        """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
-        boots its own), and a kept one of other settings is removed first."""
-        if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
-            self.close()
-        if not reuse:
-            return None
-        if self.cluster is None:
-            from harness.cluster import KafkaCluster
-            from harness.setup import cluster_images
-
-            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version))
-            c.__enter__()
-            self.cluster = c
-        return self.cluster
-
-    def close(self) -> None:
-        c, self.cluster = self.cluster, None
-        if c is not None:
-            c.__exit__(None, None, None)
 
 
 def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:

@@ -1,0 +1,67 @@
+"""One cluster kept between runs that may share it, each on a topic of its own.
+
+Booting a cluster is most of a short run's overhead (15-25 s of three brokers and their quorum on
+two cores). A run whose outcome depends only on its own topic may run on a cluster an earlier run
+left healed: the hunt's drawn runs and the matrix's cells do so by default. What may share is
+decided by ``may_share_a_cluster``: nothing the cluster keeps for a workload beyond its topic
+(transactional ids, groups and their committed offsets, a copier's state) and no fault that leaves
+the quorum changed. A run that did not heal takes the kept cluster with it, and the next one boots.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.faults import FAULTS
+from harness.scenario import Scenario
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+
+
+def may_share_a_cluster(s: Scenario) -> bool:
+    """Whether ``s`` may run on a cluster earlier runs healed, on a topic of its own: not when the
+    cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
+    committed offsets, the copier's) or the faults change the quorum's voters."""
+    return (not s.groups and s.copier is None and not any(p.transactional for p in s.producers)
+            and not any(FAULTS[f.kind].quorum_change for f in s.faults))
+
+
+def on_a_topic_of_its_own(s: Scenario, tag: str) -> Scenario:
+    """``s`` with its topic named ``NAME-tag``: a name no earlier run on a kept cluster used."""
+    return s.model_copy(update={"topic": s.topic.model_copy(update={"name": f"{s.topic.name}-{tag}"})})
+
+
+class KeptCluster:
+    """One cluster kept running between runs that may share it, replaced when a run needs other
+    settings or a clean one, and removed by ``close`` (the reaper removes it if the process dies)."""
+
+    def __init__(self) -> None:
+        self.cluster: KafkaCluster | None = None
+
+    def for_run(self, s: Scenario, reuse: bool) -> KafkaCluster | None:
+        """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
+        boots its own), and a kept one of other settings is removed first."""
+        if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
+            self.close()
+        if not reuse:
+            return None
+        if self.cluster is None:
+            from harness.cluster import KafkaCluster
+            from harness.setup import cluster_images
+
+            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version))
+            c.__enter__()
+            self.cluster = c
+        return self.cluster
+
+    def close(self) -> None:
+        c, self.cluster = self.cluster, None
+        if c is not None:
+            c.__exit__(None, None, None)
+
+    def __enter__(self) -> KeptCluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
