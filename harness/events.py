@@ -90,12 +90,26 @@ class WorkloadEnd(_Record):
 
 
 class Note(_Record):
-    """Something the run could not do as planned, said in words (a group that did not form, an ISR
-    not full after healing)."""
+    """Something the run could not do as planned, said in words (a group that did not form, one that
+    had not committed to the end after healing)."""
 
     type: Literal["note"] = "note"
     ts_ms: int
     msg: str
+
+
+class IsrNotRestored(_Record):
+    """A topic whose ISR was not whole again when the wait after the heal gave up, although every
+    fault was undone: its partitions as last seen (ZooKeeper's state in ZooKeeper mode, the
+    controller's metadata in KRaft). Kafka adds a caught-up replica back to the ISR, so this is a
+    cluster that did not recover (docs/findings.md F2), unless a broker could not catch up."""
+
+    type: Literal["isr_not_restored"] = "isr_not_restored"
+    ts_ms: int
+    topic: str
+    waited_s: float
+    partitions: list[PartitionSample] = Field(default_factory=list)  # those short of their replicas
+    why: str = ""  # what the wait saw last (a full ISR whose brokers disagree on its leader, say)
 
 
 class State(_Record):
@@ -202,10 +216,10 @@ class CommitRefused(_Record):
     generation: int
 
 
-Event = Annotated[WorkloadStart | WorkloadEnd | Note | State | FaultStart | Fault | FaultSkipped | TriggerFired
-                  | TriggerUnfired | Rebalance | CommitRefused, Field(discriminator="type")]
-RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, State, FaultStart, Fault, FaultSkipped,
-                                            TriggerFired, TriggerUnfired, Rebalance, CommitRefused)
+Event = Annotated[WorkloadStart | WorkloadEnd | Note | IsrNotRestored | State | FaultStart | Fault | FaultSkipped
+                  | TriggerFired | TriggerUnfired | Rebalance | CommitRefused, Field(discriminator="type")]
+RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, IsrNotRestored, State, FaultStart, Fault,
+                                            FaultSkipped, TriggerFired, TriggerUnfired, Rebalance, CommitRefused)
 TYPE_NAMES = tuple(t.model_fields["type"].default for t in RECORD_TYPES)
 _EVENT = TypeAdapter(Event)
 

@@ -35,6 +35,7 @@ def rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
         r["loss_or_divergence"] += counts["lost"] > 0 or counts["divergence"] > 0
         for a, n in counts.items():
             r["with"][a] = r["with"].get(a, 0) + (n > 0)
+        r["with"]["ISR not restored"] = r["with"].get("ISR not restored", 0) + bool(v.not_healed)
     return list(rows.values())
 
 

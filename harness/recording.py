@@ -31,7 +31,7 @@ from harness.clients import (
     driver,
 )
 from harness.cluster import KafkaCluster
-from harness.events import EventLog, Note, WorkloadEnd, WorkloadStart
+from harness.events import EventLog, IsrNotRestored, Note, PartitionSample, WorkloadEnd, WorkloadStart
 from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, TopicSpec
@@ -44,6 +44,7 @@ REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
 SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
+ISR_WAIT_S = 120.0  # after healing, how long the run waits for every partition's ISR to be whole again
 
 
 class Phases(dict):
@@ -204,10 +205,10 @@ class Recording:
         c.wait_ready(120)
         for name in self.topics:
             try:
-                c.wait_full_isr(name, timeout_s=120)
+                c.wait_full_isr(name, timeout_s=ISR_WAIT_S)
             except Exception as e:  # recorded: the final read still tells what survived
                 self.unsettled.append(name)
-                self.events.write(Note(ts_ms=now_ms(), msg=f"ISR of {name} not full after healing: {e}"))
+                self.events.write(self._isr_not_restored(name, e))
         time.sleep(SETTLE_S)
         for g in self.groups:
             if not g.wait_caught_up(GROUP_CATCH_UP_S):
@@ -226,6 +227,16 @@ class Recording:
         for g in self.groups:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
+
+    def _isr_not_restored(self, topic: str, why: Exception) -> IsrNotRestored:
+        """The topic's partitions whose ISR is short of their replicas, as the cluster answers now."""
+        try:
+            short = [p for p in self.cluster.describe(timeout_s=5).partitions
+                     if p.topic == topic and set(p.isr) != set(p.replicas)]
+        except Exception:  # the record still says that the wait gave up, and why
+            short = []
+        return IsrNotRestored(ts_ms=now_ms(), topic=topic, waited_s=ISR_WAIT_S, why=str(why)[:500], partitions=[
+            PartitionSample(partition=p.partition, leader=p.leader, replicas=p.replicas, isr=p.isr) for p in short])
 
     def abort(self) -> None:
         """Stop every thread without reading anything back (a run that failed or a test that ended)."""

@@ -242,6 +242,14 @@ def _unavailable() -> History:
     return h
 
 
+@case("not-healed")
+def _not_healed() -> History:
+    h = History().clean(5)
+    h.events.append({"type": "isr_not_restored", "ts_ms": h.ts, "topic": "t", "waited_s": 120,
+                     "partitions": [{"partition": 0, "leader": 3, "replicas": [3, 1, 2], "isr": [3, 2]}]})
+    return h
+
+
 @case("far")
 def _far() -> History:
     h = History().clean(5)
@@ -311,6 +319,17 @@ def test_examples_name_what_is_involved(judged):
     (div,) = v.examples["divergence"]
     assert (div["partition"], div["offset"]) == (0, 2)
     assert {div["v_min"], div["v_max"]} == {"v0-2", "not-v0-2"}
+
+
+def test_a_cluster_whose_isr_was_not_restored_after_the_heal_fails_the_run(judged):
+    """No anomaly, but partition 0's ISR stayed short of a replica after every fault was healed: Kafka
+    adds a caught-up follower back (docs/findings.md F2), so the run fails and says where."""
+    v = judged["not-healed"]
+    assert v.anomalies == ZERO and v.verdict == "fail"
+    (healed,) = v.not_healed
+    assert (healed.topic, healed.partition, healed.isr, healed.replicas) == ("t", 0, [3, 2], [3, 1, 2])
+    assert healed.describe() == "t-0: ISR [3, 2] of replicas [3, 1, 2] (leader 3) 120 s after the heal"
+    assert judged["clean"].not_healed == []
 
 
 def test_acks1_loss_is_expected_not_a_failure(judged):

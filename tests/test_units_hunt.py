@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from harness import scenario as scenario_mod
 from harness.checker import ANOMALIES
 from harness.checker import verdict as verdict_mod
-from harness.checker.verdict import Verdict
+from harness.checker.verdict import NotHealed, Verdict
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.known import known_id
@@ -180,6 +180,17 @@ def test_a_hunt_looks_for_broken_promises_or_for_the_classes_asked():
     assert signature(hit, ["kill", "cut_fetch", "kill"]) == f"lost | {hit.where} | cut_fetch+kill"
     with pytest.raises(ValueError, match="allowed: lost"):
         Goal.parse("lots")
+
+
+def test_an_isr_not_restored_after_the_heal_is_a_broken_promise_a_hunt_finds():
+    """A run that did not heal (F2) has no anomaly of its history, but it failed: a hunt for broken
+    promises, or for ``isr_not_restored`` by name, finds it; a hunt for loss does not."""
+    v = verdict({}).model_copy(update={"verdict": "fail", "not_healed": [
+        NotHealed(topic="chaos", partition=0, leader=3, isr=[3, 2], replicas=[3, 1, 2], waited_s=120)]})
+    (hit,) = Goal().hits(v)
+    assert (hit.anomaly, hit.where, hit.count, hit.promised) == ("isr_not_restored", "topic chaos", 1, True)
+    assert [h.anomaly for h in Goal.parse("isr_not_restored").hits(v)] == ["isr_not_restored"]
+    assert Goal.parse("lost").hits(v) == []
 
 
 def test_known_results_by_the_verdicts_known_issues_or_what_permits_the_anomaly():
@@ -470,3 +481,23 @@ def test_a_finding_whose_shrunk_schedule_could_not_be_measured_is_written_as_fou
     assert f.shrink_judged >= 1, "shrinking ran"
     assert f.reproduced == f.confirmed and f.reproduced[1] > 0
     assert f.minimal.faults == f.original.faults
+
+
+def test_the_evidence_of_an_isr_not_restored_is_what_the_brokers_logged_of_that_partition(tmp_path):
+    from harness.hunt.evidence import evidence
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "kafka-1.log").write_text(
+        "[t1] INFO [Partition chaos-0 broker=1] Shrinking ISR from 1,2,3 to 1,3. Leader: ...\n"
+        "[t2] INFO [Partition chaos-1 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: ...\n"
+        "[t3] WARN Client session timed out, have not heard from server in 4000ms for session id 0x3\n"
+        "org.apache.zookeeper.ClientCnxn$SessionTimeoutException: Client session timed out, have not heard\n"
+        "[t4] INFO [Controller id=1] Failed to update ISR to LeaderAndIsr(..) for partition chaos-0, bad ZK version\n")
+    (logs / "kafka-2.log").write_text("[t0] INFO [ZooKeeperClient Kafka server] Connected.\n")
+    v = verdict({}).model_copy(update={"verdict": "fail", "not_healed": [
+        NotHealed(topic="chaos", partition=0, leader=1, isr=[1, 3], replicas=[1, 2, 3], waited_s=120)]})
+    text = "\n".join(evidence("isr_not_restored", tmp_path, v))
+    assert "`kafka-1.log`" in text and "`kafka-2.log`" not in text, "only brokers that logged the partition"
+    assert "chaos-0 broker=1] Shrinking" in text and "bad ZK version" in text and "have not heard" in text
+    assert "chaos-1" not in text and "SessionTimeoutException:" not in text

@@ -17,6 +17,7 @@ from harness.checker.verdict import (
     Elections,
     GroupVerdict,
     KnownIssue,
+    NotHealed,
     PromiseOutcome,
     Reported,
     Unavailability,
@@ -323,6 +324,16 @@ def _librdkafka(client: str) -> bool:
     return client == "" or client.startswith("librdkafka")
 
 
+def _not_healed(e: dict) -> list[NotHealed]:
+    """What one isr_not_restored event says: each partition short of its replicas."""
+    common = {"topic": e.get("topic", "?"), "waited_s": e.get("waited_s", 0.0)}
+    parts = e.get("partitions") or []
+    if not parts:
+        return [NotHealed(**common, why=e.get("why", ""))]
+    return [NotHealed(**common, partition=p["partition"], leader=p["leader"], isr=p["isr"], replicas=p["replicas"])
+            for p in parts]
+
+
 def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> Reported:
     return Reported(count=job.of(kind).count(idx), examples=job.of(kind).examples.get(idx, []), note=note)
 
@@ -340,13 +351,15 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     counts = {a: job.of(a).count(idx) for a in ANOMALIES}
     unfired = [f"fault {e.get('fault')} ({e.get('kind')} {e.get('target')}) on {e.get('on')}" for e in events
                if e.get("type") == "trigger_unfired"]
-    broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside)
+    not_healed = [healed for e in events if e.get("type") == "isr_not_restored" for healed in _not_healed(e)]
+    broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
     outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.get("start_ms", lo), wl.get("end_ms", hi),
                                              threshold_ms, faults))
     return Verdict(
         contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
         verdict="fail" if broken else ("not exercised" if unfired else "pass"), not_exercised=unfired,
+        not_healed=not_healed,
         anomalies=counts,
         examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
         by_config=rows, by_group=groups, broken_outside_configs=outside,

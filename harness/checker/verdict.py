@@ -114,6 +114,25 @@ class Coordination(_Model):
     no_majority: list[dict[str, Any]] = Field(default_factory=list)  # spans without a majority in touch
 
 
+class NotHealed(_Model):
+    """A partition whose ISR was not whole again when the wait after the heal gave up (partition
+    None: the topic did not settle for another reason, ``why``)."""
+
+    topic: str
+    partition: int | None = None
+    leader: int = -1
+    isr: list[int] = Field(default_factory=list)
+    replicas: list[int] = Field(default_factory=list)
+    waited_s: float = 0.0
+    why: str = ""
+
+    def describe(self) -> str:
+        if self.partition is None:
+            return f"{self.topic}: not settled {self.waited_s:g} s after the heal ({self.why[:200]})"
+        return (f"{self.topic}-{self.partition}: ISR {self.isr} of replicas {self.replicas} (leader {self.leader}) "
+                f"{self.waited_s:g} s after the heal")
+
+
 class KnownIssue(_Model):
     """A known Kafka or client bug whose symptoms a run shows. The run still fails where the bug
     breaks a promise (the promise is Kafka's); this names the likely cause."""
@@ -146,6 +165,9 @@ class Verdict(_Model):
     assumptions: list[str] = Field(default_factory=list)
     known_issues: list[KnownIssue] = Field(default_factory=list)
     not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired
+    # partitions whose ISR was not whole again when the wait after the heal gave up: a cluster that
+    # did not recover, which fails the run (a follower rejoins the ISR once its log reaches the hw)
+    not_healed: list[NotHealed] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:

@@ -106,7 +106,30 @@ def _client_lines(log: Path, topic: str, partition: int, from_ms: int, to_ms: in
     return kept
 
 
-EVIDENCE: dict[str, Callable[[Path, Verdict], list[str]]] = {"offset_regression": offset_regression}
+# What brokers log of a partition's ISR changes (leader side: proposed and committed; controller
+# side: written or refused) and of the ZooKeeper connection the controller writes them through.
+_ISR_LINE = re.compile(r"Shrinking ISR|Expanding ISR|ISR updated to|Failed to update ISR|"
+                       r"have not heard from server|ZooKeeperClient Kafka server\] Connected")
+
+
+def isr_not_restored(run_dir: Path, verdict: Verdict) -> list[str]:
+    """Every broker's lines about the ISR of the partitions that did not heal, and the controller's
+    ZooKeeper connection: a shrink proposed and never committed shows as ``Shrinking ISR`` with no
+    ``ISR updated to`` after it."""
+    out = []
+    for p in verdict.not_healed:
+        name = re.compile(rf"\b{re.escape(p.topic)}-{p.partition}\b" if p.partition is not None else re.escape(p.topic))
+        for log in sorted((run_dir / "logs").glob("kafka-*.log")):
+            lines = [line.rstrip()[:300] for line in log.read_text(errors="replace").splitlines()
+                     if line.startswith("[") and _ISR_LINE.search(line)
+                     and (name.search(line) or "ZooKeeper" in line or "heard" in line)]
+            if any(name.search(line) for line in lines):  # a broker that logged the partition's ISR
+                out += [f"### `{log.name}`: {p.describe()}", "", "```", *lines[-MAX_LINES:], "```", ""]
+    return out
+
+
+EVIDENCE: dict[str, Callable[[Path, Verdict], list[str]]] = {"offset_regression": offset_regression,
+                                                             "isr_not_restored": isr_not_restored}
 
 
 def evidence(anomaly: str, run_dir: Path, verdict: Verdict) -> list[str]:

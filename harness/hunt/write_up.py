@@ -14,7 +14,7 @@ from harness.checker.verdict import Verdict
 from harness.faults import FAULTS
 from harness.history import RUN_JSON
 from harness.hunt.evidence import evidence
-from harness.hunt.goal import Hit
+from harness.hunt.goal import NOT_HEALED, Hit
 from harness.scenario import FaultSpec, Scenario
 
 KEEP_ALWAYS = ("name", "description", "kafka_version", "mode", "seed", "duration_s")
@@ -72,11 +72,23 @@ def _client(client: dict) -> str:
     return f"{client.get('name', '?')} {client.get('version', '')}".strip()
 
 
+def _definition(anomaly: str) -> str:
+    if anomaly == NOT_HEALED:
+        return ("a partition whose ISR is not whole again when the run's wait after healing every fault gives up "
+                "(its isr_not_restored event: the partition as the cluster answered then)")
+    return "(kchaos's history contract) " + " ".join(BY_NAME[anomaly].definition.split())
+
+
+def _observed(hit: Hit, verdict: Verdict) -> list[str]:
+    if hit.anomaly == NOT_HEALED:
+        return [x.describe() for x in verdict.not_healed[:10]]
+    return [json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]]
+
+
 def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
     """The report of one finding. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
     run = json.loads((run_dir / RUN_JSON).read_text())
     client = run.get("client", {})
-    anomaly = BY_NAME[hit.anomaly]
     k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
     kinds = sorted({f.kind for f in minimal.faults})
     title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
@@ -102,7 +114,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         "## Configuration", "", *configuration_in_words(minimal), "",
         "## The promise", "",
         f"{'Promised' if hit.promised else 'Not promised'}: {hit.why}.", "",
-        f"Definition of **{hit.anomaly}** (kchaos's history contract): {' '.join(anomaly.definition.split())}", "",
+        f"Definition of **{hit.anomaly}**: {_definition(hit.anomaly)}", "",
         "## Steps", "",
         f"A workload of {minimal.duration_s:g} s (seed {minimal.seed}) writes to the topic above and reads it back; "
         "meanwhile:", "",
@@ -111,9 +123,8 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         "its broker's files.", "",
         "## Expected", "", f"{hit.anomaly}: 0" + (f" ({hit.why})" if hit.promised else ""), "",
         "## Observed", "",
-        f"{hit.anomaly}: {verdict.anomalies.get(hit.anomaly, 0)} in the run `{run_dir.name}` "
-        f"(`minimal/` beside this file); its first records:", "", "```",
-        *[json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]], "```", "",
+        f"{hit.anomaly}: {hit.count} in the run `{run_dir.name}` (`minimal/` beside this file); its first "
+        "records:", "", "```", *_observed(hit, verdict), "```", "",
     ]
     out += evidence(hit.anomaly, run_dir, verdict)
     if verdict.known_issues:
