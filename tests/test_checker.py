@@ -245,6 +245,7 @@ def _unavailable() -> History:
 @case("not-healed")
 def _not_healed() -> History:
     h = History().clean(5)
+    h.run["mode"] = "zk"
     h.events.append({"type": "isr_not_restored", "ts_ms": h.ts, "topic": "t", "waited_s": 120,
                      "partitions": [{"partition": 0, "leader": 3, "replicas": [3, 1, 2], "isr": [3, 2]}]})
     return h
@@ -329,6 +330,7 @@ def test_a_cluster_whose_isr_was_not_restored_after_the_heal_fails_the_run(judge
     (healed,) = v.not_healed
     assert (healed.topic, healed.partition, healed.isr, healed.replicas) == ("t", 0, [3, 2], [3, 1, 2])
     assert healed.describe() == "t-0: ISR [3, 2] of replicas [3, 1, 2] (leader 3) 120 s after the heal"
+    assert [(i.issue, i.anomalies) for i in v.known_issues] == [("kchaos-F2", ["isr_not_restored"])]
     assert judged["clean"].not_healed == []
 
 

@@ -11,6 +11,7 @@ from harness.checker.excuses import Config, Promise, client_label
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
 from harness.checker.verdict import (
+    NOT_HEALED,
     BrokenOutside,
     ConfigVerdict,
     Coordination,
@@ -296,6 +297,11 @@ KNOWN_ISSUES = (
      "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the idempotent "
      "producer's epoch and sends the batch again with new sequence numbers, which the broker cannot recognise "
      "as a retry: a record written twice"),
+    ("kchaos-F2", (NOT_HEALED,), "zookeeper",
+     "in ZooKeeper mode, an ISR change whose ZooKeeper write was applied but unanswered (the controller's "
+     "connection lost meanwhile) is refused when the controller sends it again (\"bad ZK version\" in its "
+     "log); the controller keeps the old ISR and the leader waits for metadata that never comes "
+     "(docs/findings.md F2; not reported upstream)"),
     ("kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
      "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
      "after newer commits of the same partition; the coordinator keeps the last one it is given "
@@ -309,6 +315,7 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
             "copier": bool(run.get("copiers")),
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in cfgs.producers.values()),
+            "zookeeper": run.get("mode") == "zk",
             "librdkafka_async_commits": any(_librdkafka(client_label(g.get("client") or run.get("client")))
                                             and g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
     out = []
@@ -373,5 +380,5 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         elections=Elections.model_validate(elections(events)),
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes,
-        known_issues=known_issues(rd.run, cfgs, counts),
+        known_issues=known_issues(rd.run, cfgs, {**counts, NOT_HEALED: len(not_healed)}),
     )

@@ -114,6 +114,9 @@ class Coordination(_Model):
     no_majority: list[dict[str, Any]] = Field(default_factory=list)  # spans without a majority in touch
 
 
+NOT_HEALED = "isr_not_restored"  # what a hunt, a known issue and --anomaly call a run's not_healed partitions
+
+
 class NotHealed(_Model):
     """A partition whose ISR was not whole again when the wait after the heal gave up (partition
     None: the topic did not settle for another reason, ``why``)."""

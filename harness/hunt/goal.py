@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from harness.checker.anomaly import ANOMALIES
 from harness.checker.excuses import client_label
-from harness.checker.verdict import ConfigVerdict, GroupVerdict, Verdict
+from harness.checker.verdict import NOT_HEALED, ConfigVerdict, GroupVerdict, Verdict
 
 # Not an anomaly of the history: a partition whose ISR was not whole again after the heal (the run
 # fails, docs/findings.md F2). A hunt for broken promises looks for it; ``--anomaly`` may name it.
-NOT_HEALED = "isr_not_restored"
 NOT_HEALED_WHY = "a follower rejoins the ISR once its log reaches the high watermark"
 
 

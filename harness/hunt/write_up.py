@@ -10,11 +10,11 @@ from pathlib import Path
 import tomli_w
 
 from harness.checker.anomaly import BY_NAME
-from harness.checker.verdict import Verdict
+from harness.checker.verdict import NOT_HEALED, Verdict
 from harness.faults import FAULTS
 from harness.history import RUN_JSON
 from harness.hunt.evidence import evidence
-from harness.hunt.goal import NOT_HEALED, Hit
+from harness.hunt.goal import Hit
 from harness.scenario import FaultSpec, Scenario
 
 KEEP_ALWAYS = ("name", "description", "kafka_version", "mode", "seed", "duration_s")
