@@ -24,7 +24,9 @@ def _history_with_anomalies() -> History:
     h.clean(20)
     h.send("lost-1", 20)  # acknowledged, never seen again
     h.read("x", 5, phase="live", consumer="c1", hw=30)  # a different value at offset 5: divergence
-    h.events += [{"type": "workload_start", "ts_ms": 1_700_000_000_000}, FAULT]
+    h.events += [{"type": "workload_start", "ts_ms": 1_700_000_000_000}, FAULT,
+                 {"type": "isr_not_restored", "ts_ms": 1_700_000_009_000, "topic": "t", "waited_s": 120,
+                  "partitions": [{"partition": 0, "leader": 2, "replicas": [1, 2, 3], "isr": [2, 3]}]}]
     for i, leader in enumerate([1, 1, 2, 2]):
         h.events.append({"type": "state", "ts_ms": 1_700_000_000_000 + 100 * i, "controller": 2,
                          "brokers": [1, 2, 3] if leader == 1 else [2, 3],
@@ -78,6 +80,7 @@ def test_report_of_built_histories_renders_offline_with_every_count(checked, tmp
     assert "broke 1" in page.text, "the matrix marks the broken promise with its count"
     assert "lost-1" in page.text, "the lost record is listed"
     assert "kill leader (p0)" in page.text, "the fault around the anomaly is named"
+    assert "Not healed: t-0: ISR [2, 3] of replicas [1, 2, 3]" in page.text, "a partition that did not heal"
     assert html.stat().st_size < 8_000_000
 
 
