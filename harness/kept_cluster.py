@@ -10,13 +10,15 @@ the quorum changed. A run that did not heal takes the kept cluster with it, and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.faults import FAULTS
 from harness.scenario import Scenario
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
+    from harness.run_directory import RunResult
 
 
 def may_share_a_cluster(s: Scenario) -> bool:
@@ -54,6 +56,20 @@ class KeptCluster:
             c.__enter__()
             self.cluster = c
         return self.cluster
+
+    def execute(self, s: Scenario, out: Path, reuse: bool, **execute_args: Any) -> RunResult:
+        """``runner.execute`` of ``s`` into ``out``, on the kept cluster when ``reuse``. A run that did
+        not heal, or did not finish, takes the kept cluster with it: no later run starts on it."""
+        from harness import runner
+
+        try:
+            result = runner.execute(s, out, cluster=self.for_run(s, reuse), **execute_args)
+        except BaseException:
+            self.close()
+            raise
+        if result.unsettled:
+            self.close()
+        return result
 
     def close(self) -> None:
         c, self.cluster = self.cluster, None

@@ -160,16 +160,13 @@ def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> li
             announce("start", cell.run_id)
             t0 = time.monotonic()
             try:
-                res = runner.execute(s, runs_dir / cell.run_id, scenario_file=_as_given(path), overrides=ov,
-                                     log=lambda m: None, cluster=kept.for_run(s, reuse))
-                if res.unsettled:  # not healed: no later cell starts on it
-                    kept.close()
+                res = kept.execute(s, runs_dir / cell.run_id, reuse, scenario_file=_as_given(path), overrides=ov,
+                                   log=lambda m: None)
                 status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
                            final=res.final)
                 announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
                                  f"({time.monotonic() - t0:.0f} s)")
             except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
-                kept.close()
                 status.set(cell, "error", reason=str(e)[:2000])
                 announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
     return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]

@@ -43,9 +43,9 @@ def runs_table(verdicts: list[Verdict]) -> Table:
     for v in verdicts:
         colour = "red" if v.failed else ("green" if v.exercised else "yellow")
         broke, other = run_cells(v)
-        not_healed = "".join(f"\nnot healed: {x.describe()}" for x in v.not_healed)
-        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", (_listing(broke) + not_healed).removeprefix("-\n"),
-                  _listing(other))
+        broke_cell = [_listing(broke)] if broke else []
+        broke_cell += [f"not healed: {x.describe()}" for x in v.not_healed]
+        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", _listing(other))
     return t
 
 

@@ -71,9 +71,8 @@ RunAndCheck = Callable[[Path, Scenario, bool], "Verdict | Callable[[], Verdict]"
 
 
 def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
-    """Real Kafka: ``runner.execute`` into the path (on the kept cluster when the run may reuse it),
-    then the check (the warm server by default). A run that fails, or whose ISR was not full again
-    after its heal, takes the kept cluster with it."""
+    """Real Kafka: ``KeptCluster.execute`` into the path (on the kept cluster when the run may reuse
+    it), then the check (the warm server by default)."""
 
     def go(path: Path, s: Scenario, reuse: bool) -> Callable[[], Verdict]:
         from harness import runner
@@ -81,18 +80,11 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
         from harness.setup import engine
 
         try:
-            result = runner.execute(s, path, log=lambda m: None, cluster=kept.for_run(s, reuse))
-            if result.unsettled:  # not healed: no later run starts on it
-                kept.close()
+            kept.execute(s, path, reuse, log=lambda m: None)
         except engine.EngineError as e:
-            kept.close()
             raise CannotRun(str(e)) from e
         except (runner.RunError, ClusterError, TimeoutError) as e:
-            kept.close()
             raise RunFailed(str(e)) from e
-        except BaseException:
-            kept.close()
-            raise
         return lambda: check(path, spark_master)
 
     return go
