@@ -75,8 +75,11 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
 @app.command("images")
 def images_cmd(
     version: list[str] = typer.Option(None, "--version", "-v", help=f"Kafka versions ({VERSIONS_HELP})"),
+    every: bool = typer.Option(False, "--all", help="every Kafka version kchaos has a recipe for"),
 ) -> None:
-    """Build every image locally (JRE base, Toxiproxy, Kafka per version); a no-op when up to date."""
+    """Build images locally (JRE base, Toxiproxy, Kafka per version); a no-op when up to date. Without
+    --version or --all, the default version's, as set-up does: a command builds any other version's
+    image the first time it needs it."""
     from harness.setup import engine, images
 
     for v in version or []:
@@ -86,7 +89,7 @@ def images_cmd(
     try:
         client = engine.ensure_engine(install=True, log=_log)
         t0 = time.monotonic()
-        refs = images.build_all(client, versions=version or None, log=_log)
+        refs = images.build_all(client, versions=None if every else (version or images.set_up_versions()), log=_log)
     except (engine.EngineError, images.ImageError) as e:
         err.print(f"[red]{e}[/red]")
         raise typer.Exit(EXIT_NOT_RUN) from e
@@ -161,15 +164,16 @@ def _refusing_bad_input():
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
-def _require_images(source: str, versions: list[str]) -> None:
-    """A Kafka version whose image is not built is bad input (exit 2), named with the fix."""
+def _ensure_images(versions: list[str]) -> None:
+    """Build the images of Kafka versions this machine has not used yet, before any container
+    starts; an image that cannot be built means the command cannot run (exit 3)."""
     from harness.setup import engine, images
 
-    missing = [r.tag for r in images.missing(engine.client(timeout=10), versions) if r.kind != "base"]
-    if missing:
-        err.print(f"[red]bad input:[/red] {source}: kafka_version {', '.join(versions)}: image not built "
-                  f"({', '.join(missing)}); run `kchaos images`")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        images.ensure(engine.client(timeout=10), versions, log=_log)
+    except (engine.EngineError, images.ImageError) as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
 
 
 @app.command()
@@ -195,7 +199,7 @@ def run(
     overrides = list(set_ or [])
     with _refusing_bad_input():
         s = scenario_mod.load(scenario, overrides, seed=seed, kafka_version=kafka_version, mode=mode)
-        _require_images(str(scenario), [s.kafka_version])
+        _ensure_images([s.kafka_version])
     reaper.install_signal_handlers()
     out_dir = out or runner.default_out(s)
     if not no_check and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER")):
@@ -321,7 +325,7 @@ def matrix(
     with _refusing_bad_input():
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_,
                             _csv(clients))
-        _require_images("matrix", sorted({s.kafka_version for _, s, _, _ in p.cells}))
+        _ensure_images(sorted({s.kafka_version for _, s, _, _ in p.cells}))
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
     reaper.install_signal_handlers()
@@ -418,7 +422,7 @@ def hunt(
         except (ValueError, HuntError) as e:
             err.print(f"[red]bad input:[/red] {e}")
             raise typer.Exit(EXIT_BAD_INPUT) from e
-        _require_images("hunt", sorted({b.scenario.kafka_version for b in drawn_on}))
+        _ensure_images(sorted({b.scenario.kafka_version for b in drawn_on}))
     if h is None:
         _parallel_hunt(opts, parallel)
     reaper.install_signal_handlers()

@@ -88,7 +88,8 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
             raise scenario_mod.ScenarioError(f"--clients: {c!r} has no driver (allowed: {', '.join(DRIVERS)})")
     for v in versions or []:
         if v not in KAFKA_VERSIONS:
-            raise scenario_mod.ScenarioError(f"--versions: {v!r} has no image (allowed: {', '.join(KAFKA_VERSIONS)})")
+            raise scenario_mod.ScenarioError(
+                f"--versions: {v!r} has no image recipe (allowed: {', '.join(KAFKA_VERSIONS)})")
     for m in modes or []:
         if m not in ("zk", "kraft"):
             raise scenario_mod.ScenarioError(f"--modes: {m!r} (allowed: zk, kraft)")

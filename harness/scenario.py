@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness import feature_levels
 from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, canonical, refusal, version_refusal
 from harness.cluster.settings import ClusterSettings, quorum_size_refused, supports_dynamic_quorum
 from harness.faults import (
@@ -37,7 +38,7 @@ from harness.faults import (
 from harness.triggers import EVENTS, ISR_EVENTS, PARTITION_EVENTS, Trigger, cycle
 from harness.versions import KAFKA_VERSIONS
 
-FREEFORM_MAPS = ("broker_config", "config", "controller_config")
+FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
               "copier", "quiet": "producers with quiet = true"}
 
@@ -373,6 +374,9 @@ class Scenario(_Model):
     generator: GeneratorSpec | None = None
     hunt: HuntSpec | None = None
     eligible_leader_replicas: bool | None = None  # None: the version's default (on for KRaft from 4.1)
+    features: dict[str, int] = Field(default_factory=dict, description="feature levels the KRaft cluster is "
+                                     "formatted with, e.g. {\"transaction.version\" = 1}; the rest: the version's "
+                                     "defaults (harness/feature_levels.py)")
     client: str = Field(DEFAULT_CLIENT, description="the client library of every producer, consumer, group and the "
                                                     "copier that names none: librdkafka or java (harness/clients/)")
     client_version: VersionText | None = Field(None, description="the version of that library (java: "
@@ -404,11 +408,13 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _check(self) -> Scenario:
         if self.kafka_version not in KAFKA_VERSIONS:
-            raise ValueError(f"kafka_version: {self.kafka_version!r} has no image (allowed: "
+            raise ValueError(f"kafka_version: {self.kafka_version!r} has no image recipe (allowed: "
                              f"{', '.join(KAFKA_VERSIONS)})")
         if self.mode not in KAFKA_VERSIONS[self.kafka_version]:
             raise ValueError(f"mode: {self.mode!r} is not available on Kafka {self.kafka_version} (allowed: "
                              f"{', '.join(KAFKA_VERSIONS[self.kafka_version])})")
+        if why := feature_levels.refusal(self.kafka_version, self.mode, self.features):
+            raise ValueError(why)
         if self.topic.replication_factor > self.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is greater than brokers "
                              f"= {self.brokers} (allowed: 1..{self.brokers})")
@@ -681,7 +687,8 @@ class Scenario(_Model):
         extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},
-                               eligible_leader_replicas=self.eligible_leader_replicas, **extra)
+                               eligible_leader_replicas=self.eligible_leader_replicas, features=self.features,
+                               **extra)
 
 
 def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:

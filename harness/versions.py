@@ -15,7 +15,11 @@ from dataclasses import dataclass
 KAFKA_VERSIONS: dict[str, tuple[str, ...]] = {
     "2.8.2": ("zk",),
     "3.9.1": ("zk", "kraft"),
+    "3.9.2": ("zk", "kraft"),
     "4.1.2": ("kraft",),
+    "4.2.2": ("kraft",),
+    "4.3.1": ("kraft",),
+    "4.4.0": ("kraft",),
 }
 
 DEFAULT_VERSION = "3.9.1"

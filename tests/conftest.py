@@ -4,6 +4,7 @@ they fail with the command that fixes it (never skip), under CI and everywhere e
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 import uuid
 
@@ -31,9 +32,10 @@ def require_docker(versions: list[str] | None = None) -> None:
     st = engine.status()
     if not st.ok:
         pytest.fail(f"Docker engine needed: {st.detail}", pytrace=False)
-    miss = images.missing(engine.client(), versions)
-    if miss:
-        pytest.fail(f"images not built ({', '.join(r.tag for r in miss)}): run `kchaos images`", pytrace=False)
+    try:  # a version set-up did not build is built on its first test, as on a command's first use
+        images.ensure(engine.client(), versions or images.set_up_versions(), log=lambda m: print(m, file=sys.stderr))
+    except images.ImageError as e:
+        pytest.fail(f"image could not be built: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="module")

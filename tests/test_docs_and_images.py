@@ -38,3 +38,53 @@ def test_the_run_directory_doc_shows_the_event_types_from_the_code():
     m = re.search(r"<!-- events-table:start -->\n(.*?)\n<!-- events-table:end -->", doc, re.S)
     assert m, "docs/run-directory.md lacks the events-table markers"
     assert m.group(1).strip() == doc_table().strip()
+
+
+def test_the_ci_matrix_runs_the_catalogue_on_every_version_kchaos_has():
+    from harness.versions import KAFKA_VERSIONS
+
+    workflow = (ROOT / ".github" / "workflows" / "chaos.yml").read_text()
+    m = re.search(r"^\s*kafka: \[(.*)\]$", workflow, re.M)
+    assert m, "the chaos-matrix job lists no kafka versions"
+    assert [v.strip().strip('"') for v in m.group(1).split(",")] == list(KAFKA_VERSIONS)
+
+
+@pytest.mark.docker
+def test_the_feature_level_table_is_what_each_versions_jars_say():
+    """harness/feature_levels.json, read again from every KRaft version's jars on Maven Central."""
+    r = subprocess.run([sys.executable, "scripts/feature_levels.py", "--check"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def _ensure_in_a_process(version: str) -> str:
+    from harness.setup import engine, images
+
+    said: list[str] = []
+    images.ensure(engine.client(), [version], log=said.append)
+    return "\n".join(said)
+
+
+@pytest.mark.docker
+def test_a_version_set_up_did_not_build_is_built_once_on_first_use_by_two_processes_at_once():
+    """Set-up builds only the default version; two processes that first need another version's image
+    at the same moment build it once (a machine-wide lock), and both find it built."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from harness.setup import engine, images
+    from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
+
+    require_docker()
+    assert images.set_up_versions() == [DEFAULT_VERSION]
+    version = "4.2.2"  # no other test of the default tier boots it, so removing its image races nothing
+    assert version in KAFKA_VERSIONS and version != DEFAULT_VERSION
+    tag = images.kafka_ref(version).tag
+    client = engine.client()
+    if images.exists(client, tag):
+        client.images.remove(tag, force=True)
+    with ProcessPoolExecutor(2) as pool:
+        said = list(pool.map(_ensure_in_a_process, [version, version]))
+    assert images.exists(client, tag)
+    built = [s for s in said if f"building {tag}" in s]
+    assert len(built) == 1, said
+    assert all(f"first use of Kafka {version}" in s or not s for s in said), said

@@ -40,6 +40,13 @@ def _bool(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "on")
 
 
+def eligible_leader_replicas(run: dict) -> bool:
+    """Whether the cluster ran with ELR: its own finalized feature level when run.json read one, else
+    what the run asked for."""
+    level = (run.get("features") or {}).get("eligible.leader.replicas.version")
+    return int(level) >= 1 if level is not None else _bool(run.get("eligible_leader_replicas", False))
+
+
 def fault_kinds(run: dict, events: list[dict]) -> frozenset[str]:
     kinds = {str(f.get("kind")) for f in run.get("faults", []) if isinstance(f, dict) and f.get("kind")}
     kinds |= {str(e.get("kind")) for e in events if e.get("type") == "fault" and e.get("kind")}
@@ -52,7 +59,7 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
     version = str(run.get("kafka_version", ""))
     broker_cfg = {str(k): str(v) for k, v in (run.get("broker_config") or {}).items()}
     epochs = run["leader_epochs"] if "leader_epochs" in run else leader_epochs_on(version, broker_cfg)
-    elr = _bool(run.get("eligible_leader_replicas", False))
+    elr = eligible_leader_replicas(run)
     faults = fault_kinds(run, events)
 
     topics_raw = run.get("topics")
@@ -286,7 +293,7 @@ def group_verdicts(idx: int, job: JobResult, run: dict, cfgs: RunConfigs) -> lis
 
 # Known bugs whose symptoms are v2 anomalies: (issue, anomalies, when it applies, why).
 KNOWN_ISSUES = (
-    ("KAFKA-17754", ("aborted_read", "torn_txn", "lost", "precommitted_read"), "transactional",
+    ("KAFKA-17754", ("aborted_read", "torn_txn", "lost", "precommitted_read"), "transactions_v1",
      "a delayed produce or AddPartitions request from one transaction can land in the next, so read_committed "
      "readers see aborted records and committed transactions lose records or tear; KIP-890 (transaction "
      "version 2, Kafka 4.0+) fences such requests only with client support, which librdkafka lacks"),
@@ -311,7 +318,9 @@ KNOWN_ISSUES = (
 
 def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
     """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
-    uses = {"transactional": any(c.transactional for c in cfgs.producers.values()),
+    tv = int((run.get("features") or {}).get("transaction.version", 0))
+    uses = {"transactions_v1": any(c.transactional and not speaks_transaction_v2(c.client, tv)
+                                   for c in cfgs.producers.values()),
             "copier": bool(run.get("copiers")),
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in cfgs.producers.values()),
@@ -324,6 +333,15 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
         if seen and uses[needs]:
             out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
     return out
+
+
+def speaks_transaction_v2(client: str, cluster_level: int) -> bool:
+    """Whether a transactional client's transactions run on KIP-890's second version: the cluster
+    finalized transaction.version 2 and the client is kafka-clients 4.0 or later (librdkafka speaks
+    the first version only)."""
+    name, _, version = client.partition(" ")
+    major = version.split(".")[0]
+    return cluster_level >= 2 and name == "java" and major.isdigit() and int(major) >= 4
 
 
 def _librdkafka(client: str) -> bool:

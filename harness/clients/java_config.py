@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,8 +29,8 @@ MADE_OF = {"producer": ("producer",), "consumer": ("consumer",), "group": ("cons
 
 
 def version_refusal(version: str) -> str | None:
-    """kafka-clients runs at every version set-up builds a driver for: each Kafka version kchaos has
-    an image of, whatever the broker's version is."""
+    """kafka-clients runs at every version kchaos has a Kafka recipe for, whatever the broker's version
+    is (its driver is built the first time a scenario names it)."""
     if version not in KAFKA_VERSIONS:
         return f"client_version: kafka-clients {version!r} has no driver build (allowed: {', '.join(KAFKA_VERSIONS)})"
     return None
@@ -39,8 +40,10 @@ def refusal(table, kafka_version: str) -> str | None:
     """Why the Java driver of kafka-clients ``kafka_version`` cannot make the client ``table`` describes, or None."""
     kind = table.kind
     library = f"kafka-clients {kafka_version}"
-    if not java_driver.built(kafka_version):
-        return f"client: java needs its driver for {library} built (run `kchaos doctor --fix`)"
+    try:  # the first scenario that names this version builds its driver (seconds, from Maven Central)
+        java_driver.build(kafka_version, log=lambda m: print(m, file=sys.stderr))
+    except java_driver.DriverBuildError as e:
+        return f"client: java needs its driver for {library}, which could not be built: {e}"
     for key in table.config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other {library} {kind} property)"

@@ -14,8 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness import feature_levels
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
 
+ELR_FEATURE = "eligible.leader.replicas.version"
 CONTROLLER_ID_BASE = 100  # KRaft: controller K's node.id is 100+K
 ZK_NODE_BASE = 200  # ZooKeeper server K (myid K) is node 200+K where faults name nodes
 CLIENT_PORT = 9092  # broker listener for clients (reached through proxy client-i)
@@ -67,6 +69,9 @@ class ClusterSettings(BaseModel):
                     "slow, hold or cut one client alone")
     broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties")
     controller_config: dict[str, str] = Field(default_factory=dict, description="extra KRaft controller props")
+    features: dict[str, int] = Field(
+        default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
+                                          "(harness/feature_levels.py); the rest get the version's defaults")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSettings:
@@ -83,6 +88,12 @@ class ClusterSettings(BaseModel):
         if self.eligible_leader_replicas and (self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0)):
             raise ValueError("eligible_leader_replicas needs KRaft on Kafka 4.0 or later (allowed: false, or "
                              "mode = \"kraft\" with kafka_version >= 4.0)")
+        if why := feature_levels.refusal(self.kafka_version, self.mode, self.features):
+            raise ValueError(why)
+        elr = self.features.get(ELR_FEATURE)
+        if elr is not None and self.eligible_leader_replicas is not None and elr != int(self.eligible_leader_replicas):
+            raise ValueError(f"features.{ELR_FEATURE} = {elr} contradicts eligible_leader_replicas = "
+                             f"{str(self.eligible_leader_replicas).lower()} (allowed: one of them, or both agreeing)")
         bad = [n for n in self.private_clients if not re.match(CLIENT_NAME, n)]
         if bad or len(set(self.private_clients)) != len(self.private_clients):
             raise ValueError(f"private_clients {self.private_clients}: names must differ and use letters, digits, "
@@ -120,15 +131,20 @@ class ClusterSettings(BaseModel):
         """Whether eligible leader replicas are on in this cluster (ELR is on by default from 4.1)."""
         if self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0):
             return False
+        if ELR_FEATURE in self.features:
+            return self.features[ELR_FEATURE] >= 1
         if self.eligible_leader_replicas is None:
             return _major_minor(self.kafka_version) >= (4, 1)
         return self.eligible_leader_replicas
 
     def format_args(self) -> str:
         """Extra ``kafka-storage format`` arguments for the KRaft controller."""
-        if self.mode != "kraft" or _major_minor(self.kafka_version) < (4, 0):
+        if self.mode != "kraft":
             return ""
-        return f"--feature eligible.leader.replicas.version={int(self.elr_enabled)}"
+        levels = dict(self.features)
+        if _major_minor(self.kafka_version) >= (4, 0):
+            levels[ELR_FEATURE] = int(self.elr_enabled)
+        return " ".join(f"--feature {name}={level}" for name, level in levels.items())
 
     @property
     def broker_ids(self) -> list[int]:

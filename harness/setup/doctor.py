@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from harness import reaper
@@ -54,14 +55,21 @@ def check_engine() -> Check:
 
 
 def check_images(versions: list[str] | None = None) -> Check:
+    """The images set-up builds (base, Toxiproxy, the default Kafka version's); other versions'
+    images are built when a command first needs them, so their absence is only reported."""
     try:
         c = engine.client(timeout=10)
     except engine.EngineError:
         return Check("images", False, "cannot tell without an engine", "kchaos doctor --fix")
-    miss = images.missing(c, versions)
+    wanted = versions or images.set_up_versions()
+    miss = images.missing(c, wanted)
     if miss:
         return Check("images", False, "not built: " + ", ".join(r.tag for r in miss), "kchaos images")
-    return Check("images", True, f"{len(images.all_refs(versions))} images built and current")
+    later = sorted({r.version for r in images.missing(c) if r.version})
+    detail = f"{len(images.all_refs(wanted))} images built and current"
+    if later:
+        detail += f"; built on first use: Kafka {', '.join(later)}"
+    return Check("images", True, detail)
 
 
 def check_leftovers() -> Check:
@@ -110,14 +118,16 @@ def check_warm_spark() -> Check:
 
 
 def check_java_driver() -> Check:
-    """The Java client driver, built per Kafka version (setup/java_driver.py)."""
+    """The Java client driver, built per Kafka version (setup/java_driver.py): set-up builds the
+    default version's, a scenario naming another builds that one."""
     from harness.setup import java_driver
     from harness.versions import KAFKA_VERSIONS
 
-    missing = [v for v in KAFKA_VERSIONS if not java_driver.built(v)]
+    missing = [v for v in images.set_up_versions() if not java_driver.built(v)]
     if missing:
         return Check("java driver", False, f"not built for kafka-clients {', '.join(missing)}", "kchaos doctor --fix")
-    return Check("java driver", True, f"built for kafka-clients {', '.join(KAFKA_VERSIONS)}")
+    have = [v for v in KAFKA_VERSIONS if java_driver.built(v)]
+    return Check("java driver", True, f"built for kafka-clients {', '.join(have)}; others on first use")
 
 
 def run_checks() -> list[Check]:
@@ -127,19 +137,40 @@ def run_checks() -> list[Check]:
 
 def fix(log=print, stop_spark: bool = True) -> None:
     """Install, start, build and clean whatever the checks found missing; stop the warm Spark
-    server unless told to keep it (``./kchaos`` sets up on every call and keeps it)."""
+    server unless told to keep it (``./kchaos`` sets up on every call and keeps it).
+
+    After the Debian packages, the independent steps run side by side: the engine, then the base and
+    the default Kafka image; Toxiproxy (its Go build needs no engine until its image); the Java
+    driver; the Spark start-up cache. Each is idle much of its time (downloads, the engine), which is
+    what two cores can overlap."""
+    from harness.checker import warm
+    from harness.setup import cds, java_driver
+
     engine.install_packages(engine.missing_packages(), log=log)
+    if stop_spark and warm.stop():
+        log("stopped the warm Spark server (the next check starts a new one)")
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-setup") as pool:
+        client = pool.submit(_engine, log)
+        steps = [
+            pool.submit(lambda: _base_and_kafka(client.result(), log)),
+            pool.submit(lambda: images.build_toxiproxy(client.result(), log)),
+            pool.submit(java_driver.build_all, images.set_up_versions(), log),
+            pool.submit(cds.build, log=log),
+        ]
+        for step in steps:
+            step.result()  # the first failure, as it would have been one step at a time
+
+
+def _base_and_kafka(client, log) -> None:
+    images.build_base(client, log)
+    for v in images.set_up_versions():
+        images.build_kafka(client, v, log)
+
+
+def _engine(log) -> object:
+    """A client to a running engine (installed and started if need be), leftovers removed."""
     client = engine.ensure_engine(install=True, log=log)
     n = reaper.reap_orphans(client)
     if n:
         log(f"removed {n} leftover containers/networks")
-    images.build_all(client, log=log)
-    from harness.checker import warm
-    from harness.setup import cds, java_driver
-    from harness.versions import KAFKA_VERSIONS
-
-    java_driver.build_all(list(KAFKA_VERSIONS), log=log)
-
-    if stop_spark and warm.stop():
-        log("stopped the warm Spark server (the next check starts a new one)")
-    cds.build(log=log)
+    return client

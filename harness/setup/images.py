@@ -6,6 +6,10 @@ Three recipes, each tagged by a hash of its inputs so a second build is a no-op:
 - Kafka per version: Apache Kafka's own jars resolved on Maven Central by ``mvn``;
   the same image runs ZooKeeper, brokers, KRaft controllers and Kafka's tools;
 - Toxiproxy: ``go install`` of its server from its Go module, in a scratch image.
+
+Set-up builds the base, Toxiproxy and the default version's Kafka (``set_up_versions``); any other
+version's image is built the first time a command needs it (``ensure``). Each build holds a
+machine-wide lock, so two processes that need one image at once build it once.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from pathlib import Path
 import docker
 from docker.errors import BuildError, ImageNotFound
 
-from harness.setup.tools import resolve_jars, run_tool
-from harness.versions import KafkaVersion, all_versions, get_version
+from harness.setup.tools import build_lock, resolve_jars, run_tool
+from harness.versions import DEFAULT_VERSION, KafkaVersion, all_versions, get_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
@@ -118,14 +122,31 @@ def _docker_build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: d
         raise ImageError(f"docker build of {tag} failed: {e.msg}\n" + "\n".join(lines[-15:])) from e
 
 
-def build_base(client: docker.DockerClient, log: Log) -> str:
-    ref = base_ref()
+def set_up_versions() -> list[str]:
+    """The Kafka versions set-up builds before any command asks: the default one."""
+    return [DEFAULT_VERSION]
+
+
+def _once(client: docker.DockerClient, ref: ImageRef, build: Callable[[], None]) -> str:
+    """``ref``'s tag, built by ``build`` unless it exists, under the lock for that image."""
     if exists(client, ref.tag):
         return ref.tag
+    with build_lock(f"image-{ref.kind}{'-' + ref.version if ref.kind == 'kafka' else ''}"):
+        if not exists(client, ref.tag):  # another process may have built it while this one waited
+            build()
+    return ref.tag
+
+
+def build_base(client: docker.DockerClient, log: Log) -> str:
+    return _once(client, base_ref(), lambda: _build_base(client, log))
+
+
+def _build_base(client: docker.DockerClient, log: Log) -> None:
+    ref = base_ref()
     if os.environ.get("KCHAOS_BASE_IMAGE"):
         log(f"pulling base image {ref.tag}")
         client.images.pull(ref.tag)
-        return ref.tag
+        return
     if os.geteuid() != 0:
         raise ImageError("debootstrap needs root; run as root, or set KCHAOS_BASE_IMAGE=eclipse-temurin:17-jre")
     log(f"building base {ref.tag} with debootstrap ({DEBIAN_SUITE}, {', '.join(_base_packages())})")
@@ -147,13 +168,14 @@ def build_base(client: docker.DockerClient, log: Log) -> str:
         tar.wait()
         if imp.returncode != 0 or tar.returncode != 0:
             raise ImageError(f"docker import of {ref.tag} failed: {imp.stderr.strip()}")
-    return ref.tag
 
 
 def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:
+    return _once(client, toxiproxy_ref(), lambda: _build_toxiproxy(client, log))
+
+
+def _build_toxiproxy(client: docker.DockerClient, log: Log) -> None:
     ref = toxiproxy_ref()
-    if exists(client, ref.tag):
-        return ref.tag
     log(f"building {ref.tag} (go install {TOXIPROXY_MODULE}@{TOXIPROXY_VERSION})")
     with tempfile.TemporaryDirectory(prefix="kchaos-toxi-") as tmp:
         ctx = Path(tmp)
@@ -163,14 +185,15 @@ def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:
         shutil.move(ctx / "bin" / "server", ctx / "toxiproxy-server")
         shutil.rmtree(ctx / "bin")
         _docker_build(client, ctx, ref.tag, {})
-    return ref.tag
 
 
 def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
+    return _once(client, kafka_ref(version), lambda: _build_kafka(client, version, log))
+
+
+def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
     kv = get_version(version)
     ref = kafka_ref(kv)
-    if exists(client, ref.tag):
-        return ref.tag
     base = build_base(client, log)
     log(f"building {ref.tag} from Maven Central ({', '.join(kv.maven_artifacts())})")
     with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
@@ -179,11 +202,11 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
         resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
                      ImageError)
         _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
-    return ref.tag
 
 
 def build_all(client: docker.DockerClient, versions: list[str] | None = None, log: Log = print) -> list[ImageRef]:
-    """Build what is missing; return every ref. Already-present tags cost one inspect each."""
+    """Build what is missing of the images for ``versions`` (every version when None); return every
+    ref. Already-present tags cost one inspect each."""
     refs = all_refs(versions)
     todo = [r for r in refs if not exists(client, r.tag)]
     if not todo:
@@ -198,3 +221,14 @@ def build_all(client: docker.DockerClient, versions: list[str] | None = None, lo
             assert r.version is not None
             build_kafka(client, r.version, log)
     return refs
+
+
+def ensure(client: docker.DockerClient, versions: list[str], log: Log = print) -> None:
+    """Build the images a cluster of each of ``versions`` runs that this machine does not have yet:
+    what a command does before its first container, the first time it needs a version."""
+    todo = missing(client, versions)
+    for r in todo:
+        if r.kind == "kafka":
+            log(f"first use of Kafka {r.version} on this machine: building its image")
+    if todo:
+        build_all(client, versions, log)

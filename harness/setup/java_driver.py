@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from harness.setup.java import cache_dir
-from harness.setup.tools import resolve_jars, run_tool
+from harness.setup.tools import build_lock, resolve_jars, run_tool
 
 SRC = Path(__file__).resolve().parents[1] / "clients" / "java_src"
 # slf4j-api named at the top: kafka-clients asks for 1.7, which would find no 2.x provider.
@@ -54,7 +55,8 @@ def built(version: str) -> bool:
 
 
 def classpath(version: str) -> str:
-    d = build_dir(version)
+    """The driver's class path for kafka-clients ``version``, built first if it is not yet."""
+    d = build(version, log=lambda m: print(m, file=sys.stderr))
     return f"{d / 'classes'}:{d / 'lib' / '*'}"
 
 
@@ -69,10 +71,18 @@ def _run(cmd: list[str], what: str) -> str:
 
 
 def build(version: str, log=print) -> Path:
-    """Build the driver for kafka-clients ``version`` unless it is built; its directory."""
+    """Build the driver for kafka-clients ``version`` unless it is built; its directory. Set-up builds
+    the default version's; any other is built the first time a scenario names it."""
     final = build_dir(version)
     if built(version):
         return final
+    with build_lock(f"java-driver-{version}"):
+        if not built(version):  # another process may have built it while this one waited
+            _build(version, final, log)
+    return final
+
+
+def _build(version: str, final: Path, log) -> None:
     log(f"building the Java client driver for kafka-clients {version} (Maven Central)")
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{final.name}-", dir=final.parent) as tmp:
@@ -89,7 +99,6 @@ def build(version: str, log=print) -> Path:
         (work / "pom.xml").unlink()
         work.rename(final)
         work.mkdir()  # for TemporaryDirectory's clean-up
-    return final
 
 
 def build_all(versions: list[str], log=print) -> None:

@@ -3,8 +3,11 @@ Maven Central: shared by the images' builds (images.py) and the Java driver's (j
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -32,3 +35,20 @@ def resolve_jars(artifacts: list[str], name: str, work: Path, into: Path, what: 
         f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
     run_tool(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={into}"],
              what, error, cwd=work)
+
+
+@contextlib.contextmanager
+def build_lock(name: str) -> Iterator[None]:
+    """Hold the machine-wide lock ``name`` while building: two processes that first need the same
+    image or driver at once (two test workers, a matrix started beside a run) build it once; the
+    second waits and then finds it built."""
+    from harness.setup.java import cache_dir
+
+    path = cache_dir() / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -1,0 +1,94 @@
+"""Feature levels: what a scenario may format a cluster with, the arguments the controllers get, and
+how the levels a cluster ran with shape its verdict (ELR, KAFKA-17754 under KIP-890's second version)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import feature_levels
+from harness import scenario as scenario_mod
+from harness.checker.judge import eligible_leader_replicas, known_issues, resolve_configs, speaks_transaction_v2
+from harness.cluster.settings import ClusterSettings
+
+
+def test_every_kraft_version_has_its_levels_and_a_zookeeper_only_version_none():
+    for version in ("3.9.1", "3.9.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"):
+        lv = feature_levels.levels(version)
+        assert "metadata.version" in lv and lv["metadata.version"].min <= lv["metadata.version"].default
+        assert all(x.min <= x.default <= x.production <= x.testing for x in lv.values()), version
+    assert feature_levels.levels("2.8.2") == {}
+    assert "share.version" not in feature_levels.levels("3.9.2")
+    assert feature_levels.defaults("4.1.2")["share.version"] == 0  # preview: a new 4.1 cluster has no share groups
+    assert feature_levels.defaults("4.2.2")["share.version"] == 1
+
+
+@pytest.mark.parametrize(("version", "mode", "features", "refused"), [
+    ("3.9.2", "zk", {"transaction.version": 0}, 'features: a KRaft cluster\'s feature levels; this one is zk on 3.9.2 '
+                                                 '(allowed: mode = "kraft" with kafka_version 3.9.1'),
+    ("2.8.2", "zk", {"metadata.version": 1}, "this one is zk on 2.8.2"),
+    ("4.4.0", "kraft", {"share.version": 3}, "features.share.version: 3 is not a production-ready level on Kafka "
+                                             "4.4.0 (allowed: 0..2; a new cluster gets 2)"),
+    ("3.9.2", "kraft", {"transaction.version": 1}, "(allowed: 0..0; a new cluster gets 0)"),
+    ("4.1.2", "kraft", {"queue.version": 1}, "features.queue.version: Kafka 4.1.2 has no such feature (allowed: "
+                                             "metadata.version, transaction.version"),
+    ("4.4.0", "kraft", {"kraft.version": 1}, "features.kraft.version: follows the quorum"),
+    ("4.4.0", "kraft", {"group.version": True}, "features.group.version: True is not"),
+])
+def test_a_level_the_version_does_not_have_is_refused_naming_the_key_and_the_allowed(version, mode, features, refused):
+    why = feature_levels.refusal(version, mode, features)
+    assert why is not None and refused in why
+
+
+def test_levels_asked_for_go_to_the_controllers_format_beside_elr():
+    s = ClusterSettings(kafka_version="4.4.0", mode="kraft", features={"transaction.version": 1, "share.version": 0})
+    assert s.format_args() == ("--feature transaction.version=1 --feature share.version=0 "
+                               "--feature eligible.leader.replicas.version=1")
+    assert ClusterSettings(kafka_version="3.9.2", mode="kraft").format_args() == ""
+    assert ClusterSettings(kafka_version="3.9.2", mode="kraft",
+                           features={"metadata.version": 20}).format_args() == "--feature metadata.version=20"
+    off = ClusterSettings(kafka_version="4.3.1", mode="kraft", features={"eligible.leader.replicas.version": 0})
+    assert not off.elr_enabled and off.format_args() == "--feature eligible.leader.replicas.version=0"
+    with pytest.raises(ValueError, match="contradicts eligible_leader_replicas = true"):
+        ClusterSettings(kafka_version="4.3.1", mode="kraft", eligible_leader_replicas=True,
+                        features={"eligible.leader.replicas.version": 0})
+
+
+def test_a_scenario_names_levels_as_a_table_or_with_set(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('name = "x"\nkafka_version = "4.4.0"\nmode = "kraft"\nfeatures = { "transaction.version" = 1 }\n')
+    s = scenario_mod.load(f, ["features.group.version=0"])
+    assert s.cluster_settings().features == {"transaction.version": 1, "group.version": 0}
+    with pytest.raises(scenario_mod.ScenarioError, match=r"features\.share\.version: 9 .*\(allowed: 0\.\.2"):
+        scenario_mod.load(f, ["features.share.version=9"])
+
+
+def test_the_verdict_takes_elr_from_the_level_the_cluster_finalized():
+    assert eligible_leader_replicas({"eligible_leader_replicas": False,
+                                     "features": {"eligible.leader.replicas.version": 1}})
+    assert not eligible_leader_replicas({"eligible_leader_replicas": True,
+                                         "features": {"eligible.leader.replicas.version": 0}})
+    assert eligible_leader_replicas({"eligible_leader_replicas": True, "features": {}})
+
+
+@pytest.mark.parametrize(("client", "level", "v2"), [
+    ("java 4.1.2", 2, True), ("java 4.1.2", 0, False), ("java 3.9.1", 2, False), ("librdkafka 2.16.0", 2, False),
+    ("", 2, False)])
+def test_only_kafka_clients_4_on_a_cluster_at_transaction_version_2_speaks_it(client, level, v2):
+    assert speaks_transaction_v2(client, level) is v2
+
+
+def _transactional_run(client: str, tv: int) -> dict:
+    name, version = client.split(" ")
+    return {"kafka_version": "4.1.2", "mode": "kraft", "features": {"transaction.version": tv},
+            "client": {"name": name, "version": version},
+            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "transactional": True}]}
+
+
+@pytest.mark.parametrize(("client", "tv", "named"), [
+    ("librdkafka 2.16.0", 2, True), ("java 4.1.2", 2, False), ("java 4.1.2", 0, True), ("java 3.9.1", 2, True)])
+def test_kafka_17754_is_named_only_where_transactions_run_on_the_first_version(client, tv, named):
+    run = _transactional_run(client, tv)
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    issues = [k.issue for k in known_issues(run, cfgs, {"aborted_read": 3})]
+    assert ("KAFKA-17754" in issues) is named
