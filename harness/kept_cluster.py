@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cluster.settings import MAX_PRIVATE_CLIENTS
 from harness.faults import FAULTS
 from harness.scenario import Scenario
 
@@ -32,6 +33,16 @@ def may_share_a_cluster(s: Scenario) -> bool:
 def on_a_topic_of_its_own(s: Scenario, tag: str) -> Scenario:
     """``s`` with its topic named ``NAME-tag``: a name no earlier run on a kept cluster used."""
     return s.model_copy(update={"topic": s.topic.model_copy(update={"name": f"{s.topic.name}-{tag}"})})
+
+
+def with_links_for(s: Scenario, clients: list[str]) -> Scenario:
+    """``s`` with links of their own for ``clients`` (the cluster settings a run gives a client it aims a
+    link fault at), whether or not its faults aim at them: runs whose schedules differ in which
+    clients they fault then have the same cluster settings, so they may share one."""
+    private = list(dict.fromkeys([*s.cluster.get("private_clients", []), *clients]))
+    if not clients or len(private) > MAX_PRIVATE_CLIENTS:  # more than a cluster gives links of their own
+        return s
+    return s.model_copy(update={"cluster": {**s.cluster, "private_clients": private}})
 
 
 class KeptCluster:

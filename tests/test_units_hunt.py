@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,11 @@ def test_known_results_by_the_verdicts_known_issues_or_what_permits_the_anomaly(
     assert known_id(Goal().hits(v)[0], v) == "librdkafka#4953"
     v = verdict({"divergence": 1}, broken=["divergence"], why="leader epochs")
     assert known_id(Goal().hits(v)[0], v) is None
+    v = verdict({"divergence": 9}, why="leader epochs off (inter.broker.protocol.version < 0.11): followers truncate")
+    hit = Goal.parse("divergence").hits(v)[0]
+    assert known_id(hit, v, ["cut_coordination"]) == "hw-truncation-divergence"
+    assert known_id(hit, v, ["power_loss", "cut_coordination", "power_loss"]) == \
+        "hw-truncation-divergence, power-loss", "every mechanism that may explain it"
 
 
 # ---------------------------------------------------------------- the write-up
@@ -220,6 +226,7 @@ def test_bug_md_says_what_a_maintainer_needs(tmp_path):
     run = fake_run(tmp_path / "run", s, {"lost": 4}, broken=["lost"], why="acks=all, min.insync>=2")
     v = verdict_mod.read(run)
     hit = Goal().hits(v)[0]
+    hit = replace(hit, count=9)  # as the run the finding was first seen in counted: bug.md shows the run beside it
     doc = {"reproduced": {"k": 3, "n": 3}, "confirmed": {"k": 2, "n": 3}, "known": None,
            "signature": signature(hit, ["kill"]), "dir": "findings/01-lost"}
     text = bug_md(doc, hit, s, run, v)
@@ -227,7 +234,12 @@ def test_bug_md_says_what_a_maintainer_needs(tmp_path):
                    "on acked count=100 +0.5s", "**kill** on leader", "lost: 4", '"value": "v-1"',
                    "kchaos run findings/01-lost/minimal.toml", "not known to kchaos"):
         assert needle in text, needle
-    assert "Not a bug report" not in text
+    assert "Not a bug report" not in text and "lost: 9" not in text
+    assert "| Client | confluent-kafka 2.x |" in text
+    librdkafka = json.loads((run / "run.json").read_text()) | {"client": {"name": "librdkafka",
+                                                                         "version": "librdkafka 2.16.0"}}
+    (run / "run.json").write_text(json.dumps(librdkafka))
+    assert "| Client | librdkafka 2.16.0 |" in bug_md(doc, hit, s, run, v), "the library named once"
 
 
 # ---------------------------------------------------------------- the loop, with a rule for Kafka
@@ -262,7 +274,7 @@ def rule(calls: list[str], flaky: set[str] = frozenset()):
 def options(tmp_path: Path, **kw) -> HuntOptions:
     hunt_table = ['hunt.kinds=["kill", "cut_fetch", "pause"]', "hunt.faults=[2, 4]", "hunt.triggers=0"]
     return HuntOptions(scenarios=("acks1-leader-kill",), out=tmp_path / "hunt", goal=Goal.parse("lost"),
-                       sets=tuple(hunt_table), **{"runs": 12, "confirm": 2, **kw})
+                       **{"sets": tuple(hunt_table), "runs": 12, "confirm": 2, **kw})
 
 
 def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
@@ -281,6 +293,7 @@ def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
                                              "report.html"}
     minimal = scenario_mod.load(d / "minimal.toml")
     assert needs_kill_and_cut(minimal) and len(minimal.faults) == 2
+    assert minimal.topic.name == "chaos", "the scenario's topic, not the one a drawn run had on a shared cluster"
     assert not list((tmp_path / "hunt" / "findings").glob(".*partial"))
 
 
@@ -320,6 +333,26 @@ def test_a_time_budget_ends_the_hunt_with_what_it_found(tmp_path):
 
 def test_hits_name_their_key():
     assert Hit("lost", "acks=1", 3, False, "").key == ("lost", "acks=1")
+
+
+def test_draws_with_and_without_client_faults_have_one_clusters_settings(tmp_path):
+    """Every drawn run on the kept cluster gives the producer links of its own, whether its schedule
+    aims a fault at them or not, so a draw with a client fault does not boot a cluster of its own."""
+    seen: list[tuple[Scenario, bool]] = []
+
+    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        seen.append((s, reuse))
+        fake_run(path, s, {})
+        return verdict_mod.read(path)
+
+    opts = options(tmp_path, runs=12, sets=('hunt.kinds=["kill", "client_latency"]', "hunt.faults=[1, 2]",
+                                            "hunt.triggers=0"))
+    hunt(opts, announce=lambda m: None, go=go)
+    with_client_fault = [s for s, _ in seen if any(f.kind == "client_latency" for f in s.faults)]
+    assert with_client_fault and len(with_client_fault) < len(seen), "the draws differ in it"
+    assert all(reuse for _, reuse in seen)
+    assert len({json.dumps(s.cluster_settings().model_dump(), sort_keys=True) for s, _ in seen}) == 1
+    assert seen[0][0].cluster_settings().private_clients == ["acks1"]
 
 
 def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():

@@ -4,7 +4,10 @@ demonstrates (docs/known-results.md has each one's measured rate under the scena
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from harness.checker.verdict import Verdict
+from harness.faults import FAULTS
 from harness.hunt.goal import Hit
 
 # What permits an anomaly (the start of the promise's reason, harness/checker/excuses.py), and the
@@ -18,14 +21,28 @@ EXCUSED_BY = (
 )
 
 
-def known_id(hit: Hit, v: Verdict) -> str | None:
-    """The known id of a hit, or None for something kchaos has not seen named before."""
+def known_id(hit: Hit, v: Verdict, kinds: Iterable[str] = ()) -> str | None:
+    """The known id of a hit, or None for something kchaos has not seen named before. An anomaly the
+    configuration permits is labelled with every catalogue mechanism that may explain it: the one the
+    promise names first (``hit.why``) and, when the schedule (fault ``kinds``) has a fault beyond what
+    Kafka promises to survive, that fault's too (a power loss of every broker diverges replicas with
+    leader epochs on or off: "hw-truncation-divergence, power-loss")."""
     for issue in v.known_issues:
         if hit.anomaly in issue.anomalies:
             return issue.issue
     if hit.promised:
         return None
+    first = _excused_by(hit.why, hit.anomaly)
+    if first is None:
+        return None
+    elr = any(c.settings.get("eligible_leader_replicas") for c in v.by_config)
+    ids = [first] + [_excused_by(FAULTS[k].excuse, hit.anomaly) for k in sorted(set(kinds))
+                     if k in FAULTS and FAULTS[k].excuse and not (FAULTS[k].elr_covers and elr)]
+    return ", ".join(dict.fromkeys(i for i in ids if i))
+
+
+def _excused_by(why: str, anomaly: str) -> str | None:
     for start, ids in EXCUSED_BY:
-        if hit.why.startswith(start):
-            return ids.get(hit.anomaly, ids["*"])
+        if why.startswith(start):
+            return ids.get(anomaly, ids["*"])
     return None

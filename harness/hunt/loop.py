@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import matrix
+from harness.faults import CLIENT_LINK_FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
@@ -32,7 +33,7 @@ from harness.hunt.trials import (
     run_and_check,
 )
 from harness.hunt.write_up import bug_md, scenario_toml
-from harness.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
+from harness.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own, with_links_for
 from harness.scenario import Scenario, ScenarioError
 
 HUNT_JSON = "hunt.json"
@@ -166,11 +167,13 @@ class Hunt:
                 base = self.bases[number % len(self.bases)]
                 candidate = draw(base.scenario, random.Random(f"{self.opts.seed}/{base.id}/{number}"), base.moves)
                 reuse = may_share_a_cluster(candidate)
-                if reuse:  # a finding from a shared cluster is confirmed on clean ones
-                    candidate = on_a_topic_of_its_own(candidate, str(number))
+                # On a shared cluster the run gets a topic of its own; a finding from it is confirmed and
+                # shrunk on clean clusters, from the schedule as drawn (its minimal.toml names the topic
+                # the scenario does, not the shared cluster's).
+                ran = self._on_the_kept_cluster(candidate, base, number) if reuse else candidate
                 if self.out_of_time:
                     raise OutOfTime
-                pending = self.trials.start(f"h{number:04d}-{base.id}", candidate, reuse)
+                pending = self.trials.start(f"h{number:04d}-{base.id}", ran, reuse)
                 drawn += 1
                 if looking is not None:
                     earlier, looking = looking, None
@@ -187,6 +190,15 @@ class Hunt:
             self.kept.close()
             self._save(drawn)
         return HuntOutcome(self.findings, drawn, self.journal)
+
+    @staticmethod
+    def _on_the_kept_cluster(s: Scenario, base: Base, number: int) -> Scenario:
+        """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, and with links of
+        their own for every client the hunt may aim a link fault at, whether this draw does or not,
+        so that draws with and without client faults share the cluster."""
+        aimed = sorted({m.target.client for m in base.moves
+                        if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
+        return with_links_for(on_a_topic_of_its_own(s, str(number)), aimed)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base) -> None:
         trial = pending.result()
@@ -240,7 +252,8 @@ class Hunt:
     def _investigate(self, hit: Hit, trial: Trial, s: Scenario, base: Base) -> Finding:
         fid = f"{len(self.findings) + 1:02d}-{hit.anomaly}"
         self.announce(f"{trial.name}: {hit.anomaly} ({hit.count}) in {hit.where}: confirming")
-        finding = Finding(fid, signature(hit, [f.kind for f in s.faults]), hit, known_id(hit, trial.verdict),
+        kinds = [f.kind for f in s.faults]
+        finding = Finding(fid, signature(hit, kinds), hit, known_id(hit, trial.verdict, kinds),
                           trial.name, s, s, (0, 0), (0, 0), original_run=trial)
         k, n, confirming = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
         finding.confirmed = (k, n)

@@ -68,8 +68,10 @@ def configuration_in_words(s: Scenario) -> list[str]:
 
 
 def _client(client: dict) -> str:
-    """A client library as a report names it: ``java kafka-clients 3.9.1``."""
-    return f"{client.get('name', '?')} {client.get('version', '')}".strip()
+    """A client library as a report names it: ``java kafka-clients 3.9.1``, ``librdkafka 2.16.0`` (whose
+    version already names it)."""
+    name, version = str(client.get("name", "?")), str(client.get("version", ""))
+    return version if version.startswith(name) else f"{name} {version}".strip()
 
 
 def _definition(anomaly: str) -> str:
@@ -77,6 +79,11 @@ def _definition(anomaly: str) -> str:
         return ("a partition whose ISR is not whole again when the run's wait after healing every fault gives up "
                 "(its isr_not_restored event: the partition as the cluster answered then)")
     return "(kchaos's history contract) " + " ".join(BY_NAME[anomaly].definition.split())
+
+
+def _count(anomaly: str, verdict: Verdict) -> int:
+    """How many of ``anomaly`` the run shown counted (not the run the finding was first seen in)."""
+    return len(verdict.not_healed) if anomaly == NOT_HEALED else verdict.anomalies.get(anomaly, 0)
 
 
 def _observed(hit: Hit, verdict: Verdict) -> list[str]:
@@ -123,7 +130,8 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         "its broker's files.", "",
         "## Expected", "", f"{hit.anomaly}: 0" + (f" ({hit.why})" if hit.promised else ""), "",
         "## Observed", "",
-        f"{hit.anomaly}: {hit.count} in the run `{run_dir.name}` (`minimal/` beside this file); its first "
+        f"{hit.anomaly}: {_count(hit.anomaly, verdict)} in the run `{run_dir.name}` (`minimal/` beside this file); "
+        "its first "
         "records:", "", "```", *_observed(hit, verdict), "```", "",
     ]
     out += evidence(hit.anomaly, run_dir, verdict)
