@@ -86,14 +86,20 @@ def test_acks1_loses_data_and_the_smallest_schedule_has_at_most_two_faults(tmp_p
 
 
 @pytest.mark.chaos_long
-def test_leader_epochs_off_loses_or_diverges(tmp_path):
+@pytest.mark.xfail(strict=True, reason="in 40 min the hunt's draws found divergence only by a power loss of every "
+                   "broker, which diverges replicas with leader epochs on too; KIP-101's sequence (a follower "
+                   "truncated to its HW, then elected) takes three faults in order (docs/hunt.md, Known answers)")
+def test_leader_epochs_off_loses_or_diverges_by_truncation_to_the_hw(tmp_path):
+    """Loss or divergence with leader epochs off, by what epochs prevent: a finding whose schedule has
+    no power loss (which loses and diverges with epochs on as well)."""
     require_docker(["2.8.2"])
     out = tmp_path / "h"
     r = hunt("hw-truncation-loss", "--anomaly", "lost,divergence", "--budget", "40m", "--confirm", "2",
              "--shrink-runs", "12", "--out", str(out))
     assert r.returncode == 1, r.stdout + r.stderr
     found = json.loads((out / "hunt.json").read_text())["findings"]
-    assert any(f["anomaly"] in ("lost", "divergence") and f["reproduced"]["k"] > 0 for f in found), found
+    assert any(f["anomaly"] in ("lost", "divergence") and f["reproduced"]["k"] > 0
+               and "power_loss" not in f["signature"].rsplit("|", 1)[-1] for f in found), found
 
 
 @pytest.mark.chaos_long
