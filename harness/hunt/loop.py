@@ -19,10 +19,12 @@ from pathlib import Path
 from harness import matrix
 from harness.faults import CLIENT_LINK_FAULTS
 from harness.history import write_json_atomic
+from harness.hunt import precursors
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
+from harness.hunt.guide import Corpus, next_schedule
 from harness.hunt.known import known_id
-from harness.hunt.space import Move, draw, vocabulary
+from harness.hunt.space import Move, vocabulary
 from harness.hunt.trials import (
     CannotRun,
     HuntError,
@@ -150,6 +152,7 @@ class Hunt:
         go = go or run_and_check(opts.spark_master, self.kept)
         self.trials = Trials(opts.out / "runs", self.journal["spent"], go, opts.spark_master, log=announce)
         self.findings: list[Finding] = []
+        self.corpora = {b.id: Corpus() for b in self.bases}  # schedules that came close (guide.py)
         self.t0 = time.monotonic()
 
     # ------------------------------------------------------------------ the loop
@@ -159,13 +162,14 @@ class Hunt:
         check goes on while the next drawn run runs, and the hunt looks at it once that run is done:
         the same decisions in the same order as one run at a time, given what the runs showed."""
         drawn = 0
-        looking: tuple[Pending, Scenario, Base] | None = None  # a drawn run whose check goes on
+        looking: tuple[Pending, Scenario, Base, str] | None = None  # a drawn run whose check goes on
         try:
             for number in self._draw_numbers():
                 if self.opts.runs is not None and drawn >= self.opts.runs:
                     break
                 base = self.bases[number % len(self.bases)]
-                candidate = draw(base.scenario, random.Random(f"{self.opts.seed}/{base.id}/{number}"), base.moves)
+                rng = random.Random(f"{self.opts.seed}/{base.id}/{number}")
+                candidate = next_schedule(base.scenario, rng, base.moves, self.corpora[base.id])
                 reuse = may_share_a_cluster(candidate)
                 # On a shared cluster the run gets a topic of its own; a finding from it is confirmed and
                 # shrunk on clean clusters, from the schedule as drawn (its minimal.toml names the topic
@@ -178,7 +182,7 @@ class Hunt:
                 if looking is not None:
                     earlier, looking = looking, None
                     self._look_at_pending(*earlier)
-                looking = (pending, candidate, base)
+                looking = (pending, candidate, base, ran.topic.name)
             if looking is not None:
                 self._look_at_pending(*looking)
         except OutOfTime:
@@ -200,10 +204,18 @@ class Hunt:
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
         return with_links_for(on_a_topic_of_its_own(s, str(number)), aimed)
 
-    def _look_at_pending(self, pending: Pending, s: Scenario, base: Base) -> None:
+    def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
+        """Look at a drawn run once its check is done; one that came close without showing the goal
+        joins its base's corpus, for later draws to build on."""
         trial = pending.result()
         self._progress(trial, s)
-        self._look_at(trial, s, base)
+        if not self._look_at(trial, s, base) and trial.verdict is not None:
+            seen = precursors.read(trial.path, topic)
+            if seen:
+                self.announce(f"{trial.name}: precursor: " + "; ".join(
+                    f"broker {p.broker} dropped {p.acknowledged} acknowledged records of partition "
+                    f"{p.partition} at {p.at_s:g} s" for p in seen))
+            self.corpora[base.id].add(s, seen)
 
     def _draw_numbers(self):
         k, n = self.opts.shard
@@ -235,9 +247,10 @@ class Hunt:
                       f"({trial.wall_s:g} s) · {len(self.trials.spent)} runs · {len(self.findings)} findings{left}")
         self._save(None)
 
-    def _look_at(self, trial: Trial, s: Scenario, base: Base) -> None:
+    def _look_at(self, trial: Trial, s: Scenario, base: Base) -> bool:
+        """Whether the run showed the goal (a finding, new or seen before)."""
         if trial.verdict is None:
-            return
+            return False
         hits = self.opts.goal.hits(trial.verdict)
         for hit in hits:
             same = next((f for f in self.findings if f.covers(hit, s)), None)
@@ -246,6 +259,7 @@ class Hunt:
                 continue
             self.findings.append(self._investigate(hit, trial, s, base))
             break  # one investigation per run: the other hits of it show up again if they are real
+        return bool(hits)
 
     # ------------------------------------------------------------------ one finding
 

@@ -1,0 +1,128 @@
+"""How a hunt chooses its next schedule: swarm draws, and schedules built on runs that came close.
+
+A uniform draw over some twenty fault kinds and seven targets almost never lines up a sequence of
+three faults on the protocol's events, which is what KIP-101's loss takes. Two ideas from the
+testing literature close that gap:
+
+- **Swarm draws** (Groce et al., "Swarm Testing", ISSTA 2012): each fresh schedule draws from a
+  random subset of the fault kinds, so the few kinds a sequence needs recur together in one
+  schedule instead of being diluted by the rest.
+- **Feedback from precursors** (as a coverage-guided fuzzer keeps inputs that reached something
+  new): a run that passed but showed a precursor (harness/hunt/precursors.py: a replica dropped
+  acknowledged records) joins the corpus, and later draws mutate it with the faults that would
+  turn that precursor into a loss: keep the truncated replica from fetching again, or take its
+  leader away right after. A child that shows a precursor again joins the corpus in turn, so a
+  sequence is built one fault at a time.
+
+Everything here is a function of the hunt's seed and of what the runs showed, so a resumed hunt
+draws the same schedules.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from harness.cluster.toxiproxy import LATENCY_TOXIC
+from harness.faults import FAULTS
+from harness.hunt.precursors import Precursor
+from harness.hunt.space import FIRST_FAULT_S, SETTLE_S, Move, bounds, draw, with_faults
+from harness.scenario import Scenario
+
+SWARM_SHARE = 0.5  # each fault kind is in a fresh draw's subset with this probability
+MUTATE_SHARE = 0.5  # once the corpus has schedules, this share of draws mutates one
+RECENT = 8  # parents are chosen among the newest schedules of the corpus
+EXTRA_FAULTS = 2  # a mutated schedule may have this many faults beyond the [hunt] table's maximum
+# What takes a partition's leader away, and what keeps one replica from fetching: the two steps
+# that turn a replica's dropped acknowledged records into lost ones.
+TAKES_THE_LEADER = ("kill", "restart", "isolate", "pause", "cut_coordination")
+HOLDS_FETCHES = ("cut_fetch", "slow_fetch")
+
+
+@dataclass
+class Corpus:
+    """The schedules of a hunt's base that passed but showed a precursor, oldest first."""
+
+    entries: list[tuple[Scenario, list[Precursor]]] = field(default_factory=list)
+
+    def add(self, s: Scenario, seen: list[Precursor]) -> None:
+        if seen:
+            self.entries.append((s, seen))
+
+
+def swarm(rng: random.Random, moves: list[Move]) -> list[Move]:
+    """The moves of a random subset of the fault kinds (at least one kind)."""
+    kinds = sorted({m.kind for m in moves})
+    chosen = {k for k in kinds if rng.random() < SWARM_SHARE} or {rng.choice(kinds)}
+    return [m for m in moves if m.kind in chosen]
+
+
+def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Corpus) -> Scenario:
+    """The next schedule for base scenario ``s``: a mutation of a recent corpus entry, or (always
+    while the corpus is empty, and when a mutation does not fit) a fresh swarm draw."""
+    if corpus.entries and rng.random() < MUTATE_SHARE:
+        parent, seen = rng.choice(corpus.entries[-RECENT:])
+        child = mutate(parent, rng.choice(seen), rng, moves)
+        if child is not None:
+            return child
+    return draw(s, rng, swarm(rng, moves))
+
+
+def mutate(parent: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> Scenario | None:
+    """``parent`` with one fault more, aimed at precursor ``p``: hold the truncated replica's
+    fetches from a little before it truncated, or take the partition's leader away a little after;
+    None when the scenario takes neither (or the fault does not fit the schedule). The kinds are the
+    hunt's (``moves``); the target is the precursor's, whatever targets the [hunt] table draws."""
+    steps = [hold_fetches, take_the_leader]
+    rng.shuffle(steps)
+    for step in steps:
+        fault = step(parent, p, rng, moves)
+        if fault is None:
+            continue
+        if len(parent.faults) >= bounds(parent).faults[1] + EXTRA_FAULTS:
+            return None
+        try:
+            return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], fault])
+        except (ValidationError, ValueError):
+            continue
+    return None
+
+
+def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> dict | None:
+    """The truncated replica's fetches held or slowed from up to 4 s before it truncated, for 4 to
+    10 s: records it drops then stay dropped while it is still in the ISR."""
+    kinds = sorted({m.kind for m in moves if m.kind in HOLDS_FETCHES})
+    if not kinds:
+        return None
+    kind = rng.choice(kinds)
+    start = max(FIRST_FAULT_S, round(p.at_s - rng.uniform(0.5, 4.0), 1))
+    f = _fitted(s, {"at_s": start, "duration_s": round(rng.uniform(4.0, 10.0), 1), "kind": kind,
+                    "target": f"broker:{p.broker}", "partition": p.partition,
+                    "stream": rng.choice(["downstream", None])})
+    if f is not None and FAULTS[kind].toxic == LATENCY_TOXIC:
+        f["latency_ms"] = rng.randint(*bounds(s).latency_ms)
+    return f
+
+
+def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> dict | None:
+    """The partition's leader stopped, paused or cut off 0.2 to 2.5 s after the replica truncated:
+    if the truncated replica is elected before it fetches again, what it dropped is gone."""
+    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
+    if not kinds:
+        return None
+    lo, hi = bounds(s).fault_duration_s
+    return _fitted(s, {"at_s": round(p.at_s + rng.uniform(0.2, 2.5), 1), "duration_s": round(rng.uniform(lo, hi), 1),
+                       "kind": rng.choice(kinds), "target": "leader", "partition": p.partition})
+
+
+def _fitted(s: Scenario, f: dict) -> dict | None:
+    """``f`` ending ``SETTLE_S`` before the workload does (shortened if need be), or None if it
+    would start too late to."""
+    f = {k: v for k, v in f.items() if v is not None}
+    room = s.duration_s - SETTLE_S - f["at_s"]
+    if room < 0.5:
+        return None
+    f["duration_s"] = round(min(f["duration_s"], room), 1)
+    return f
