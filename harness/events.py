@@ -57,6 +57,23 @@ class PowerLossCut(_Record):
     removed: bool
 
 
+class UpgradeStep(_Record):
+    node: str  # kafka-2, controller-1
+    before: str  # the version it ran
+    after: str  # the version it runs
+    begin_ms: int
+    stopped_ms: int | None = None
+    started_ms: int | None = None
+    rejoined_ms: int | None = None  # back in the ISR of every partition it replicates (a controller: a voter)
+
+
+class FeatureChange(_Record):
+    feature: str
+    before: int  # the finalized level before
+    after: int  # the finalized level after, as the brokers then reported it
+    asked: int
+
+
 class FaultDetail(_Record):
     """What a fault found and did, on its fault_start and fault lines."""
 
@@ -71,6 +88,9 @@ class FaultDetail(_Record):
     trigger: str | None = None  # a triggered fault: its trigger, what was observed and when
     observed: str | None = None
     trigger_ms: int | None = None
+    upgrade: list[UpgradeStep] | None = None  # rolling_upgrade: each node it moved, in order
+    upgrade_error: str | None = None  # rolling_upgrade: why the roll stopped before every node was moved
+    feature_change: FeatureChange | None = None  # feature_upgrade
 
 
 # ------------------------------------------------------------------ the record types

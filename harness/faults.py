@@ -9,6 +9,7 @@ toxics come off its links), so only process faults name a heal.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
@@ -100,6 +101,9 @@ class PlannedFault:
     on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
     number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
     stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
+    to: str = ""  # rolling_upgrade: the version every node moves to
+    feature: str = ""  # feature_upgrade: the feature, and its level (-1: the newest the nodes support)
+    level: int = -1
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -124,6 +128,7 @@ class Applied:
     detail: dict = field(default_factory=dict)
     tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
     member: object | None = None  # the group member a member fault acts on (groups.Member)
+    background: threading.Thread | None = None  # work the fault goes on with while the schedule runs (a roll)
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
@@ -158,6 +163,7 @@ class FaultKind:
     on_member: tuple[str, str] | None = None  # a group member's process: (its method to apply, to heal)
     on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
     quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
+    lasting: bool = False  # the heal does not undo it: the cluster runs another version or feature level after
 
     @property
     def beyond_kafka(self) -> bool:
@@ -269,6 +275,33 @@ def _add_controller(c: KafkaCluster, a: Applied, b: int) -> None:
     c.add_controller(b)
 
 
+# ---------------------------------------------------------------- upgrades under load
+
+def _roll(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Start the roll at node b; it goes on beside the schedule, one node at a time, and its heal
+    waits for it. Each step lands in the fault's detail as it begins."""
+    steps: list[dict] = []
+    a.detail["upgrade"] = steps
+
+    def go() -> None:
+        try:
+            c.roll(b, a.fault.to, steps)
+        except Exception as e:  # a node that did not come back: the run records where the roll stopped
+            a.detail["upgrade_error"] = str(e)[:500]
+
+    a.background = threading.Thread(target=go, name=f"rolling-upgrade-{a.tag}", daemon=True)
+    a.background.start()
+
+
+def _await_roll(c: KafkaCluster, a: Applied, b: int) -> None:
+    if a.background is not None:
+        a.background.join()
+
+
+def _feature_upgrade(c: KafkaCluster, a: Applied, b: int) -> None:
+    a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level if a.fault.level >= 0 else None)
+
+
 # ---------------------------------------------------------------- client faults
 
 def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -312,6 +345,11 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("add_controller", "KIP-853: a spare controller (target controller:K past the voters) joins the "
               "voter set; removed again at the heal", "#6baed6", _add_controller, _remove_controller,
               quorum_change=True),
+    FaultKind("rolling_upgrade", "every node moved to Kafka `to`, one at a time (clean stop, the new version's "
+              "jars, start, back in every ISR before the next): KRaft controllers first, then brokers, each group "
+              "from the target on; the heal waits for the roll to end", "#31a354", _roll, _await_roll, lasting=True),
+    FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
+              "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),

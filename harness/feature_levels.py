@@ -67,3 +67,25 @@ def refusal(kafka_version: str, mode: str, features: dict[str, int]) -> str | No
             return (f"features.{name}: {level!r} is not a production-ready level on Kafka {kafka_version} "
                     f"(allowed: {lv.min}..{lv.production}; a new cluster gets {lv.default})")
     return None
+
+
+def upgrade_refusal(where: str, initial: str, running: str, mode: str, formatted: dict[str, int], feature: str,
+                    level: int | None) -> str | None:
+    """Why ``kafka-features upgrade`` of ``feature`` to ``level`` (None: the newest the version has)
+    cannot be asked of a cluster formatted on ``initial`` with ``formatted`` (the scenario's
+    features; the rest at that version's defaults) and running ``running`` by then (its newest
+    version after the rolling upgrades before), naming the key and what is allowed, or None."""
+    have = levels(running)
+    if mode != "kraft" or not have:
+        return (f"{where}: feature_upgrade changes a KRaft cluster's feature levels; this one is {mode} on {running} "
+                f"(allowed: mode = \"kraft\" with kafka_version {', '.join(_table())})")
+    if feature == "kraft.version" or feature not in have:
+        allowed = ", ".join(f for f in have if f != "kraft.version")
+        return f"{where}.feature: {feature!r} is not a feature Kafka {running} upgrades here (allowed: {allowed})"
+    lv = have[feature]
+    start = formatted.get(feature, defaults(initial).get(feature, 0))
+    if level is not None and not start < level <= lv.production:
+        return (f"{where}.level: {level} is not an upgrade of {feature} from {start} on Kafka {running} (allowed: "
+                f"{start + 1}..{lv.production}, or no level for the newest)" if start < lv.production else
+                f"{where}.level: {feature} is at its newest production level ({start}) on Kafka {running} already")
+    return None

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 def may_share_a_cluster(s: Scenario) -> bool:
     """Whether ``s`` may run on a cluster earlier runs healed, on a topic of its own: not when the
     cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
-    committed offsets, the copier's) or the faults change the quorum's voters."""
+    committed offsets, the copier's), the faults change the quorum's voters, or they leave the cluster
+    on another version or feature level."""
     return (not s.groups and s.copier is None and not any(p.transactional for p in s.producers)
-            and not any(FAULTS[f.kind].quorum_change for f in s.faults))
+            and not any(FAULTS[f.kind].quorum_change or FAULTS[f.kind].lasting for f in s.faults))
 
 
 def on_a_topic_of_its_own(s: Scenario, tag: str) -> Scenario:
@@ -63,7 +64,7 @@ class KeptCluster:
             from harness.cluster import KafkaCluster
             from harness.setup import cluster_images
 
-            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version))
+            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades))
             c.__enter__()
             self.cluster = c
         return self.cluster

@@ -40,6 +40,7 @@ from harness.report_quorum import PANEL as QUORUM_PANEL
 from harness.report_quorum import failover_rows, has_quorum, quorum_traces, shade_no_majority
 from harness.report_transactions import PANEL as TXN_PANEL
 from harness.report_transactions import has_transactions, txn_tables, txn_traces
+from harness.report_upgrades import upgrade_rows
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
@@ -305,6 +306,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if e.get("type") == "fault"],
+        "upgrades": upgrade_rows([e for e in events if e.get("type") == "fault"], t0),
         "skipped": [e for e in events if e.get("type") == "fault_skipped"],
         "unfired": [e for e in events if e.get("type") == "trigger_unfired"],
         "elections": verdict.elections,

@@ -49,7 +49,7 @@ def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides:
 @contextlib.contextmanager
 def _cluster(s: Scenario, given: KafkaCluster | None) -> Iterator[KafkaCluster]:
     if given is None:
-        with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
+        with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades)) as c:
             yield c
         return
     if given.settings != s.cluster_settings():

@@ -36,7 +36,7 @@ from harness.faults import (
     check_kind,
 )
 from harness.triggers import EVENTS, ISR_EVENTS, PARTITION_EVENTS, Trigger, cycle
-from harness.versions import KAFKA_VERSIONS
+from harness.versions import KAFKA_VERSIONS, upgrades_from
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
@@ -264,6 +264,10 @@ class TriggerSpec(_Model):
         return Trigger(**self.model_dump())
 
 
+# The fault settings of the upgrade kinds, and the kinds that take each.
+UPGRADE_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",)}
+
+
 class FaultSpec(_Model):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
@@ -278,10 +282,24 @@ class FaultSpec(_Model):
         "both", description="cuts and delays: one direction only. upstream is what the connecting side sends (a "
                             "follower's fetch requests), downstream what it receives (the leader's fetch responses, "
                             "which carry the high watermark)")
+    to: str | None = Field(None, description="rolling_upgrade: the Kafka version every node is moved to")
+    feature: str | None = Field(None, description="feature_upgrade: the feature (metadata.version, "
+                                                  "transaction.version, ...)")
+    level: int | None = Field(None, ge=0, description="feature_upgrade: the level (default: the newest production "
+                                                      "level the running version has)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
         kind = check_kind(self.kind)
+        for key, kinds in UPGRADE_KEYS.items():
+            if getattr(self, key) is not None and self.kind not in kinds:
+                raise ValueError(f"{key}: only {' and '.join(kinds)} take{'s' if len(kinds) == 1 else ''} {key}, not "
+                                 f"{self.kind}")
+        if self.kind == "rolling_upgrade" and self.to is None:
+            raise ValueError(f"to: rolling_upgrade needs the version to move to (allowed: {', '.join(KAFKA_VERSIONS)})")
+        if self.kind == "feature_upgrade" and self.feature is None:
+            raise ValueError("feature: feature_upgrade needs the feature to upgrade (allowed: a feature the version "
+                             "has, e.g. metadata.version, transaction.version, group.version, share.version)")
         if self.stream != "both" and not kind.directional:
             directional = [k for k, f in FAULTS.items() if f.directional]
             raise ValueError(f"stream: {self.stream} applies to cuts and delays of one direction only, not "
@@ -444,6 +462,7 @@ class Scenario(_Model):
             if f.at_s + f.duration_s > self.duration_s:
                 raise ValueError(f"faults.{i}: ends at {f.at_s + f.duration_s:g} s, after duration_s = "
                                  f"{self.duration_s:g}")
+        self._check_upgrades()
         self._check_triggers()
         self._check_generator_clients()
         self._check_client_configs()
@@ -460,6 +479,27 @@ class Scenario(_Model):
             msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
             raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
+
+    def _check_upgrades(self) -> None:
+        """Each rolling upgrade moves the cluster to a later version that runs in its mode, each after
+        the one before (in the order of ``faults``); each feature upgrade names a feature and level the
+        version running by then has (feature_levels.upgrade_refusal)."""
+        running = self.kafka_version
+        for i, f in enumerate(self.faults):
+            if f.kind == "rolling_upgrade":
+                allowed = upgrades_from(running, self.mode)
+                if f.to not in allowed:
+                    raise ValueError(f"faults.{i}.to: {f.to!r} is not a later version of a {self.mode} cluster running "
+                                     f"{running} (allowed: {', '.join(allowed) or 'none: it runs the newest'})")
+                running = f.to
+            elif f.kind == "feature_upgrade" and (why := feature_levels.upgrade_refusal(
+                    f"faults.{i}", self.kafka_version, running, self.mode, self.features, f.feature, f.level)):
+                raise ValueError(why)
+
+    @property
+    def upgrades(self) -> list[str]:
+        """The versions the rolling upgrades move the cluster to, in order: its image holds them all."""
+        return [f.to for f in self.faults if f.kind == "rolling_upgrade" and f.to is not None]
 
     def _check_client_configs(self) -> None:
         """Each table's client library has a driver, runs at the version named, and takes the table's ``config``."""

@@ -54,6 +54,18 @@ class KafkaVersion:
         return arts
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """A version's order: 3.9.2 < 4.1.2 < 4.10.0."""
+    return tuple(int(x) for x in version.split("."))
+
+
+def upgrades_from(version: str, mode: str) -> list[str]:
+    """The versions a rolling upgrade may move a cluster of ``version`` in ``mode`` to: every later
+    one that runs in that mode (Kafka upgrades a KRaft cluster from 3.3 or later straight to 4.x; a
+    ZooKeeper cluster stays on 3.x, whose last line is the last with ZooKeeper)."""
+    return [v for v, modes in KAFKA_VERSIONS.items() if mode in modes and version_key(v) > version_key(version)]
+
+
 def get_version(version: str) -> KafkaVersion:
     """Look a version up, with an error that lists what is available."""
     if version not in KAFKA_VERSIONS:

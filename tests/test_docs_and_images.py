@@ -50,8 +50,11 @@ def test_the_ci_matrix_runs_the_catalogue_on_every_version_kchaos_has():
 
 
 @pytest.mark.docker
+@pytest.mark.chaos_long
 def test_the_feature_level_table_is_what_each_versions_jars_say():
-    """harness/feature_levels.json, read again from every KRaft version's jars on Maven Central."""
+    """harness/feature_levels.json, read again from every KRaft version's jars on Maven Central (two
+    minutes on a clean machine: the long tier; tests/test_units_features.py checks every version has
+    its row)."""
     r = subprocess.run([sys.executable, "scripts/feature_levels.py", "--check"], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

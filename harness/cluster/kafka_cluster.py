@@ -45,6 +45,7 @@ from harness.cluster.state_types import ClusterState
 from harness.cluster.topics import Topics
 from harness.cluster.topology import Topology
 from harness.cluster.toxiproxy import Toxiproxy
+from harness.cluster.upgrades import Upgrades
 from harness.setup import ClusterImages
 from harness.waiting import until
 
@@ -61,13 +62,13 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges):
+class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Upgrades):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
 
     This class holds the containers, networks and proxies (start, stop, clients, files); each other
     concern is a file of its own, mixed in: its state and the waits on it (state.py), topics
     (topics.py), faults on a node's process (nodes.py) and on links (links.py), KIP-853 quorum
-    changes (quorum_changes.py)."""
+    changes (quorum_changes.py), rolling and feature upgrades (upgrades.py)."""
 
     def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
         self.settings = settings
@@ -80,6 +81,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges):
         self.runs = 0  # runs started on this cluster: more than one when a caller keeps it between runs
         # KIP-853: each controller's log directory id, given to every controller's format
         self.directory_ids = {k: new_cluster_id() for k in range(1, self.settings.quorum_size + 1)}
+        self.node_versions: dict[int, str] = {}  # nodes a rolling upgrade moved off the cluster's version
         self.admin_ports: dict[int, int] = {}  # coordination node -> the harness's published port to it
         self._containers: dict[str, DockerContainer] = {}
         self._networks: dict[str, Network] = {}

@@ -15,12 +15,18 @@ class ClusterImages:
     toxiproxy: str
 
 
-def cluster_images(kafka_version: str, log=None) -> ClusterImages:
+def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str, ...] = ()) -> ClusterImages:
     """The tags of the images a cluster of this Kafka version runs, built first if this machine has
-    not built them yet (set-up builds only the default version's)."""
+    not built them yet (set-up builds only the default version's); with ``upgrades`` (the versions
+    rolling upgrades move it to, in order) its nodes run the image that has them all."""
     import sys
 
     from harness.setup import engine, images
 
-    images.ensure(engine.client(timeout=10), [kafka_version], log=log or (lambda m: print(m, file=sys.stderr)))
+    log = log or (lambda m: print(m, file=sys.stderr))
+    client = engine.client(timeout=10)
+    images.ensure(client, [kafka_version, *upgrades], log=log)
+    if upgrades:
+        nodes = images.build_upgrade(client, kafka_version, list(upgrades), log)
+        return ClusterImages(nodes, images.toxiproxy_ref().tag)
     return ClusterImages(images.kafka_ref(kafka_version).tag, images.toxiproxy_ref().tag)

@@ -93,6 +93,13 @@ def kafka_ref(version: str | KafkaVersion) -> ImageRef:
     return ImageRef("kafka", f"kchaos/kafka:{kv.version}-{h}", kv.version)
 
 
+def upgrade_ref(version: str, later: list[str]) -> ImageRef:
+    """The image of a cluster that starts on ``version`` and is rolled to each of ``later``."""
+    h = _digest(RECIPE_REVISION, kafka_ref(version).tag, *(kafka_ref(v).tag for v in later),
+                _files_digest(DOCKER_DIR / "upgrade"))
+    return ImageRef("upgrade", f"kchaos/kafka-upgrade:{version}-to-{'-'.join(later)}-{h}", version)
+
+
 def all_refs(versions: list[str] | None = None) -> list[ImageRef]:
     kvs = [get_version(v) for v in versions] if versions else all_versions()
     return [base_ref(), toxiproxy_ref(), *(kafka_ref(kv) for kv in kvs)]
@@ -202,6 +209,42 @@ def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
         resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
                      ImageError)
         _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
+
+
+def build_upgrade(client: docker.DockerClient, version: str, later: list[str], log: Log) -> str:
+    """The rolling-upgrade image from ``version`` to ``later`` (each version's own image first)."""
+    ref = upgrade_ref(version, later)
+    if exists(client, ref.tag):
+        return ref.tag
+    tags = {v: build_kafka(client, v, log) for v in [version, *later]}
+    with build_lock(f"image-upgrade-{version}-{'-'.join(later)}"):
+        if not exists(client, ref.tag):
+            log(f"building {ref.tag}: Kafka {version} with the jars of {', '.join(later)} beside it")
+            with tempfile.TemporaryDirectory(prefix="kchaos-upgrade-") as tmp:
+                ctx = Path(tmp)
+                shutil.copytree(DOCKER_DIR / "upgrade", ctx, dirs_exist_ok=True)
+                (ctx / "Dockerfile").write_text(upgrade_dockerfile(tags[version], {v: tags[v] for v in later}))
+                _docker_build(client, ctx, ref.tag, {})
+    return ref.tag
+
+
+def upgrade_dockerfile(first: str, later: dict[str, str]) -> str:
+    """One node image for a rolling upgrade: image ``first`` with each later version's jars beside
+    its own under /opt/kafka-versions/V/libs, and /opt/kafka/libs a link to the version the node
+    runs: its own until the harness names another in /var/lib/kafka/kchaos-version of the stopped
+    container (harness/cluster/upgrades.py). The data directories stay: the same container, its own
+    files. Every FROM is a local tag; nothing is pulled."""
+    stages = [f"FROM {tag} AS v{i}" for i, tag in enumerate(later.values())]
+    copies = [f"COPY --from=v{i} /opt/kafka/libs/ /opt/kafka-versions/{v}/libs/" for i, v in enumerate(later)]
+    return "\n".join([
+        *stages, f"FROM {first}", *copies,
+        "COPY kchaos-upgrade-entrypoint.sh /opt/kafka/bin/kchaos-upgrade-entrypoint.sh",
+        "RUN mkdir -p /opt/kafka-versions/${KAFKA_VERSION}"
+        " && mv /opt/kafka/libs /opt/kafka-versions/${KAFKA_VERSION}/libs"
+        " && ln -s /opt/kafka-versions/${KAFKA_VERSION}/libs /opt/kafka/libs"
+        " && chmod 0755 /opt/kafka/bin/kchaos-upgrade-entrypoint.sh",
+        f"LABEL org.kchaos.upgrade-to={','.join(later)}",
+        'ENTRYPOINT ["/opt/kafka/bin/kchaos-upgrade-entrypoint.sh"]', 'CMD ["broker"]', ""])
 
 
 def build_all(client: docker.DockerClient, versions: list[str] | None = None, log: Log = print) -> list[ImageRef]:
