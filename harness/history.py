@@ -29,6 +29,8 @@ VERDICT_JSON = "verdict.json"
 EVENTS = events.EVENTS
 TXNS = "txns.parquet"  # v2: one row per transaction
 OFFSETS = "offsets.parquet"  # v2: committed group offsets
+DELIVERIES = "deliveries.parquet"  # share groups: every record a member was given (docs/share-groups.md)
+SHARE_ACKS = "share_acks.parquet"  # share groups: every acknowledgement a member sent, with its outcome
 
 # Required columns: name -> (arrow type, nullable)
 PRODUCED_SCHEMA = pa.schema([
@@ -89,7 +91,32 @@ OFFSETS_SCHEMA = pa.schema([
     pa.field("ts_ms", pa.int64(), False),
     pa.field("phase", pa.string(), False),
 ])
-OPTIONAL_FILES = {TXNS: TXNS_SCHEMA, OFFSETS: OFFSETS_SCHEMA}
+DELIVERIES_SCHEMA = pa.schema([
+    pa.field("group", pa.string(), False),
+    pa.field("member", pa.string(), False),
+    pa.field("topic", pa.string(), False),
+    pa.field("partition", pa.int32(), False),
+    pa.field("offset", pa.int64(), False),
+    pa.field("value", pa.string(), False),
+    pa.field("delivery_count", pa.int32(), True),  # as the client reported it (null: it reported none)
+    pa.field("ts_ms", pa.int64(), False),  # when poll returned it
+])
+SHARE_ACKS_SCHEMA = pa.schema([
+    pa.field("group", pa.string(), False),
+    pa.field("member", pa.string(), False),
+    pa.field("topic", pa.string(), False),
+    pa.field("partition", pa.int32(), False),
+    pa.field("offset", pa.int64(), False),
+    pa.field("value", pa.string(), False),
+    pa.field("type", pa.string(), False),  # accept | release | reject
+    pa.field("outcome", pa.string(), False),  # ok | error | unknown
+    pa.field("error", pa.string(), True),
+    pa.field("ts_ms", pa.int64(), False),  # when the outcome was known (the commit returned)
+])
+ACK_TYPES = ("accept", "release", "reject")
+ACK_OUTCOMES = ("ok", "error", "unknown")
+OPTIONAL_FILES = {TXNS: TXNS_SCHEMA, OFFSETS: OFFSETS_SCHEMA, DELIVERIES: DELIVERIES_SCHEMA,
+                  SHARE_ACKS: SHARE_ACKS_SCHEMA}
 PRODUCED_V2_SCHEMA = pa.schema([*PRODUCED_SCHEMA, *OPTIONAL_COLUMNS[PRODUCED]])
 CONSUMED_V2_SCHEMA = pa.schema([*CONSUMED_SCHEMA, *OPTIONAL_COLUMNS[CONSUMED]])
 OUTCOMES = ("committed", "aborted", "unknown")

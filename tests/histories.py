@@ -10,6 +10,8 @@ from harness.history import (
     CONSUMED,
     CONSUMED_SCHEMA,
     CONSUMED_V2_SCHEMA,
+    DELIVERIES,
+    DELIVERIES_SCHEMA,
     OFFSETS,
     OFFSETS_SCHEMA,
     PRODUCED,
@@ -18,6 +20,8 @@ from harness.history import (
     REPLICAS,
     REPLICAS_SCHEMA,
     RUN_JSON,
+    SHARE_ACKS,
+    SHARE_ACKS_SCHEMA,
     TXNS,
     TXNS_SCHEMA,
     write_table,
@@ -38,6 +42,8 @@ class History:
         self.events: list[dict] = []
         self.txns: list[dict] = []
         self.offsets: list[dict] = []
+        self.deliveries: list[dict] = []
+        self.share_acks: list[dict] = []
         self.run = run if run is not None else {
             "run_id": "test",
             "kafka_version": "3.9.1",
@@ -115,17 +121,38 @@ class History:
         self.ts += 1
         return self
 
+    def deliver(self, group: str, member: str, value: str, offset: int, delivery_count: int | None = 1,
+                partition: int = 0, ts: int | None = None) -> History:
+        """A row of deliveries.parquet: ``member`` of share group ``group`` was given the record."""
+        ts = self.ts if ts is None else ts
+        self.ts = ts + 10
+        self.deliveries.append({"group": group, "member": member, "topic": self.topic, "partition": partition,
+                                "offset": offset, "value": value, "delivery_count": delivery_count, "ts_ms": ts})
+        return self
+
+    def ack(self, group: str, member: str, value: str, offset: int, type_: str = "accept", outcome: str = "ok",
+            partition: int = 0, ts: int | None = None) -> History:
+        """A row of share_acks.parquet: the member's acknowledgement of the record and how it ended."""
+        ts = self.ts if ts is None else ts
+        self.ts = ts + 10
+        self.share_acks.append({"group": group, "member": member, "topic": self.topic, "partition": partition,
+                                "offset": offset, "value": value, "type": type_, "outcome": outcome,
+                                "error": None if outcome == "ok" else "InvalidRecordStateException", "ts_ms": ts})
+        return self
+
     def reference(self) -> dict[str, int]:
         """The reference implementation's counts of this history."""
         from harness.checker.anomaly import reference_counts
         from harness.checker.reference import Tables
 
         return reference_counts(Tables(self.produced, self.consumed, self.replicas, self.txns, self.offsets,
-                                       self.run.get("copiers") or []))
+                                       self.run.get("copiers") or [], self.deliveries, self.share_acks,
+                                       self.run.get("share_groups") or []))
 
     @property
     def v2(self) -> bool:
-        return bool(self.txns or self.offsets or self.run.get("copiers")) or any(
+        return bool(self.txns or self.offsets or self.run.get("copiers") or self.deliveries
+                    or self.share_acks) or any(
             r.get(c) is not None for r in self.produced for c in V2_PRODUCED) or any(
             r.get(c) is not None for r in self.consumed for c in V2_CONSUMED)
 
@@ -140,6 +167,10 @@ class History:
             write_table(path / TXNS, self.txns, TXNS_SCHEMA)
         if self.offsets:
             write_table(path / OFFSETS, self.offsets, OFFSETS_SCHEMA)
+        if self.deliveries:
+            write_table(path / DELIVERIES, self.deliveries, DELIVERIES_SCHEMA)
+        if self.share_acks:
+            write_table(path / SHARE_ACKS, self.share_acks, SHARE_ACKS_SCHEMA)
         (path / RUN_JSON).write_text(json.dumps(self.run))
         if self.events:
             (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in self.events))

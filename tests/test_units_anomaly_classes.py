@@ -22,7 +22,8 @@ def test_every_class_is_one_module_with_a_complete_record():
 def test_the_contracts_split_and_owners_come_from_the_records():
     assert V1_ANOMALIES == ("lost", "divergence", "uncommitted_read", "duplicate", "nonmonotonic_send",
                             "nonmonotonic_poll", "phantom")
-    assert set(GROUP_ANOMALIES) == {"group_unseen", "offset_regression"}
+    assert set(GROUP_ANOMALIES) == {"group_unseen", "offset_regression", "share_unseen", "share_accepted_redelivered",
+                                    "share_rejected_redelivered", "share_over_delivered"}
     assert set(PRODUCER_ANOMALIES) == {"lost", "duplicate", "nonmonotonic_send", "torn_txn", "eos_duplicate",
                                        "eos_lost"}
 
@@ -31,5 +32,5 @@ def test_every_class_answers_for_every_documented_configuration():
     for _, cfg in DOC_CASES + DOC_CASES_V2:
         p = promises(cfg)
         assert list(p) == list(ANOMALIES) and all(p[a].anomaly == a and p[a].why for a in p)
-    for commit in ("sync", "async", "auto", "transaction"):
+    for commit in ("sync", "async", "auto", "transaction", "share"):
         assert set(group_promises(DOC_CASES[0][1], commit)) == set(GROUP_ANOMALIES)

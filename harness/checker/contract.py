@@ -13,13 +13,17 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.history import (
+    ACK_OUTCOMES,
+    ACK_TYPES,
     ACKS,
     CONSUMED,
+    DELIVERIES,
     ISOLATIONS,
     OFFSETS,
     OUTCOMES,
     PHASES,
     PRODUCED,
+    SHARE_ACKS,
     STATUSES,
     TXNS,
     HistoryError,
@@ -117,11 +121,33 @@ def v2_breaches(produced: DataFrame, consumed: DataFrame, txns: DataFrame | None
     return out
 
 
+def share_breaches(deliveries: DataFrame | None, share_acks: DataFrame | None,
+                   share_groups: DataFrame | None) -> list[tuple[str, str, DataFrame]]:
+    """(file, rule, rows breaking it) of the share-group files: the acknowledgement enumerations, and
+    every group they name declared in run.json's share_groups (its limit and offsets are read there)."""
+    out = []
+    if share_acks is not None:
+        out.append((SHARE_ACKS, f"column 'type' outside the contract (allowed: {', '.join(ACK_TYPES)})",
+                    share_acks.filter(_bad_enum("type", ACK_TYPES))))
+        out.append((SHARE_ACKS, f"column 'outcome' outside the contract (allowed: {', '.join(ACK_OUTCOMES)})",
+                    share_acks.filter(_bad_enum("outcome", ACK_OUTCOMES))))
+    for name, frame in ((DELIVERIES, deliveries), (SHARE_ACKS, share_acks)):
+        if frame is None:
+            continue
+        named = frame.select("run", "group").distinct()
+        if share_groups is not None:
+            named = named.join(share_groups.select("run", "group").distinct(), on=["run", "group"], how="left_anti")
+        out.append((name, "a group is not in run.json's share_groups (its delivery limit and offsets are read there)",
+                    named))
+    return out
+
+
 def raise_if_invalid_v2(runs: list[RunDir], produced: DataFrame, consumed: DataFrame, txns: DataFrame | None,
-                        offsets: DataFrame | None, copiers: DataFrame | None) -> None:
-    """Raise HistoryError naming the file and the rule of the first v2 breach (in v2_breaches' order),
-    all rules checked in one Spark job."""
-    rules = v2_breaches(produced, consumed, txns, offsets, copiers)
+                        offsets: DataFrame | None, copiers: DataFrame | None,
+                        shares: list[tuple[str, str, DataFrame]] = ()) -> None:
+    """Raise HistoryError naming the file and the rule of the first v2 breach (in v2_breaches' order,
+    then ``shares``: share_breaches), all rules checked in one Spark job."""
+    rules = [*v2_breaches(produced, consumed, txns, offsets, copiers), *shares]
     found = reduce(lambda a, b: a.unionByName(b), [df.select("run", F.lit(k).alias("rule")) for k, (_, _, df)
                                            in enumerate(rules)])
     hits = found.groupBy("rule").agg(F.min("run").alias("run")).collect()

@@ -84,3 +84,22 @@ def copies(i: Inputs) -> DataFrame:
     outcome = i.v2.outcomes.select("run", "value", "outcome")
     return (sent.join(outcome, on=["run", "value"], how="left")
             .join(present_values(i), on=["run", "value"], how="left"))
+
+
+def delivered_after_ack(i: Inputs, ack_type: str) -> DataFrame | None:
+    """(run, group, value, ack_member, ack_ts_ms, member, ts_ms, delivery_count): for each (group,
+    value) acknowledged as ``ack_type`` with outcome "ok" (its first such acknowledgement), the first
+    delivery of it to the group after that; None without share acknowledgements or deliveries."""
+    if i.v2.share_acks is None or i.v2.deliveries is None:
+        return None
+    acks = (i.v2.share_acks.filter((F.col("type") == ack_type) & (F.col("outcome") == "ok"))
+            .groupBy("run", "group", "value")
+            .agg(F.min(F.struct("ts_ms", "member")).alias("a"))
+            .select("run", "group", "value", F.col("a.ts_ms").alias("ack_ts_ms"),
+                    F.col("a.member").alias("ack_member")))
+    later = (i.v2.deliveries.join(acks, on=["run", "group", "value"], how="inner")
+             .filter(F.col("ts_ms") > F.col("ack_ts_ms"))
+             .groupBy("run", "group", "value", "ack_member", "ack_ts_ms")
+             .agg(F.min(F.struct("ts_ms", "member", "delivery_count", "topic", "partition", "offset")).alias("d")))
+    return later.select("run", "group", "value", "ack_member", "ack_ts_ms", "d.member", "d.ts_ms",
+                        "d.delivery_count", "d.topic", "d.partition", "d.offset")

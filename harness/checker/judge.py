@@ -257,11 +257,16 @@ def broken_outside(idx: int, job: JobResult, cfgs: RunConfigs) -> list[BrokenOut
 
 
 def declared_groups(run: dict, notes: list[str], seen: set[str]) -> dict[str, dict]:
-    """Every group of the run and how it commits: run.json's groups, the copiers' groups (their
-    offsets go in transactions), and any other group the history names (assumed to commit after
-    processing, synchronously, which the assumptions say)."""
+    """Every group of the run and how it commits: run.json's groups, its share groups (commit
+    "share": they acknowledge records), the copiers' groups (their offsets go in transactions), and
+    any other group the history names (assumed to commit after processing, synchronously, which the
+    assumptions say)."""
     groups = {str(g.get("name")): {k: v for k, v in g.items() if k != "name"}
               for g in run.get("groups") or [] if isinstance(g, dict)}
+    for g in run.get("share_groups") or []:
+        if isinstance(g, dict) and g.get("name"):
+            groups.setdefault(str(g["name"]), {"commit": "share", **{k: v for k, v in g.items() if k not in (
+                "name", "start_offsets", "final_start_offsets")}})
     for c in run.get("copiers") or []:
         if isinstance(c, dict) and c.get("group"):
             groups.setdefault(str(c["group"]), {"protocol": "classic", "commit": "transaction",

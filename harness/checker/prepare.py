@@ -29,12 +29,14 @@ from harness.checker.keys import KEY, PartitionKey
 from harness.checker.prepare_v2 import V2Inputs, prepare_v2
 from harness.history import (
     CONSUMED,
+    DELIVERIES,
     OFFSETS,
     OPTIONAL_COLUMNS,
     OPTIONAL_FILES,
     PRODUCED,
     REPLICAS,
     SCHEMAS,
+    SHARE_ACKS,
     TXNS,
     RunDir,
 )
@@ -275,8 +277,8 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     """Read ``runs``, build and cache the shared frames, and raise HistoryError on a contract breach
     before any finding is computed."""
     pk = PartitionKey(topics_in(runs))
-    produced, consumed, replicas, txns, offsets = (read(spark, runs, n)
-                                                   for n in (PRODUCED, CONSUMED, REPLICAS, TXNS, OFFSETS))
+    produced, consumed, replicas, txns, offsets, deliveries, share_acks = (
+        read(spark, runs, n) for n in (PRODUCED, CONSUMED, REPLICAS, TXNS, OFFSETS, DELIVERIES, SHARE_ACKS))
     offs = hold(per_offset(replicas, consumed, pk))
     offs_stats = _run_flags(offs, {"final_rows": has(IN_FINAL), "unc": uncommitted()})
     vals = hold(per_value(with_outcome(produced, txns, sum(r.rows.get(TXNS, 0) for r in runs)), offs, pk))
@@ -290,7 +292,7 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
     final_rows = dict.fromkeys(range(len(runs)), 0) | {r["run"]: r["final_rows"] or 0 for r in offs_stats}
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
     v2 = prepare_v2(spark, runs, produced, consumed, txns, offsets,
-                    offs.filter(has(IN_FINAL)).select(*pk.cols, "offset", "value"))
+                    offs.filter(has(IN_FINAL)).select(*pk.cols, "offset", "value"), deliveries, share_acks)
     hold(v2.polls)
 
     odd = hold(odd_values(vals))

@@ -13,12 +13,17 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.checker.contract import raise_if_invalid_v2
+from harness.checker.contract import raise_if_invalid_v2, share_breaches
 from harness.history import RunDir
 
 READ_COMMITTED = "read_committed"
 POLL_COLS = ["run", "consumer", "topic", "partition", "generation", "isolation", "seq", "offset", "value",
              "poll_ts_ms"]
+SHARE_GROUP_SCHEMA = T.StructType([
+    T.StructField("run", T.IntegerType()), T.StructField("group", T.StringType()),
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("start_offset", T.LongType()), T.StructField("end_offset", T.LongType()),
+    T.StructField("limit", T.IntegerType()), T.StructField("isolation", T.StringType())])
 COPIER_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("producer", T.StringType()),
                               T.StructField("group", T.StringType()), T.StructField("topic", T.StringType()),
                               T.StructField("role", T.StringType())])
@@ -33,6 +38,9 @@ class V2Inputs:
     txns: DataFrame | None
     offsets: DataFrame | None
     copiers: DataFrame | None  # (run, producer, group, topic, role "in" or "out"), from run.json
+    deliveries: DataFrame | None = None  # deliveries.parquet: what share groups' members were given
+    share_acks: DataFrame | None = None  # share_acks.parquet: what they acknowledged, and how it ended
+    share_groups: DataFrame | None = None  # share_groups_frame: each share group's partitions, from run.json
 
 
 def committed(outcome: str = "outcome") -> Column:
@@ -75,6 +83,22 @@ def copiers_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
     return spark.createDataFrame(rows, COPIER_SCHEMA) if rows else None
 
 
+def share_groups_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
+    """run.json's share groups as rows: one per (run, group, topic, partition) it read, with the
+    offset it started from, its share-partition start offset after healing (``end_offset``: every
+    offset below it is archived, null when it was not read), its delivery attempt limit and its
+    isolation level (docs/share-groups.md)."""
+    rows = []
+    for i, r in enumerate(runs):
+        for g in r.run.get("share_groups") or []:
+            ends = g.get("final_start_offsets") or {}
+            for key, start in (g.get("start_offsets") or {}).items():
+                topic, _, part = key.rpartition(":")
+                rows.append((i, g["name"], topic, int(part), int(start), ends.get(key),
+                             int(g.get("delivery_count_limit", 5)), g.get("isolation", "read_uncommitted")))
+    return spark.createDataFrame(rows, SHARE_GROUP_SCHEMA) if rows else None
+
+
 def transactional_sends(produced: DataFrame, txns: DataFrame | None) -> DataFrame | None:
     """Each value sent in a transaction, with its outcome and commit time (one row per value)."""
     if txns is None:
@@ -94,13 +118,17 @@ def final_log(offs_final: DataFrame, outcomes: DataFrame | None) -> DataFrame:
 
 
 def prepare_v2(spark: SparkSession, runs: list[RunDir], produced: DataFrame, consumed: DataFrame,
-               txns: DataFrame | None, offsets: DataFrame | None, offs_final: DataFrame) -> V2Inputs:
+               txns: DataFrame | None, offsets: DataFrame | None, offs_final: DataFrame,
+               deliveries: DataFrame | None = None, share_acks: DataFrame | None = None) -> V2Inputs:
     """The v2 frames; raises HistoryError when a v2 file breaks the contract's rules. ``offs_final``
     is the final log keyed by partition key (pk, offset, value)."""
     copiers = copiers_frame(spark, runs)
+    shares = share_groups_frame(spark, runs)
     if any(r.v2 for r in runs):
-        raise_if_invalid_v2(runs, produced, consumed, txns, offsets, copiers)
+        raise_if_invalid_v2(runs, produced, consumed, txns, offsets, copiers,
+                            share_breaches(deliveries, share_acks, shares))
     by_generation = any(r.has_column("consumed.parquet", "generation") for r in runs)
     polls = poll_marks(consumed.filter(F.col("phase") == "live"), by_generation)
     outcomes = transactional_sends(produced, txns)
-    return V2Inputs(consumed, polls, final_log(offs_final, outcomes), outcomes, txns, offsets, copiers)
+    return V2Inputs(consumed, polls, final_log(offs_final, outcomes), outcomes, txns, offsets, copiers,
+                    deliveries, share_acks, shares)

@@ -21,6 +21,34 @@ class Tables:
     txns: Rows = ()  # type: ignore[assignment]
     offsets: Rows = ()  # type: ignore[assignment]
     copiers: list[dict] = field(default_factory=list)
+    deliveries: Rows = ()  # type: ignore[assignment]
+    share_acks: Rows = ()  # type: ignore[assignment]
+    share_groups: list[dict] = field(default_factory=list)  # run.json's
+
+
+def share_partitions(share_groups: list[dict]) -> dict[tuple, tuple[int, int | None, int, str]]:
+    """(group, topic, partition) -> (start offset, share-partition start offset after healing or
+    None, delivery attempt limit, isolation), from run.json's share_groups."""
+    out = {}
+    for g in share_groups:
+        ends = g.get("final_start_offsets") or {}
+        for key, start in (g.get("start_offsets") or {}).items():
+            topic, _, part = key.rpartition(":")
+            out[(g["name"], topic, int(part))] = (start, ends.get(key), g.get("delivery_count_limit", 5),
+                                                  g.get("isolation", "read_uncommitted"))
+    return out
+
+
+def redelivered_after(deliveries: Rows, share_acks: Rows, ack_type: str) -> int:
+    """Distinct (group, value) pairs with an acknowledgement of ``ack_type`` whose outcome was "ok"
+    at ts T, and a delivery of that value to the group with ts after T."""
+    done: dict[tuple, int] = {}
+    for a in share_acks:
+        if a["type"] == ack_type and a["outcome"] == "ok":
+            key = (a["group"], a["value"])
+            done[key] = min(done.get(key, a["ts_ms"]), a["ts_ms"])
+    return len({(d["group"], d["value"]) for d in deliveries
+                if (d["group"], d["value"]) in done and d["ts_ms"] > done[(d["group"], d["value"])]})
 
 
 def final_log(consumed: Rows) -> set[tuple]:

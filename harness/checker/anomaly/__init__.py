@@ -3,7 +3,8 @@ reference count, promise and labels: ``record.AnomalyClass``). A new class is on
 its line in CLASSES; the checker, the judge, the promise table, the terminal and the report read
 this registry.
 
-CLASSES is in reading order (the replication anomalies, then transactions, groups and copies); no
+CLASSES is in reading order (the replication anomalies, then transactions, groups, copies and share
+groups); no
 code depends on that order: what differs between classes is in their records.
 """
 
@@ -23,6 +24,10 @@ from harness.checker.anomaly import (
     phantom,
     poll_skip,
     precommitted_read,
+    share_accepted_redelivered,
+    share_over_delivered,
+    share_rejected_redelivered,
+    share_unseen,
     torn_txn,
     uncommitted_read,
 )
@@ -32,6 +37,7 @@ from harness.checker.reference import Tables
 CLASSES: tuple[AnomalyClass, ...] = tuple(m.CLASS for m in (
     lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom,
     aborted_read, torn_txn, precommitted_read, poll_skip, group_unseen, offset_regression, eos_duplicate, eos_lost,
+    share_unseen, share_accepted_redelivered, share_rejected_redelivered, share_over_delivered,
 ))
 BY_NAME: dict[str, AnomalyClass] = {c.name: c for c in CLASSES}
 ANOMALIES: tuple[str, ...] = tuple(BY_NAME)

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.anomaly.share_unseen import SHARE
 from harness.checker.excuses import SAFE, Excuses, Promise
 from harness.checker.findings import (
     final_decoded,
@@ -73,6 +74,9 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     Kafka's generation and member-epoch fencing keep a commit to what its member returned;
     auto-commit commits what poll returned whether or not it was processed. The topic's excuses for
     loss excuse unseen records too (a record can vanish below a commit)."""
+    if commit == SHARE:
+        return Promise("group_unseen", True, "a share group acknowledges records and commits no offsets: none to "
+                       "judge")
     if commit == "auto":
         return Promise("group_unseen", False, "auto-commit commits what poll returned, processed or not: a member "
                        "that dies between a poll and its processing loses those records for the group")

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.anomaly.share_unseen import SHARE
 from harness.checker.excuses import Excuses, Promise
 from harness.checker.findings import (
     finding,
@@ -53,6 +54,9 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     made them (Kafka's consumer contract: commitAsync's commits "are guaranteed to be sent in the
     same order as the invocations"; a sync commit waits for its answer; auto-commit sends the latest
     position), and the coordinator refuses a stale generation's or member epoch's."""
+    if commit == SHARE:
+        return Promise("offset_regression", True, "a share group acknowledges records and commits no offsets: none to "
+                       "judge")
     return Promise("offset_regression", x.part is None, x.part or f"commit={commit}: a member's commits reach the "
                    "coordinator in the order it made them (Kafka's consumer contract) and the coordinator refuses "
                    "commits from a stale generation or member epoch, so offsets only move forward")

@@ -1,0 +1,51 @@
+"""share_accepted_redelivered: distinct (group, value) pairs: a member of the share group
+acknowledged the value as accepted with outcome "ok" (share_acks.parquet) at ts_ms T, and the value
+was delivered to a member of the group (deliveries.parquet) with ts_ms after T.
+
+KIP-932: an acknowledgement that succeeded moves the record to Acknowledged, a final state: it is
+not delivered again. A member whose acquisition lock had run out by then gets an error instead,
+so an "ok" it was given is the broker's word that no one else holds the record."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.anomaly.share_unseen import SHARE
+from harness.checker.excuses import SAFE, Excuses, Promise
+from harness.checker.findings import delivered_after_ack, finding
+from harness.checker.prepare import Inputs
+from harness.checker.reference import Tables, redelivered_after
+
+
+def count(i: Inputs) -> DataFrame | None:
+    """share_accepted_redelivered: distinct (group, value) pairs delivered to the group after an
+    accept acknowledgement of the value succeeded.
+
+    The example is the acknowledgement and the first delivery after it."""
+    found = delivered_after_ack(i, "accept")
+    return None if found is None else finding("share_accepted_redelivered", found, "group", "ack_ts_ms")
+
+
+def reference(h: Tables) -> int:
+    """Distinct (group, value): an accept acknowledged "ok" at T, a delivery to the group after T."""
+    return redelivered_after(h.deliveries, h.share_acks, "accept")
+
+
+def promise(x: Excuses) -> Promise:
+    return Promise("share_accepted_redelivered", x.part is None,
+                   x.part or f"{SAFE}: an accepted record is not delivered again")
+
+
+def group_promise(x: Excuses, commit: str) -> Promise:
+    """An acknowledged record's state is written by the share coordinator (its __share_group_state
+    topic: RF 3, min.insync 2) before the acknowledgement succeeds: only the partition's own
+    disagreements excuse a redelivery."""
+    if commit != SHARE:
+        return Promise("share_accepted_redelivered", True, "a consumer group has no share deliveries: none to judge")
+    return Promise("share_accepted_redelivered", x.part is None, x.part or "KIP-932: a record whose acceptance "
+                   "was acknowledged is in a final state and is not delivered again")
+
+
+CLASS = AnomalyClass.of(__name__, label="accepted again", contract="v2", owner="group",
+                        html="accepted re&shy;delivered")
