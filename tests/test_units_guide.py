@@ -91,9 +91,9 @@ def test_swarm_draws_take_a_subset_of_the_kinds_and_never_none():
 
 def test_with_an_empty_corpus_every_draw_is_fresh_and_seeded():
     s, moves = scenario(), vocabulary(scenario())
-    a = guide.next_schedule(s, random.Random("1/x/3"), moves, guide.Corpus())
-    b = guide.next_schedule(s, random.Random("1/x/3"), moves, guide.Corpus())
-    assert a == b and a.generator is None
+    a, origin = guide.next_schedule(s, random.Random("1/x/3"), moves, guide.Corpus())
+    b, _ = guide.next_schedule(s, random.Random("1/x/3"), moves, guide.Corpus())
+    assert a == b and a.generator is None and origin == "swarm draw"
 
 
 def test_a_mutation_aims_one_fault_more_at_the_precursor():
@@ -110,16 +110,28 @@ def test_a_mutation_aims_one_fault_more_at_the_precursor():
     assert held and taken and len(held) + len(taken) == len(added)
     assert all(str(f.target) == "broker:2" and 1.0 <= f.at_s <= 8.5 for f in held), "from before it truncated"
     assert all(str(f.target) == "leader" and 9.2 <= f.at_s <= 11.5 for f in taken), "right after"
-    assert all(f.at_s + f.duration_s <= 30 - 3.0 + 1e-9 for f in added), "healed before the workload ends"
+    assert all(f.at_s + f.duration_s <= c.duration_s - 3.0 + 1e-9 for c in children for f in c.faults[1:]), \
+        "healed before the workload ends"
+    assert all(c.duration_s == 30 for c in children), "the workload is long enough as it is"
+
+
+def test_a_precursor_near_the_workloads_end_lengthens_it_to_fit_the_fault():
+    s = scenario(duration_s=26)
+    late = Precursor(broker=2, partition=0, at_s=22.0, acknowledged=3000)
+    moves = [m for m in vocabulary(s) if m.kind in guide.TAKES_THE_LEADER]
+    child = guide.mutate(s, late, random.Random(3), moves)
+    assert child is not None and child.faults[-1].at_s >= 22.2
+    assert 26 < child.duration_s <= 26 + guide.LONGER_S
+    assert child.faults[-1].at_s + child.faults[-1].duration_s + 3.0 <= child.duration_s + 1e-9
 
 
 def test_a_mutation_that_does_not_fit_the_workload_falls_back_to_a_fresh_draw():
     s = scenario(duration_s=12)
-    late = Precursor(broker=1, partition=0, at_s=11.5, acknowledged=3)
+    late = Precursor(broker=1, partition=0, at_s=18.6, acknowledged=3)  # past 12 + 10 - 3 - 0.5
     moves = [m for m in vocabulary(s) if m.kind in guide.TAKES_THE_LEADER]
     assert guide.mutate(s, late, random.Random(1), moves) is None
     corpus = guide.Corpus()
-    corpus.add(s, [late])
+    corpus.add("h0001", s, [late])
     assert guide.next_schedule(s, random.Random(1), moves, corpus) is not None
 
 
@@ -144,6 +156,7 @@ def test_a_run_that_came_close_is_built_on(tmp_path):
     out = hunt(options(tmp_path, sets=sets, runs=30, confirm=1, shrink_runs=2), announce=lines.append, go=go)
     assert any("precursor: broker 2 dropped 3 acknowledged records of partition 0 at 5 s" in m for m in lines)
     assert out.exit_code == 1, "found only by building on the precursor: the targets drawn never name broker 2"
+    assert any(": built on h0" in m and "broker 2 dropped acknowledged records at 5 s" in m for m in lines)
     minimal = out.findings[0].minimal
     assert {(f.kind, str(f.target)) for f in minimal.faults} >= {("cut_fetch", "broker:2")}
 

@@ -35,6 +35,7 @@ SWARM_SHARE = 0.5  # each fault kind is in a fresh draw's subset with this proba
 MUTATE_SHARE = 0.5  # once the corpus has schedules, this share of draws mutates one
 RECENT = 8  # parents are chosen among the newest schedules of the corpus
 EXTRA_FAULTS = 2  # a mutated schedule may have this many faults beyond the [hunt] table's maximum
+LONGER_S = 10.0  # a mutation may lengthen the workload by this much so that its fault fits
 # What takes a partition's leader away, and what keeps one replica from fetching: the two steps
 # that turn a replica's dropped acknowledged records into lost ones.
 TAKES_THE_LEADER = ("kill", "restart", "isolate", "pause", "cut_coordination")
@@ -45,11 +46,11 @@ HOLDS_FETCHES = ("cut_fetch", "slow_fetch")
 class Corpus:
     """The schedules of a hunt's base that passed but showed a precursor, oldest first."""
 
-    entries: list[tuple[Scenario, list[Precursor]]] = field(default_factory=list)
+    entries: list[tuple[str, Scenario, list[Precursor]]] = field(default_factory=list)  # (run name, schedule, seen)
 
-    def add(self, s: Scenario, seen: list[Precursor]) -> None:
+    def add(self, name: str, s: Scenario, seen: list[Precursor]) -> None:
         if seen:
-            self.entries.append((s, seen))
+            self.entries.append((name, s, seen))
 
 
 def swarm(rng: random.Random, moves: list[Move]) -> list[Move]:
@@ -59,15 +60,19 @@ def swarm(rng: random.Random, moves: list[Move]) -> list[Move]:
     return [m for m in moves if m.kind in chosen]
 
 
-def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Corpus) -> Scenario:
-    """The next schedule for base scenario ``s``: a mutation of a recent corpus entry, or (always
-    while the corpus is empty, and when a mutation does not fit) a fresh swarm draw."""
+def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Corpus) -> tuple[Scenario, str]:
+    """The next schedule for base scenario ``s`` and where it came from: a mutation of a recent
+    corpus entry, or (always while the corpus is empty, and when a mutation does not fit) a fresh
+    swarm draw."""
     if corpus.entries and rng.random() < MUTATE_SHARE:
-        parent, seen = rng.choice(corpus.entries[-RECENT:])
-        child = mutate(parent, rng.choice(seen), rng, moves)
+        name, parent, seen = rng.choice(corpus.entries[-RECENT:])
+        p = rng.choice(seen)
+        child = mutate(parent, p, rng, moves)
         if child is not None:
-            return child
-    return draw(s, rng, swarm(rng, moves))
+            f = child.faults[-1]
+            return child, (f"built on {name}: {f.kind} {f.target} at {f.at_s:g} s, after broker {p.broker} dropped "
+                           f"acknowledged records at {p.at_s:g} s")
+    return draw(s, rng, swarm(rng, moves)), "swarm draw"
 
 
 def mutate(parent: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> Scenario | None:
@@ -83,8 +88,10 @@ def mutate(parent: Scenario, p: Precursor, rng: random.Random, moves: list[Move]
             continue
         if len(parent.faults) >= bounds(parent).faults[1] + EXTRA_FAULTS:
             return None
+        duration = max(parent.duration_s, round(fault["at_s"] + fault["duration_s"] + SETTLE_S, 1))
         try:
-            return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], fault])
+            return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], fault],
+                               duration_s=duration)
         except (ValidationError, ValueError):
             continue
     return None
@@ -118,10 +125,12 @@ def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[M
 
 
 def _fitted(s: Scenario, f: dict) -> dict | None:
-    """``f`` ending ``SETTLE_S`` before the workload does (shortened if need be), or None if it
-    would start too late to."""
+    """``f`` ending ``SETTLE_S`` before the workload does, the workload lengthened by up to
+    ``LONGER_S`` for it and the fault shortened if that is not enough (a precursor near the
+    workload's end is where a run came close, so the schedule grows to follow it), or None if it
+    would start too late even so."""
     f = {k: v for k, v in f.items() if v is not None}
-    room = s.duration_s - SETTLE_S - f["at_s"]
+    room = s.duration_s + LONGER_S - SETTLE_S - f["at_s"]
     if room < 0.5:
         return None
     f["duration_s"] = round(min(f["duration_s"], room), 1)

@@ -169,7 +169,9 @@ class Hunt:
                     break
                 base = self.bases[number % len(self.bases)]
                 rng = random.Random(f"{self.opts.seed}/{base.id}/{number}")
-                candidate = next_schedule(base.scenario, rng, base.moves, self.corpora[base.id])
+                candidate, origin = next_schedule(base.scenario, rng, base.moves, self.corpora[base.id])
+                if origin.startswith("built on"):
+                    self.announce(f"h{number:04d}: {origin}")
                 reuse = may_share_a_cluster(candidate)
                 # On a shared cluster the run gets a topic of its own; a finding from it is confirmed and
                 # shrunk on clean clusters, from the schedule as drawn (its minimal.toml names the topic
@@ -215,7 +217,7 @@ class Hunt:
                 self.announce(f"{trial.name}: precursor: " + "; ".join(
                     f"broker {p.broker} dropped {p.acknowledged} acknowledged records of partition "
                     f"{p.partition} at {p.at_s:g} s" for p in seen))
-            self.corpora[base.id].add(s, seen)
+            self.corpora[base.id].add(trial.name, s, seen)
 
     def _draw_numbers(self):
         k, n = self.opts.shard
