@@ -56,6 +56,7 @@ class Nemesis:
         self._watermarks = None  # a consumer that asks partitions for their high watermark
         self._hw_lock = threading.Lock()
         self._watchers: list[threading.Thread] = []
+        self._timers: list[threading.Timer] = []  # triggered faults' delays and heals: stop() waits for them
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
@@ -292,12 +293,16 @@ class Nemesis:
             if a is not None and self._stop.is_set():
                 self.heal_active(a)  # stop() ran while it was being applied
             elif a is not None:
-                timer = threading.Timer(f.duration_s, self.heal_active, (a,))
-                timer.daemon = True
-                timer.start()
+                self._timer(f.duration_s, lambda: self.heal_active(a))
 
-        timer = threading.Timer(f.on.delay_s, go)  # type: ignore[union-attr]
+        self._timer(f.on.delay_s, go)  # type: ignore[union-attr]
+
+    def _timer(self, delay_s: float, action: Callable[[], object]) -> None:
+        """``action`` after ``delay_s``, on a timer stop() cancels, or waits for if it is running."""
+        timer = threading.Timer(delay_s, action)
         timer.daemon = True
+        with self._lock:
+            self._timers.append(timer)
         timer.start()
 
     def observe(self, f: PlannedFault) -> Observation:
@@ -332,6 +337,16 @@ class Nemesis:
         for t in (self._thread, *self._watchers):
             if t is not None:
                 t.join(timeout=60)
+        # A triggered fault still in its delay is cancelled; one being applied (a clean stop takes
+        # seconds) is waited for, and heals itself on seeing the stop: nothing it does outlives the run.
+        while True:
+            with self._lock:
+                timers, self._timers = self._timers, []
+            if not timers:
+                break
+            for t in timers:
+                t.cancel()
+                t.join(timeout=120)
         for f in self._armed:
             self.events.write(TriggerUnfired(fault=f.number, kind=f.kind, target=str(f.target), on=str(f.on),
                                              armed_at_s=f.at_s, ts_ms=now_ms()))

@@ -162,3 +162,39 @@ def test_a_slow_trigger_does_not_delay_another(tmp_path):
     events.close()
     assert c.paused[:1] == [2], "the leader change fired its fault"
     assert took < 0.5, f"it took {took:.2f} s: the slow watcher held it up"
+
+
+def test_a_triggered_fault_in_flight_when_the_run_stops_is_finished_and_healed_before_stop_returns(tmp_path):
+    """A trigger's delayed fault whose application is still under way when the schedule ends (a
+    clean stop takes seconds) must not outlive stop(): on a cluster kept for the next run it would
+    act on that run (a hunt saw broker 1 stopped during the next draw, and the fault's own record
+    written to a closed event log)."""
+    import time
+
+    from harness.events import EventLog
+    from harness.faults import PlannedFault
+    from harness.nemesis import Nemesis
+
+    c = _Cluster()
+    resumed: list[int] = []
+
+    def slow_pause(b):  # an application that takes a while, as a broker's clean stop does
+        time.sleep(0.6)
+        c.paused.append(b)
+
+    c.pause, c.resume = slow_pause, resumed.append  # type: ignore[method-assign]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    f = PlannedFault(0, 5, "pause", "broker:2", 1, on=Trigger("leader_change", partition=1, delay_s=0.2), number=0)
+    nem.start([f], time.monotonic())
+    time.sleep(0.4)
+    c.flip.set()
+    deadline = time.monotonic() + 3
+    while not (tmp_path / "events.jsonl").read_text().count('"trigger"') and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.35)  # the delay is over: the fault is being applied
+    nem.stop()
+    events.close()
+    assert c.paused == [2] and resumed == [2], "applied, then healed, before stop() returned"
+    time.sleep(1.0)
+    assert c.paused == [2] and resumed == [2], "nothing acts after stop()"
