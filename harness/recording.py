@@ -34,7 +34,8 @@ from harness.cluster import KafkaCluster
 from harness.events import EventLog, IsrNotRestored, Note, PartitionSample, WorkloadEnd, WorkloadStart
 from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
-from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, TopicSpec
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, Scenario, ShareGroupSpec, TopicSpec
+from harness.share_groups import ShareGroup
 from harness.workload import UNLIMITED_RATE, now_ms
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
@@ -84,7 +85,8 @@ class Recording:
     def __init__(self, cluster: KafkaCluster, topic: TopicSpec, producers: list[ProducerSpec], consumers: ConsumerSpec,
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
                  groups: list[GroupSpec] | None = None, work: Path | None = None,
-                 library: Callable[[object], tuple[str, str]] | None = None):
+                 library: Callable[[object], tuple[str, str]] | None = None,
+                 share_groups: list[ShareGroupSpec] | None = None):
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         # Each table's clients are made by its library's driver (Scenario.library: the library and its version).
         self.library = library or (lambda table: (DEFAULT_CLIENT, cluster.settings.kafka_version))
@@ -107,6 +109,9 @@ class Recording:
         self.groups: list[GroupClient] = [
             self.driver_of(g).group(g, cluster, topic.name, topic.partitions, (work or Path(".")) / "members" / g.name)
             for g in groups or []]
+        self.share_groups = [ShareGroup(g, cluster, topic.name, topic.partitions,
+                                        (work or Path(".")) / "members" / g.name, self.library(g)[1], seed)
+                             for g in share_groups or []]
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
@@ -115,7 +120,7 @@ class Recording:
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
         """The workload a scenario's tables describe (its topic, producers, consumers, copier, groups)."""
         return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work,
-                   library=s.library)
+                   library=s.library, share_groups=s.share_groups)
 
     def driver_of(self, table) -> ClientDriver:
         """The driver that makes a table's clients: its library's, at its version."""
@@ -124,7 +129,7 @@ class Recording:
     def _clients(self) -> list[dict]:
         """The client library of every client the run made."""
         readers = [self.consumer_spec] if self.consumers else []
-        tables = [p.spec for p in self.producers] + readers + [g.spec for g in self.groups]
+        tables = [p.spec for p in self.producers] + readers + [g.spec for g in [*self.groups, *self.share_groups]]
         return [self.client_of(t) for t in tables + ([self.copier_spec] if self.copier_spec is not None else [])]
 
     def client_of(self, table) -> dict:
@@ -155,7 +160,7 @@ class Recording:
     def v2(self) -> bool:
         """Whether the history needs the v2 contract (transactions, a copier, read_committed readers)."""
         return (self.copier is not None or any(p.spec.transactional for p in self.producers)
-                or "read_committed" in self.consumer_spec.levels or bool(self.groups))
+                or "read_committed" in self.consumer_spec.levels or bool(self.groups) or bool(self.share_groups))
 
     def create_topics(self) -> None:
         """The scenario's topic and the copier's output topic (same settings), each with a full ISR; a
@@ -181,6 +186,12 @@ class Recording:
             if not g.wait_formed(GROUP_FORM_S):
                 self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name}: not every member held a partition "
                                        f"{GROUP_FORM_S:g} s after starting"))
+        for sg in self.share_groups:
+            sg.start()
+        for sg in self.share_groups:  # where each starts from: its start offset on every partition
+            if not sg.wait_initialized():
+                self.events.write(Note(ts_ms=now_ms(), msg=f"share group {sg.spec.name}: no start offset on every "
+                                       "partition (share_unseen is not judged where it has none)"))
         for t in self.producers:
             t.ready(PRODUCER_READY_S)
         t0 = time.monotonic()
@@ -215,6 +226,12 @@ class Recording:
                 self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name} had not committed to the end of every "
                                        f"partition {GROUP_CATCH_UP_S:g} s after healing"))
             g.stop()
+        for sg in self.share_groups:
+            if not sg.wait_drained(GROUP_CATCH_UP_S):
+                self.events.write(Note(ts_ms=now_ms(), msg=f"share group {sg.spec.name}: its start offsets had not "
+                                       "reached every partition's end when it stopped being given records (records "
+                                       "past them are not judged by share_unseen)"))
+            sg.stop()
         self._stop_consumers.set()
         threads = [*self.consumers, *([self.copier] if self.copier is not None else [])]
         for t in threads:
@@ -224,7 +241,7 @@ class Recording:
         for t in [*self.producers, *threads]:
             if t.failure is not None:
                 raise RecordingError(f"{t.name} failed: {t.failure!r}")
-        for g in self.groups:
+        for g in [*self.groups, *self.share_groups]:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
 
@@ -242,7 +259,7 @@ class Recording:
         """Stop every thread without reading anything back (a run that failed or a test that ended)."""
         for ev in (self._stop_producers, self._stop_consumers, self.sampler.stop_event):
             ev.set()
-        for g in self.groups:
+        for g in [*self.groups, *self.share_groups]:
             for m in g.members:
                 m.kill()
 
@@ -283,6 +300,12 @@ class Recording:
             history.write_table(d / history.TXNS, txns, history.TXNS_SCHEMA)
         if self.copier is not None or self.groups:
             history.write_table(d / history.OFFSETS, offsets, history.OFFSETS_SCHEMA)
+        if self.share_groups:
+            shared = [sg.history() for sg in self.share_groups]
+            history.write_table(d / history.DELIVERIES, [r for rows, _ in shared for r in rows],
+                                history.DELIVERIES_SCHEMA)
+            history.write_table(d / history.SHARE_ACKS, [r for _, rows in shared for r in rows],
+                                history.SHARE_ACKS_SCHEMA)
         history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
@@ -316,7 +339,7 @@ class Recording:
 
     def member(self, name: str) -> GroupMember | None:
         """A group member by name, for faults on its process; None if no group has it."""
-        return next((m for g in self.groups for m in g.members if m.name == name), None)
+        return next((m for g in [*self.groups, *self.share_groups] for m in g.members if m.name == name), None)
 
     def load(self) -> list[dict]:
         """Per producer (a quiet one takes steps, not a rate): the rate its scenario asked for and the
@@ -362,6 +385,8 @@ class Recording:
         if self.groups:
             info["groups"] = [{**g.spec.settings(), "topics": [t.name], "client": self.client_of(g.spec)}
                               for g in self.groups]
+        if self.share_groups:
+            info["share_groups"] = [{**sg.settings(), "client": self.client_of(sg.spec)} for sg in self.share_groups]
         if self.copier_spec is not None:
             c = self.copier_spec
             info["producers"].append({"name": c.name, "topic": self.output_topic, "acks": "all", "idempotence": True,

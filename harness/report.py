@@ -38,6 +38,7 @@ from harness.report_groups import PANELS as GROUP_PANELS
 from harness.report_groups import group_context, group_tables, group_traces, has_groups
 from harness.report_quorum import PANEL as QUORUM_PANEL
 from harness.report_quorum import failover_rows, has_quorum, quorum_traces, shade_no_majority
+from harness.report_shares import share_group_tables
 from harness.report_transactions import PANEL as TXN_PANEL
 from harness.report_transactions import has_transactions, txn_tables, txn_traces
 from harness.report_upgrades import upgrade_rows
@@ -302,6 +303,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "divergence": divergence_tables(d, verdict), "txn_records": txn_tables(d, verdict),
         "groups": group_tables(d, verdict) if verdict.by_group else [],
         "group_context": group_context(d, verdict) if verdict.by_group else {},
+        "share_groups": share_group_tables(d, verdict, run),
         "known_issues": verdict.known_issues, "not_healed": [x.describe() for x in verdict.not_healed],
         "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,

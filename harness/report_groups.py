@@ -103,9 +103,12 @@ def group_tables(d: Path, verdict: Verdict) -> list[dict]:
         if r["phase"] == "final":
             key = (r["topic"], r["partition"])
             final_end[key] = max(final_end.get(key, 0), r["offset"] + 1)
-    offsets = [r for r in pq.read_table(d / OFFSETS).to_pylist() if r["phase"] == "final"]
+    offsets = [r for r in pq.read_table(d / OFFSETS).to_pylist() if r["phase"] == "final"] \
+        if (d / OFFSETS).exists() else []
     out = []
     for g in verdict.by_group:
+        if g.settings.get("commit") == "share":  # a share group has a table of its own (report_shares.py)
+            continue
         members: dict[str, dict] = {}
         for r in consumed:
             if r["group"] == g.group and r["phase"] == "live":

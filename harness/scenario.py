@@ -222,6 +222,60 @@ class GroupSpec(_ClientTable):
                 "isolation": self.isolation_level, "commit": self.commit, "config": self.config}
 
 
+class ShareGroupSpec(_ClientTable):
+    """A share group (KIP-932, queues): ``members`` processes subscribed to the scenario's topic
+    that share its partitions record by record, each recording every record it was given (with its
+    delivery count) and every acknowledgement it sent with its outcome (docs/share-groups.md)."""
+
+    kind: ClassVar[str] = "share_group"
+
+    name: str = "s"
+    members: int = Field(2, ge=1, le=MAX_MEMBERS)
+    acknowledge: Literal["explicit", "implicit"] = Field(
+        "explicit", description="explicit: each record acknowledged (accept, or release / reject for the shares "
+                                "below); implicit: every record accepted by the next poll or commit")
+    release_ratio: float = Field(0.0, ge=0, le=1, description="explicit only: the share of deliveries released for "
+                                                              "redelivery")
+    reject_ratio: float = Field(0.0, ge=0, le=1, description="explicit only: the share of deliveries rejected "
+                                                             "(archived as unprocessable)")
+    delivery_count_limit: int = Field(5, ge=2, le=10, description="delivery attempts before a record is archived "
+                                                                  "(group.share.delivery.count.limit)")
+    lock_ms: int = Field(5000, ge=1000, le=3_600_000, description="how long a delivered record stays acquired "
+                                                                  "(group.share.record.lock.duration.ms)")
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        "earliest", description="where the group starts on a partition it has not read (share.auto.offset.reset; "
+                                "Kafka's default is latest)")
+    isolation_level: Isolation = "read_uncommitted"
+    session_timeout_ms: int = Field(6000, ge=1000, description="group.share.session.timeout.ms")
+
+    @property
+    def member_names(self) -> list[str]:
+        """The names faults and the history give the members: NAME-1 .. NAME-N."""
+        return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
+
+    def settings(self) -> dict:
+        """What run.json says of the group (the offsets it started from and ended at are added by the run)."""
+        return {"name": self.name, "members": self.members, "acknowledge": self.acknowledge,
+                "release_ratio": self.release_ratio, "reject_ratio": self.reject_ratio,
+                "delivery_count_limit": self.delivery_count_limit, "lock_ms": self.lock_ms,
+                "auto_offset_reset": self.auto_offset_reset, "isolation": self.isolation_level, "config": self.config}
+
+
+def share_broker_config(groups: list[ShareGroupSpec]) -> dict[str, str]:
+    """The broker settings share groups need: Kafka keeps their lock duration, attempt limit and
+    sessions on the broker, and its floors (15 s locks, 45 s sessions) would outlast a short run;
+    the least of the groups' values is every group's."""
+    if not groups:
+        return {}
+    lock = min(g.lock_ms for g in groups)
+    session = min(g.session_timeout_ms for g in groups)
+    beat = max(500, session // 6)
+    return {"group.share.record.lock.duration.ms": str(lock), "group.share.min.record.lock.duration.ms": str(lock),
+            "group.share.delivery.count.limit": str(min(g.delivery_count_limit for g in groups)),
+            "group.share.session.timeout.ms": str(session), "group.share.min.session.timeout.ms": str(session),
+            "group.share.heartbeat.interval.ms": str(beat), "group.share.min.heartbeat.interval.ms": str(beat)}
+
+
 def kip848_broker_config(session_timeout_ms: int = 6000) -> dict[str, str]:
     """KIP-848 groups keep their session on the broker: its timeout and heartbeat interval, which
     default to 45 s and 5 s and would outlast a short run, set from the groups' session_timeout_ms."""
@@ -388,6 +442,7 @@ class Scenario(_Model):
     consumers: ConsumerSpec = Field(default_factory=ConsumerSpec)
     copier: CopierSpec | None = None
     groups: list[GroupSpec] = Field(default_factory=list)
+    share_groups: list[ShareGroupSpec] = Field(default_factory=list)
     faults: list[FaultSpec] = Field(default_factory=list)
     generator: GeneratorSpec | None = None
     hunt: HuntSpec | None = None
@@ -409,6 +464,8 @@ class Scenario(_Model):
         """The client library a table's clients are made with, and its version: the table's own, else
         the scenario's, a version defaulting to the broker's (a driver built per Kafka version, as the
         Java client's is, is taken at it; librdkafka is the one installed, whatever is named)."""
+        if isinstance(table, ShareGroupSpec) and table.client is None:  # the one library with a share consumer
+            return "java", table.client_version or self.kafka_version
         return table.client or self.client, self._explicit_version(table) or self.kafka_version
 
     def _explicit_version(self, table: _ClientTable) -> str | None:
@@ -421,6 +478,7 @@ class Scenario(_Model):
         """Every client table by its dotted key: producers, the consumers, groups, the copier."""
         tables: list[tuple[str, _ClientTable]] = [(f"producers.{i}", p) for i, p in enumerate(self.producers)]
         tables += [("consumers", self.consumers)] + [(f"groups.{i}", g) for i, g in enumerate(self.groups)]
+        tables += [(f"share_groups.{i}", g) for i, g in enumerate(self.share_groups)]
         return tables + ([("copier", self.copier)] if self.copier is not None else [])
 
     @model_validator(mode="after")
@@ -465,6 +523,7 @@ class Scenario(_Model):
         self._check_upgrades()
         self._check_triggers()
         self._check_generator_clients()
+        self._check_share_groups()  # before the configs: a share group's library must have a share consumer
         self._check_client_configs()
         names = [p.name for p in self.producers]
         if len(set(names)) != len(names):
@@ -663,12 +722,43 @@ class Scenario(_Model):
             if g.protocol == "consumer" and int(self.kafka_version.split(".")[0]) < 4:
                 raise ValueError(f"groups.{i}.protocol: 'consumer' (KIP-848) needs Kafka 4.0 or later, not "
                                  f"{self.kafka_version} (allowed here: classic)")
-        total = sum(g.members for g in self.groups)
+        total = sum(g.members for g in [*self.groups, *self.share_groups])
         if total > MAX_MEMBERS:
-            raise ValueError(f"groups: {total} members in all (allowed: at most {MAX_MEMBERS})")
+            raise ValueError(f"groups: {total} members in all, share groups' included (allowed: at most {MAX_MEMBERS})")
         clash = set(self.member_names) & set(n for p in self.producers for n in p.instance_names)
         if clash:
             raise ValueError(f"groups: member names {sorted(clash)} are producer names too (names must differ)")
+
+    def _check_share_groups(self) -> None:
+        """Share groups on a version and feature level that has them, with names of their own, a
+        share consumer's library, and release and reject shares an explicit member can draw."""
+        if not self.share_groups:
+            return
+        level = self.features.get("share.version", feature_levels.defaults(self.kafka_version).get("share.version", 0))
+        if self.mode != "kraft" or level < 1:
+            have = [v for v, modes in KAFKA_VERSIONS.items() if "kraft" in modes
+                    and "share.version" in feature_levels.levels(v)]
+            on = [f"{v} (with features = {{ \"share.version\" = 1 }})"
+                  if feature_levels.defaults(v)["share.version"] < 1 else v for v in have]
+            at = f" at share.version {level}" if self.mode == "kraft" and "share.version" in feature_levels.levels(
+                self.kafka_version) else ""
+            raise ValueError(f"share_groups: Kafka {self.kafka_version} {self.mode}{at} has no share groups (allowed: "
+                             f"mode = \"kraft\" with kafka_version {', '.join(on)})")
+        names = [g.name for g in self.share_groups]
+        group_names = [g.name for g in self.groups] + ([self.copier.group] if self.copier is not None else [])
+        if len(set(names)) != len(names) or set(names) & set(group_names):
+            raise ValueError(f"share_groups: names must differ from each other and from the groups' (got {names})")
+        for i, g in enumerate(self.share_groups):
+            library = self.library(g)[0]
+            if library != "java":
+                raise ValueError(f"share_groups.{i}.client: {library!r} has no share consumer here (allowed: java, "
+                                 "Apache Kafka's KafkaShareConsumer)")
+            if g.acknowledge == "implicit" and (g.release_ratio or g.reject_ratio):
+                raise ValueError(f"share_groups.{i}: release_ratio and reject_ratio need acknowledge = \"explicit\" "
+                                 "(an implicit member accepts every record)")
+            if g.release_ratio + g.reject_ratio > 1:
+                total = g.release_ratio + g.reject_ratio
+                raise ValueError(f"share_groups.{i}: release_ratio + reject_ratio = {total:g} (allowed: at most 1)")
 
     @property
     def client_names(self) -> list[str]:
@@ -678,7 +768,7 @@ class Scenario(_Model):
 
     @property
     def member_names(self) -> list[str]:
-        return [n for g in self.groups for n in g.member_names]
+        return [n for g in [*self.groups, *self.share_groups] for n in g.member_names]
 
     @property
     def transactional_clients(self) -> list[str]:
@@ -716,9 +806,10 @@ class Scenario(_Model):
         return self.copier is not None or any(p.transactional for p in self.producers)
 
     def group_broker_config(self) -> dict[str, str]:
-        """The broker settings the consumer-protocol groups need (none without such a group)."""
+        """The broker settings the consumer-protocol groups and the share groups need (none without
+        such a group)."""
         sessions = [g.session_timeout_ms for g in self.groups if g.protocol == "consumer"]
-        return kip848_broker_config(min(sessions)) if sessions else {}
+        return {**(kip848_broker_config(min(sessions)) if sessions else {}), **share_broker_config(self.share_groups)}
 
     def cluster_settings(self) -> ClusterSettings:
         extra = {**self.cluster, "private_clients": self.private_clients}

@@ -212,7 +212,8 @@ GROUP = '[[groups]]\nname = "g"\nmembers = 2\n'
         (GROUP, ["groups.0.protocol=consumer"],
          r"groups\.0\.protocol: 'consumer' \(KIP-848\) needs Kafka 4\.0 or later, not 3\.9\.1 \(allowed here: "
          r"classic\)"),
-        (GROUP + '[[groups]]\nname = "h"\nmembers = 5\n', [], r"groups: 7 members in all \(allowed: at most 6\)"),
+        (GROUP + '[[groups]]\nname = "h"\nmembers = 5\n', [],
+         r"groups: 7 members in all, share groups' included \(allowed: at most 6\)"),
         (GROUP, ["groups.0.members=7"], r"groups\.0\.members: .*6"),
         (GROUP, ["groups.0.commit=sometimes"], r"groups\.0\.commit: .*'auto', 'sync' or 'async'"),
         ('[[faults]]\nat_s = 1\nkind = "kill"\ntarget = "group_coordinator"\n', [],

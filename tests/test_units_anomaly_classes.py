@@ -34,3 +34,13 @@ def test_every_class_answers_for_every_documented_configuration():
         assert list(p) == list(ANOMALIES) and all(p[a].anomaly == a and p[a].why for a in p)
     for commit in ("sync", "async", "auto", "transaction", "share"):
         assert set(group_promises(DOC_CASES[0][1], commit)) == set(GROUP_ANOMALIES)
+
+
+def test_the_share_group_doc_has_each_share_class_definition_as_the_code_says():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "share-groups.md").read_text()
+    for c in CLASSES:
+        if c.name.startswith("share_"):
+            text = c.definition.split("\n\n")[0].replace("\n", " ").split(": ", 1)[1]
+            assert f"| `{c.name}` | {text} |" in doc, c.name

@@ -22,10 +22,11 @@ OWNED = owned({"producer": ["key.serializer", "value.serializer"],
                "consumer": ["key.deserializer", "value.deserializer"],
                "group": ["key.deserializer", "value.deserializer", "interceptor.classes"],
                "copier": ["key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-                          "max.poll.records"]})
+                          "max.poll.records"],
+               "share_group": ["key.deserializer", "value.deserializer", "share.acknowledgement.mode"]})
 # The library's clients a kind of client is made of, by whose property names they take.
 MADE_OF = {"producer": ("producer",), "consumer": ("consumer",), "group": ("consumer",),
-           "copier": ("producer", "consumer")}
+           "copier": ("producer", "consumer"), "share_group": ("consumer",)}
 
 
 def version_refusal(version: str) -> str | None:

@@ -31,6 +31,9 @@ OWNED: dict[str, dict[str, str]] = {
         "isolation.level": HARNESS, "enable.auto.commit": HARNESS, "enable.idempotence": HARNESS, "acks": HARNESS,
         "transaction.timeout.ms": "use transaction_timeout_ms",
     },
+    "share_group": {
+        "bootstrap.servers": HARNESS, "client.id": HARNESS, "group.id": "use the share group's name",
+    },
 }
 
 

@@ -22,6 +22,9 @@ from harness.setup.java import cache_dir
 from harness.setup.tools import build_lock, resolve_jars, run_tool
 
 SRC = Path(__file__).resolve().parents[1] / "clients" / "java_src"
+# Share groups' member (KIP-932): kafka-clients has KafkaShareConsumer from 4.1, so only those builds compile it.
+SHARE_SRC = SRC.with_name("java_src_share")
+SHARE_FROM = (4, 1)
 # slf4j-api named at the top: kafka-clients asks for 1.7, which would find no 2.x provider.
 LIBRARIES = ("com.fasterxml.jackson.core:jackson-databind:2.21.3", "org.slf4j:slf4j-api:2.0.17",
              "org.slf4j:slf4j-simple:2.0.17")
@@ -32,15 +35,20 @@ class DriverBuildError(Exception):
     """The Java driver could not be built: the command that failed and the end of its output."""
 
 
-def _sources() -> list[Path]:
-    return sorted(SRC.rglob("*.java"))
+def has_share_consumer(version: str) -> bool:
+    return tuple(int(x) for x in version.split(".")[:2]) >= SHARE_FROM
+
+
+def _sources(version: str) -> list[Path]:
+    share = sorted(SHARE_SRC.rglob("*.java")) if has_share_consumer(version) else []
+    return sorted(SRC.rglob("*.java")) + share
 
 
 def _digest(version: str) -> str:
     h = hashlib.sha256(version.encode())
     for lib in LIBRARIES:
         h.update(lib.encode())
-    for p in _sources():
+    for p in _sources(version):
         h.update(p.name.encode() + p.read_bytes())
     return h.hexdigest()[:12]
 
@@ -91,7 +99,7 @@ def _build(version: str, final: Path, log) -> None:
         resolve_jars([*LIBRARIES, f"org.apache.kafka:kafka-clients:{version}"], "java-driver", work, work / "lib",
                      f"mvn resolve kafka-clients {version}", DriverBuildError)
         _run(["javac", "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", f"{work / 'lib'}/*",
-              "-d", str(work / "classes"), *map(str, _sources())], f"javac the Java driver for {version}")
+              "-d", str(work / "classes"), *map(str, _sources(version))], f"javac the Java driver for {version}")
         names = _run([JAVA, "-cp", f"{work / 'classes'}:{work / 'lib'}/*", "kchaos.Driver", "config-names"],
                      f"list kafka-clients {version}'s properties")
         (work / "config-names.json").write_text(names)

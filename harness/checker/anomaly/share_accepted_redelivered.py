@@ -3,8 +3,10 @@ acknowledged the value as accepted with outcome "ok" (share_acks.parquet) at ts_
 was delivered to a member of the group (deliveries.parquet) with ts_ms after T.
 
 KIP-932: an acknowledgement that succeeded moves the record to Acknowledged, a final state: it is
-not delivered again. A member whose acquisition lock had run out by then gets an error instead,
-so an "ok" it was given is the broker's word that no one else holds the record."""
+not delivered again. A member whose acquisition lock had run out gets an error while another
+member holds the record; once the record is archived (below the share-partition start offset) a
+late acknowledgement is accepted silently (Kafka's SharePartitionTest,
+testAcknowledgeBatchPostLsoMovement). Either way an "ok" leaves the record in a final state."""
 
 from __future__ import annotations
 

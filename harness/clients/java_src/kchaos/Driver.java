@@ -20,8 +20,8 @@ import java.util.function.LongSupplier;
  * kchaos's driver for Apache Kafka's Java client: one process per client, as docs/drivers.md says.
  *
  * <p>{@code java -cp ... kchaos.Driver ROLE CONFIG.json}: the role is {@code producer}, {@code consumer},
- * {@code member} (a consumer group's, GroupMember.java), {@code txn-producer} (TransactionalProducer.java) or
- * {@code copier} (Copier.java)
+ * {@code member} (a consumer group's, GroupMember.java), {@code txn-producer} (TransactionalProducer.java),
+ * {@code copier} (Copier.java), {@code share-member} or {@code share-offsets} (ShareMember.java)
  * ({@code config-names} prints the property names the client library takes; {@code check KIND CONFIG.json}
  * exits 2 with the library's words when it refuses the config's properties). The process reads commands on
  * stdin ({@code stop}; {@code send P} for a quiet producer's step; {@code kill} for a transactional client's
@@ -44,10 +44,31 @@ public final class Driver {
       case "member" -> new GroupMember(config(args[1])).run();
       case "txn-producer" -> new TransactionalProducer(config(args[1])).run();
       case "copier" -> new Copier(config(args[1])).run();
+      case "share-member", "share-offsets" -> shareRole(args[0], config(args[1]));
       default -> throw new IllegalArgumentException("unknown role " + args[0]
-          + " (allowed: producer, consumer, member, txn-producer, copier, config-names, check)");
+          + " (allowed: producer, consumer, member, txn-producer, copier, share-member, share-offsets, config-names,"
+          + " check)");
     }
     OUT.flush();
+  }
+
+  /**
+   * A share group's member or its offsets (ShareMember.java), compiled only into builds of kafka-clients 4.1 and
+   * later, where KafkaShareConsumer exists: reached by name, so the driver of an older client builds without it.
+   */
+  private static void shareRole(String role, JsonNode cfg) throws Exception {
+    Class<?> c;
+    try {
+      c = Class.forName("kchaos.ShareMember");
+    } catch (ClassNotFoundException e) {
+      throw new IllegalArgumentException(role + ": this kafka-clients has no share consumer (4.1 and later have)");
+    }
+    if (role.equals("share-offsets")) {
+      c.getDeclaredMethod("printStartOffsets", JsonNode.class).invoke(null, cfg);
+    } else {
+      Object member = c.getDeclaredConstructor(JsonNode.class).newInstance(cfg);
+      c.getDeclaredMethod("run").invoke(member);
+    }
   }
 
   static JsonNode config(String path) throws Exception {

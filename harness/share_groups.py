@@ -1,0 +1,203 @@
+"""Share groups (KIP-932): members that share a topic's partitions record by record, and what the
+run reads of the group around them.
+
+Each member is a process of its own running the Java driver's ShareMember (``kchaos.Driver
+share-member CONFIG``), started, signalled and read as a consumer group's members are (groups.py's
+``Member``: SIGKILL, SIGSTOP/SIGCONT after a SIGUSR1, SIGTERM for a clean leave), so the same member
+faults act on it: client_kill, client_pause, client_restart. A member appends a ``delivery`` line for
+every record it was given (with the delivery count the client reports) and an ``ack`` line for every
+acknowledgement once its outcome is known; ``ShareGroup.history`` turns them into
+deliveries.parquet's and share_acks.parquet's rows.
+
+The group's share-partition start offsets (every offset below is archived) are read with the
+client's own Admin call (``kchaos.Driver share-offsets``) when the group starts (where it starts
+from) and after healing (where it ended): run.json's ``start_offsets`` and ``final_start_offsets``,
+which share_unseen judges by. After healing the run waits until the group has archived every
+partition to its end (its start offset at the high watermark), so that what is left undelivered
+is what the group skipped, not what it had not reached yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from harness.clients.java_process import bootstrap, java_command
+from harness.groups import STOP_GRACE_S, Member
+from harness.scenario import ShareGroupSpec
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+
+INITIALIZED_S = 10.0  # latest: how long the group has to read every partition once after starting
+OFFSETS_TIMEOUT_S = 60.0
+QUIET_S = 3.0  # after healing: no member given anything for this long, and the group is drained
+
+
+class ShareMember(Member):
+    """One share member's process; each new process is a new incarnation named ``s-1``, ``s-1.2``."""
+
+    def __init__(self, name: str, spec: ShareGroupSpec, conf: dict, topic: str, work: Path,
+                 spawner: ThreadPoolExecutor, command: list[str], seed: int):
+        super().__init__(name, spec, conf, topic, work, spawner, command)  # type: ignore[arg-type]
+        self.seed = seed
+
+    def start(self) -> None:
+        with self._lock:
+            self.incarnation += 1
+            g: ShareGroupSpec = self.spec  # type: ignore[assignment]
+            cfg = {"group": g.name, "topic": self.topic, "conf": self.conf, "acknowledge": g.acknowledge,
+                   "release_ratio": g.release_ratio, "reject_ratio": g.reject_ratio,
+                   "seed": zlib.crc32(f"{self.seed}/{self.consumer}".encode()),
+                   "group_config": {"share.auto.offset.reset": g.auto_offset_reset,
+                                    "share.isolation.level": g.isolation_level},
+                   "out": str(self.work / f"{self.consumer}.jsonl")}
+            path = self.work / f"{self.consumer}.json"
+            path.write_text(json.dumps(cfg))
+            self.proc = self.spawner.submit(self._spawn, path).result()
+
+
+class ShareGroup:
+    """The members of one share group, started and stopped together; the group's offsets and history."""
+
+    def __init__(self, spec: ShareGroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
+                 version: str, seed: int):
+        self.spec, self.cluster, self.topic, self.partitions, self.work = spec, cluster, topic, partitions, work
+        self.version = version
+        work.mkdir(parents=True, exist_ok=True)
+        self.spawner = ThreadPoolExecutor(1, thread_name_prefix=f"share-{spec.name}-spawner")
+        command = java_command(version, "share-member")
+        self.members = [ShareMember(name, spec, {"bootstrap.servers": bootstrap(cluster, name), **spec.config}, topic,
+                                    work, self.spawner, command, seed) for name in spec.member_names]
+        self.start_offsets: dict[str, int] = {}
+        self.final_start_offsets: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ the group's offsets
+
+    def offsets(self) -> dict[str, dict]:
+        """"topic:partition" -> {"start", "lag"}: the share-partition start offsets as the group's
+        coordinator answers now (partitions the group has not read yet are absent)."""
+        cfg = self.work / "offsets.json"
+        cfg.write_text(json.dumps({"bootstrap": bootstrap(self.cluster, ""), "group": self.spec.name}))
+        proc = subprocess.run([*java_command(self.version, "share-offsets"), str(cfg)], capture_output=True,
+                              text=True, timeout=OFFSETS_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise RuntimeError(f"share group {self.spec.name}: its offsets could not be read: "
+                               f"{proc.stderr.strip()[-500:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def _keys(self) -> list[str]:
+        return [f"{self.topic}:{p}" for p in range(self.partitions)]
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Start every member and wait (up to ``timeout_s``) until each has configured the group and
+        subscribed (its ``started`` line), so the workload does not begin before the group exists."""
+        for m in self.members:
+            m.start()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not all(m._started() for m in self.members):
+            time.sleep(0.1)
+
+    def wait_initialized(self, timeout_s: float = INITIALIZED_S) -> bool:
+        """Where the group starts from on each partition, kept as ``start_offsets``; whether every
+        partition has one. With ``earliest`` that is the partition's log start offset (KIP-932: the
+        group starts there); with ``latest`` the group's own start offset once it has read the
+        partition, waited for up to ``timeout_s``."""
+        if self.spec.auto_offset_reset == "earliest":
+            c = Consumer(self.cluster.client_config(**{"group.id": f"kchaos-starts-{self.spec.name}"}))
+            try:
+                self.start_offsets = {
+                    f"{self.topic}:{p}": c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[0]
+                    for p in range(self.partitions)}
+                return True
+            except KafkaException:
+                return False
+            finally:
+                c.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(RuntimeError, ValueError, subprocess.TimeoutExpired):
+                found = self.offsets()
+                if all(k in found for k in self._keys()):
+                    self.start_offsets = {k: int(found[k]["start"]) for k in self._keys()}
+                    return True
+            time.sleep(0.5)
+        return False
+
+    def wait_drained(self, timeout_s: float) -> bool:
+        """Wait until the group has archived every partition to its high watermark (its start offset
+        there), or no member has been given anything for QUIET_S (the start offset the coordinator
+        reports is its persisted one, which may trail the last acknowledgements), keeping the last
+        offsets read as ``final_start_offsets``; whether it archived everything in time."""
+        c = Consumer(self.cluster.client_config(**{"group.id": f"kchaos-ends-{self.spec.name}"}))
+        deadline = time.monotonic() + timeout_s
+        seen, quiet_since = -1, time.monotonic()
+        try:
+            while True:
+                given = sum(1 for r in self.lines() if r["t"] == "delivery")
+                if given != seen:
+                    seen, quiet_since = given, time.monotonic()
+                with contextlib.suppress(RuntimeError, ValueError, KafkaException, subprocess.TimeoutExpired):
+                    ends = {f"{self.topic}:{p}": c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)[1]
+                            for p in range(self.partitions)}
+                    found = self.offsets()
+                    self.final_start_offsets = {k: int(v["start"]) for k, v in found.items() if k in ends}
+                    if all(self.final_start_offsets.get(k, -1) >= end for k, end in ends.items()):
+                        return True
+                    if time.monotonic() - quiet_since >= QUIET_S:
+                        return False
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(1.0)
+        finally:
+            c.close()
+
+    # ------------------------------------------------------------------ members
+
+    def stop(self) -> None:
+        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(STOP_GRACE_S + 15)
+        self.spawner.shutdown(wait=False)
+
+    def failure(self) -> str | None:
+        return next((f"member {m.consumer} exited: {why}" for m in self.members if (why := m.failure())), None)
+
+    def lines(self) -> list[dict]:
+        out = []
+        for path in sorted(self.work.glob("*.jsonl")):
+            for text in path.read_text().splitlines():
+                with contextlib.suppress(ValueError):  # a line a SIGKILL cut short
+                    out.append({**json.loads(text), "member": path.stem})
+        return out
+
+    def history(self) -> tuple[list[dict], list[dict]]:
+        """(deliveries rows, share_acks rows) of the group's run."""
+        g = self.spec.name
+        deliveries, acks = [], []
+        for r in self.lines():
+            if r["t"] == "delivery":
+                deliveries.append({"group": g, "member": r["member"], "topic": r["topic"], "partition": r["partition"],
+                                   "offset": r["offset"], "value": r["value"], "delivery_count": r["delivery_count"],
+                                   "ts_ms": r["ts_ms"]})
+            elif r["t"] == "ack":
+                acks.append({"group": g, "member": r["member"], "topic": r["topic"], "partition": r["partition"],
+                             "offset": r["offset"], "value": r["value"], "type": r["type"], "outcome": r["outcome"],
+                             "error": r["error"], "ts_ms": r["ts_ms"]})
+        return deliveries, acks
+
+    def settings(self) -> dict:
+        """run.json's account of the group: its table, its topic and the offsets it started and ended at."""
+        return {**self.spec.settings(), "topics": [self.topic], "start_offsets": self.start_offsets,
+                **({"final_start_offsets": self.final_start_offsets} if self.final_start_offsets else {})}

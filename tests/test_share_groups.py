@@ -1,0 +1,45 @@
+"""Share groups against real Kafka: a group's members are killed and frozen while they share a
+topic, every delivery and acknowledgement is recorded, the group is drained after healing, and
+the verdict judges KIP-932's promises in the group's own row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import runner
+from harness.checker import check_runs
+from harness.history import DELIVERIES, SHARE_ACKS
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932s_promises(tmp_path):
+    require_docker(["4.2.2"])
+    s = load(SCENARIOS / "share-group-member-faults.toml")
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    (v,) = check_runs([res.path])
+    run = json.loads((res.path / "run.json").read_text())
+    (g,) = run["share_groups"]
+    keys = {f"{s.topic.name}:{p}" for p in range(s.topic.partitions)}
+    assert set(g["start_offsets"]) == keys and set(g["final_start_offsets"]) == keys
+    deliveries = pq.read_table(res.path / DELIVERIES).to_pylist()
+    acks = pq.read_table(res.path / SHARE_ACKS).to_pylist()
+    produced = pq.read_table(res.path / "produced.parquet").to_pylist()
+    acked = {r["value"] for r in produced if r["status"] == "ok"}
+    assert acked <= {d["value"] for d in deliveries}, "every acknowledged record was given to the group"
+    assert {a["type"] for a in acks} == {"accept", "release", "reject"}
+    assert {d["member"] for d in deliveries} >= {"s-1", "s-2", "s-1.2"}, "the killed member came back as s-1.2"
+    assert max(d["delivery_count"] for d in deliveries) >= 2, "released records were given again"
+    events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in events if e["type"] == "fault"] == ["client_kill", "client_pause"]
+    (row,) = [r for r in v.by_group if r.group == "s"]
+    assert row.settings["commit"] == "share" and row.verdict == "pass", (row.counts, row.broken)
+    assert all(n == 0 for a, n in v.anomalies.items() if a.startswith("share_")), v.anomalies
