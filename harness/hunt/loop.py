@@ -212,7 +212,8 @@ class Hunt:
         trial = pending.result()
         self._progress(trial, s)
         if not self._look_at(trial, s, base) and trial.verdict is not None:
-            seen = precursors.read(trial.path, topic)
+            # What happened after the workload (the heal's own truncations) is not where a fault can go.
+            seen = [p for p in precursors.read(trial.path, topic) if p.at_s <= s.duration_s]
             if seen:
                 self.announce(f"{trial.name}: precursor: " + "; ".join(
                     f"broker {p.broker} dropped {p.acknowledged} acknowledged records of partition "
