@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 TARGET_HELP = ("leader | follower | follower:K | followers | controller | controller:K | zookeeper | "
                "zookeeper:K | quorum_majority | random | broker:N | rack:NAME | "
                "txn_coordinator | txn_coordinator:CLIENT | group_coordinator | group_coordinator:GROUP | "
-               "client:CLIENT")
-COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator")
+               "share_coordinator | share_coordinator:GROUP | client:CLIENT")
+COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator", "share_coordinator")
 PARTITION_ROLES = ("leader", "follower", "followers")
 # Roles that name coordination nodes: "controller" alone is Kafka's controller (in ZooKeeper mode a
 # broker), "controller:K" a KRaft controller, "zookeeper" the ensemble's leader or server K.
@@ -42,7 +42,7 @@ class Target:
     role: str
     number: int = 0  # follower K (1 = the first), broker N, KRaft controller K or ZooKeeper server K (0: the leader)
     rack: str = ""
-    client: str = ""  # txn_coordinator's client or group_coordinator's group ("" = the first); client's name
+    client: str = ""  # txn_coordinator's client, group_coordinator's or share_coordinator's group ("" = the first)
 
     @classmethod
     def parse(cls, text: str) -> Target:

@@ -192,7 +192,38 @@ class Member:
         return (self.work / f"{self.consumer}.log").read_text(errors="replace")[-1500:]
 
 
-class Group:
+class MemberProcesses:
+    """What every kind of group's member processes share: stopped together, a failure of one, and
+    the lines every incarnation of every member wrote (``work/NAME.jsonl``)."""
+
+    members: list[Member]
+    spawner: ThreadPoolExecutor
+    work: Path
+
+    def stop(self) -> None:
+        """Every member leaves cleanly, in parallel (each may wait out a rebalance)."""
+        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(STOP_GRACE_S + 15)
+        self.spawner.shutdown(wait=False)
+
+    def failure(self) -> str | None:
+        return next((f"member {m.consumer} exited: {why}" for m in self.members if (why := m.failure())), None)
+
+    def lines(self, who: str = "member_file") -> list[dict]:
+        """Every line every incarnation of every member wrote, in the order each wrote them, each
+        with the incarnation's name under ``who``."""
+        out = []
+        for path in sorted(self.work.glob("*.jsonl")):
+            for text in path.read_text().splitlines():
+                with contextlib.suppress(ValueError):  # a line a SIGKILL cut short
+                    out.append({**json.loads(text), who: path.stem})
+        return out
+
+
+class Group(MemberProcesses):
     """The members of one group, started together and stopped together; their history afterwards."""
 
     def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
@@ -250,26 +281,6 @@ class Group:
         finally:
             c.close()
 
-    def stop(self) -> None:
-        """Every member leaves cleanly, in parallel (each may wait out a rebalance)."""
-        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(STOP_GRACE_S + 15)
-        self.spawner.shutdown(wait=False)
-
-    def failure(self) -> str | None:
-        return next((f"member {m.consumer} exited: {why}" for m in self.members if (why := m.failure())), None)
-
-    def lines(self) -> list[dict]:
-        """Every line every incarnation of every member wrote, in the order each wrote them."""
-        out = []
-        for path in sorted(self.work.glob("*.jsonl")):
-            for text in path.read_text().splitlines():
-                with contextlib.suppress(ValueError):  # a line a SIGKILL cut short
-                    out.append({**json.loads(text), "member_file": path.stem})
-        return out
 
     def history(self) -> tuple[list[dict], list[dict], list[Rebalance | CommitRefused]]:
         """(consumed rows, live offsets rows, events) of the group's run."""

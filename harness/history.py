@@ -91,23 +91,22 @@ OFFSETS_SCHEMA = pa.schema([
     pa.field("ts_ms", pa.int64(), False),
     pa.field("phase", pa.string(), False),
 ])
-DELIVERIES_SCHEMA = pa.schema([
+# What a share group's delivery and acknowledgement rows both begin with: whose, and which record.
+SHARE_RECORD = [
     pa.field("group", pa.string(), False),
     pa.field("member", pa.string(), False),
     pa.field("topic", pa.string(), False),
     pa.field("partition", pa.int32(), False),
     pa.field("offset", pa.int64(), False),
     pa.field("value", pa.string(), False),
+]
+DELIVERIES_SCHEMA = pa.schema([
+    *SHARE_RECORD,
     pa.field("delivery_count", pa.int32(), True),  # as the client reported it (null: it reported none)
     pa.field("ts_ms", pa.int64(), False),  # when poll returned it
 ])
 SHARE_ACKS_SCHEMA = pa.schema([
-    pa.field("group", pa.string(), False),
-    pa.field("member", pa.string(), False),
-    pa.field("topic", pa.string(), False),
-    pa.field("partition", pa.int32(), False),
-    pa.field("offset", pa.int64(), False),
-    pa.field("value", pa.string(), False),
+    *SHARE_RECORD,
     pa.field("type", pa.string(), False),  # accept | release | reject
     pa.field("outcome", pa.string(), False),  # ok | error | unknown
     pa.field("error", pa.string(), True),

@@ -26,8 +26,9 @@ _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis pe
 
 
 def txn_state_partition(transactional_id: str, partitions: int) -> int:
-    """The __transaction_state partition of a transactional id, as Kafka computes it:
-    Utils.abs(id.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units."""
+    """The partition of an internal topic a coordinator key maps to, as Kafka computes it for
+    __transaction_state, __consumer_offsets and __share_group_state alike:
+    Utils.abs(key.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units."""
     data = transactional_id.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):
@@ -40,6 +41,7 @@ class Nemesis:
     def __init__(self, cluster: KafkaCluster, topic: str, events: EventLog,
                  clients: Callable[[str], object] | None = None, first_client: str = "",
                  members: Callable[[str], object | None] | None = None, first_group: str = "",
+                 first_share_group: str = "",
                  acks: Callable[[str], int] | None = None):
         self.c = cluster
         self.topic = topic
@@ -48,6 +50,7 @@ class Nemesis:
         self.first_client = first_client  # what "txn_coordinator" alone means
         self.members = members  # a group member by name, or None (Recording.member)
         self.first_group = first_group  # what "group_coordinator" alone means
+        self.first_share_group = first_share_group  # what "share_coordinator" alone means
         self.acks = acks  # acknowledged records of a producer ("" = all): what acked triggers count
         self.started: set[int] = set()  # numbers of the scenario's faults that have started
         self.ended: set[int] = set()
@@ -74,6 +77,8 @@ class Nemesis:
             return [self.coordinator("__transaction_state", f"kchaos-{t.client or self.first_client}")]
         if t.role == "group_coordinator":
             return [self.coordinator("__consumer_offsets", t.client or self.first_group)]
+        if t.role == "share_coordinator":
+            return [self.share_coordinator(t.client or self.first_share_group, f.partition)]
         if t.role == "client":  # its own links to every broker, or no broker at all (client_kill)
             return self.c.settings.broker_ids if FAULTS[f.kind].client_links else []
         if t.of_quorum:
@@ -115,6 +120,13 @@ class Nemesis:
         ordered = [n for n in voters if n != q.leader] + [n for n in voters if n == q.leader]
         return ordered[: len(voters) // 2 + 1]
 
+    def share_coordinator(self, group: str, partition: int) -> int:
+        """The share coordinator of ``group``'s share-partition of the fault's partition: the leader of
+        the __share_group_state partition its key ("GROUP:TOPIC_ID:PARTITION") maps to, as Kafka's
+        ShareCoordinatorService.partitionFor maps it (Java's String.hashCode, made non-negative)."""
+        topic_id = self.c.topic_id(self.topic)
+        return self.coordinator("__share_group_state", f"{group}:{topic_id}:{partition}")
+
     def coordinator(self, internal_topic: str, key: str) -> int:
         """The coordinator of a transactional id or a group now: the leader of the partition of
         ``internal_topic`` (__transaction_state, __consumer_offsets) that ``key`` maps to."""
@@ -142,6 +154,8 @@ class Nemesis:
             a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
         if f.target.role == "group_coordinator":
             a.detail["group"] = f.target.client or self.first_group
+        if f.target.role == "share_coordinator":
+            a.detail["group"] = f.target.client or self.first_share_group
         member = self.members(f.target.client) if self.members is not None and f.target.role == "client" else None
         if member is not None and kind.on_member is not None:  # on the member's process, not its links
             a.brokers, a.member = [], member

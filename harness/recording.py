@@ -144,7 +144,8 @@ class Recording:
         txn = [p.pname for p in self.producers if p.spec.transactional] + (
             [self.copier_spec.name] if self.copier_spec is not None else [])
         return {"clients": self.client, "first_client": txn[0] if txn else "", "members": self.member,
-                "first_group": self.groups[0].spec.name if self.groups else "", "acks": self.acked}
+                "first_group": self.groups[0].spec.name if self.groups else "", "acks": self.acked,
+                "first_share_group": self.share_groups[0].spec.name if self.share_groups else ""}
 
     @property
     def output_topic(self) -> str:

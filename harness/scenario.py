@@ -635,10 +635,15 @@ class Scenario(_Model):
         target and nothing else, and only clients they can act on (``_client_refuses``)."""
         where, t = f"faults.{i}.target", f.target
         if t.role == "group_coordinator":
-            groups = [g.name for g in self.groups]
+            groups = [g.name for g in [*self.groups, *self.share_groups]]
             if not groups or (t.client and t.client not in groups):
                 raise ValueError(f"{where}: {t} needs a group of this scenario (allowed groups: "
                                  f"{', '.join(groups) or 'none: add a [[groups]] table'})")
+        if t.role == "share_coordinator":
+            shares = [g.name for g in self.share_groups]
+            if not shares or (t.client and t.client not in shares):
+                raise ValueError(f"{where}: {t} needs a share group of this scenario (allowed: "
+                                 f"{', '.join(shares) or 'none: add a [[share_groups]] table'})")
         if (f.kind in CLIENT_FAULTS) != (t.role == "client"):
             raise ValueError(f"{where}: {f.kind} takes a client:NAME target and client:NAME only client faults "
                              f"({', '.join(sorted(CLIENT_FAULTS))}) (allowed clients: "

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from harness.clients.java_process import bootstrap, java_command
-from harness.groups import STOP_GRACE_S, Member
+from harness.groups import Member, MemberProcesses
 from harness.scenario import ShareGroupSpec
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class ShareMember(Member):
             self.proc = self.spawner.submit(self._spawn, path).result()
 
 
-class ShareGroup:
+class ShareGroup(MemberProcesses):
     """The members of one share group, started and stopped together; the group's offsets and history."""
 
     def __init__(self, spec: ShareGroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
@@ -161,32 +160,13 @@ class ShareGroup:
         finally:
             c.close()
 
-    # ------------------------------------------------------------------ members
-
-    def stop(self) -> None:
-        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(STOP_GRACE_S + 15)
-        self.spawner.shutdown(wait=False)
-
-    def failure(self) -> str | None:
-        return next((f"member {m.consumer} exited: {why}" for m in self.members if (why := m.failure())), None)
-
-    def lines(self) -> list[dict]:
-        out = []
-        for path in sorted(self.work.glob("*.jsonl")):
-            for text in path.read_text().splitlines():
-                with contextlib.suppress(ValueError):  # a line a SIGKILL cut short
-                    out.append({**json.loads(text), "member": path.stem})
-        return out
+    # ------------------------------------------------------------------ what it recorded
 
     def history(self) -> tuple[list[dict], list[dict]]:
         """(deliveries rows, share_acks rows) of the group's run."""
         g = self.spec.name
         deliveries, acks = [], []
-        for r in self.lines():
+        for r in self.lines("member"):
             if r["t"] == "delivery":
                 deliveries.append({"group": g, "member": r["member"], "topic": r["topic"], "partition": r["partition"],
                                    "offset": r["offset"], "value": r["value"], "delivery_count": r["delivery_count"],

@@ -39,6 +39,8 @@ def test_the_catalogues_share_group_is_java_and_its_members_are_fault_targets():
     (["share_groups.0.release_ratio=0.7", "share_groups.0.reject_ratio=0.6"],
      "share_groups.0: release_ratio + reject_ratio = 1.3 (allowed: at most 1)"),
     (["share_groups.0.delivery_count_limit=11"], "share_groups.0.delivery_count_limit"),
+    (['faults.0.target="share_coordinator:t"'], "faults.0.target: share_coordinator:t needs a share group of this "
+                                                "scenario (allowed: s)"),
     (['share_groups.0.name="g"', 'groups=[{name="g", members=1}]', "faults=[]"], "share_groups: names must differ"),
     (["share_groups.0.members=6", 'groups=[{name="g", members=1}]'], "groups: 7 members in all, share groups' "
                                                                      "included (allowed: at most 6)"),
@@ -78,3 +80,13 @@ def test_a_members_lines_become_the_share_files_rows(tmp_path):
                      "type": "release", "outcome": "ok", "error": None, "ts_ms": 12}], "a line cut short is dropped"
     g.start_offsets, g.final_start_offsets, g.topic = {"t:0": 0}, {"t:0": 9}, "t"
     assert g.settings()["final_start_offsets"] == {"t:0": 9} and g.settings()["delivery_count_limit"] == 5
+
+
+def test_a_share_partitions_coordinator_key_maps_as_kafkas_string_hash_does():
+    """Kafka's ShareCoordinatorService.partitionFor: Utils.abs("GROUP:TOPIC_ID:PARTITION".hashCode()) %
+    partitions. Java's own values: "hello".hashCode() is 99162322; "polygenelubricants".hashCode() is
+    Integer.MIN_VALUE, which Utils.abs makes 0."""
+    from harness.nemesis import txn_state_partition
+
+    assert txn_state_partition("hello", 50) == 99162322 % 50
+    assert txn_state_partition("polygenelubricants", 50) == 0

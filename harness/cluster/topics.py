@@ -17,6 +17,14 @@ LOG = logging.getLogger("kchaos.cluster")
 
 class Topics:
 
+    def topic_id(self, name: str, timeout_s: float = 10.0) -> str:
+        """The topic's id as Kafka prints it (its Uuid's URL-safe base64), which keys its share
+        groups' state (``GROUP:TOPIC_ID:PARTITION``)."""
+        from confluent_kafka import TopicCollection
+
+        (future,) = self.admin.describe_topics(TopicCollection([name]), request_timeout=timeout_s).values()
+        return str(future.result(timeout_s).topic_id)
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
                      config: dict[str, str] | None = None, validate: bool = True,
                      replica_assignment: list[list[int]] | None = None, timeout_s: float = 30.0) -> None:

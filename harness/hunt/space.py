@@ -44,7 +44,8 @@ def default_targets(s: Scenario) -> list[Target]:
     roles = ["leader", "follower", "followers", "controller", "quorum_majority", "random"]
     roles += ["zookeeper"] if s.mode == "zk" else [f"controller:{s.quorum_size + 1}"]  # a spare, to add
     roles += ["txn_coordinator"] if s.transactional else []
-    roles += ["group_coordinator"] if s.groups else []
+    roles += ["group_coordinator"] if s.groups or s.share_groups else []
+    roles += ["share_coordinator"] if s.share_groups else []
     return [Target.parse(r) for r in roles] + [Target("client", client=n) for n in s.client_names]
 
 

@@ -1,11 +1,7 @@
 package kchaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.BufferedWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -39,7 +35,7 @@ import sun.misc.Signal;
  * interceptor ({@code onCommit}), without a number.
  */
 final class GroupMember implements ConsumerRebalanceListener {
-  private static BufferedWriter out;
+  private static JsonLines out;
 
   private final JsonNode cfg;
   private final String commit;
@@ -68,27 +64,16 @@ final class GroupMember implements ConsumerRebalanceListener {
     props.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, Acknowledged.class.getName());
     this.isolation = props.getProperty("isolation.level");
     this.group = props.getProperty("group.id");
-    out = Files.newBufferedWriter(Path.of(cfg.get("out").asText()), StandardCharsets.UTF_8,
-        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    out = new JsonLines(Path.of(cfg.get("out").asText()));
     this.consumer = new KafkaConsumer<>(props);
   }
 
-  static synchronized void line(Map<String, Object> row) {
-    try {
-      out.write(Driver.JSON.writeValueAsString(row));
-      out.newLine();
-      out.flush();
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
+  static void line(Map<String, Object> row) {
+    out.line(row);
   }
 
   private static Map<String, Object> row(Object... kv) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    for (int i = 0; i < kv.length; i += 2) {
-      m.put((String) kv[i], kv[i + 1]);
-    }
-    return m;
+    return JsonLines.row(kv);
   }
 
   private static List<Integer> parts(Collection<TopicPartition> tps) {

@@ -1,14 +1,9 @@
 package kchaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.BufferedWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -46,7 +41,7 @@ import sun.misc.Signal;
  * "topic:partition" -> {"start", "lag"}): what the harness reads after healing.
  */
 final class ShareMember {
-  private static BufferedWriter out;
+  private static JsonLines out;
 
   private final JsonNode cfg;
   private final String group;
@@ -66,8 +61,7 @@ final class ShareMember {
     this.releaseRatio = cfg.get("release_ratio").asDouble();
     this.rejectRatio = cfg.get("reject_ratio").asDouble();
     this.random = new Random(cfg.get("seed").asLong());
-    out = Files.newBufferedWriter(Path.of(cfg.get("out").asText()), StandardCharsets.UTF_8,
-        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    out = new JsonLines(Path.of(cfg.get("out").asText()));
   }
 
   /** The group's configuration (share.auto.offset.reset, share.isolation.level), set before it subscribes. */
@@ -206,22 +200,12 @@ final class ShareMember {
     return m;
   }
 
-  static synchronized void line(Map<String, Object> row) {
-    try {
-      out.write(Driver.JSON.writeValueAsString(row));
-      out.newLine();
-      out.flush();
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
+  static void line(Map<String, Object> row) {
+    out.line(row);
   }
 
   private static Map<String, Object> row(Object... kv) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    for (int i = 0; i < kv.length; i += 2) {
-      m.put((String) kv[i], kv[i + 1]);
-    }
-    return m;
+    return JsonLines.row(kv);
   }
 
   private static Iterable<Map.Entry<String, JsonNode>> iterable(JsonNode node) {
