@@ -90,3 +90,12 @@ def test_a_share_partitions_coordinator_key_maps_as_kafkas_string_hash_does():
 
     assert txn_state_partition("hello", 50) == 99162322 % 50
     assert txn_state_partition("polygenelubricants", 50) == 0
+
+
+def test_a_run_with_a_share_group_never_shares_a_cluster():
+    """Its group configuration and share state stay in the cluster: a later run of a group of the
+    same name would start from them."""
+    from harness.kept_cluster import may_share_a_cluster
+
+    assert not may_share_a_cluster(load())
+    assert may_share_a_cluster(load("share_groups=[]", "faults=[]"))
