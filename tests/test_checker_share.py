@@ -6,7 +6,10 @@ attempt limit 3, started at offset 0, share-partition start offset 6 after heali
     offset  0    1    2                 3       4                          5
     value   s0   s1   s2                s3      s4                         s5
     m1      acc  acc  release           reject  lock ran out: accept error
-    m2                accept (2nd try)          accept (2nd try)           accept
+    m2                accept (2nd try)          accept (2nd try)           accept (2nd try)
+
+and s5's first delivery, to m1, returned by its poll only after m2 accepted s5 (m1 was frozen with
+the fetch response in hand): ordered by delivery count, it is not a redelivery.
 """
 
 from __future__ import annotations
@@ -51,8 +54,10 @@ def share_history(plant: str | None = None, final_start_offset: int | None = 6) 
     h.deliver("sg", "m1", "s3", 3).ack("sg", "m1", "s3", 3, "reject")
     h.deliver("sg", "m1", "s4", 4).deliver("sg", "m2", "s4", 4, delivery_count=2)
     h.ack("sg", "m1", "s4", 4, outcome="error").ack("sg", "m2", "s4", 4)
-    if plant != "share_unseen":
-        h.deliver("sg", "m2", "s5", 5).ack("sg", "m2", "s5", 5)
+    if plant != "share_unseen":  # m1 froze holding s5; m2 was given it (attempt 2) and accepted it; then m1
+        # woke and its poll returned s5 from the response it had before freezing: not a redelivery
+        h.deliver("sg", "m2", "s5", 5, delivery_count=2).ack("sg", "m2", "s5", 5)
+        h.deliver("sg", "m1", "s5", 5, delivery_count=1).ack("sg", "m1", "s5", 5)
     if plant == "share_accepted_redelivered":
         h.deliver("sg", "m2", "s0", 0, delivery_count=2)
     if plant == "share_rejected_redelivered":

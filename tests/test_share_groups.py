@@ -39,7 +39,10 @@ def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932
     assert {d["member"] for d in deliveries} >= {"s-1", "s-2", "s-1.2"}, "the killed member came back as s-1.2"
     assert max(d["delivery_count"] for d in deliveries) >= 2, "released records were given again"
     events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events if e["type"] == "fault"] == ["client_kill", "client_pause"]
+    faults = [e for e in events if e["type"] == "fault"]
+    assert [e["kind"] for e in faults] == ["kill", "client_kill", "client_pause"], [
+        e for e in events if e["type"] == "fault_skipped"]
+    assert faults[0]["target"] == "share_coordinator" and faults[0]["group"] == "s" and len(faults[0]["brokers"]) == 1
     (row,) = [r for r in v.by_group if r.group == "s"]
     assert row.settings["commit"] == "share" and row.verdict == "pass", (row.counts, row.broken)
     assert all(n == 0 for a, n in v.anomalies.items() if a.startswith("share_")), v.anomalies

@@ -87,19 +87,30 @@ def copies(i: Inputs) -> DataFrame:
 
 
 def delivered_after_ack(i: Inputs, ack_type: str) -> DataFrame | None:
-    """(run, group, value, ack_member, ack_ts_ms, member, ts_ms, delivery_count): for each (group,
-    value) acknowledged as ``ack_type`` with outcome "ok" (its first such acknowledgement), the first
-    delivery of it to the group after that; None without share acknowledgements or deliveries."""
+    """(run, group, value, ack_member, ack_ts_ms, acked_count, member, ts_ms, delivery_count, topic,
+    partition, offset): for each (group, value) acknowledged as ``ack_type`` with outcome "ok" and
+    delivered again after an acknowledgement both in time and in count (a delivery_count above the
+    acknowledging member's last delivery of the value at or before it), the earliest such pair;
+    None without share acknowledgements or deliveries. Time alone misleads (a member frozen with a
+    fetch response in hand returns records acquired long before), and so does the count alone (a
+    late "ok" for a record archived meanwhile follows deliveries to others it did not precede)."""
     if i.v2.share_acks is None or i.v2.deliveries is None:
         return None
-    acks = (i.v2.share_acks.filter((F.col("type") == ack_type) & (F.col("outcome") == "ok"))
-            .groupBy("run", "group", "value")
-            .agg(F.min(F.struct("ts_ms", "member")).alias("a"))
-            .select("run", "group", "value", F.col("a.ts_ms").alias("ack_ts_ms"),
-                    F.col("a.member").alias("ack_member")))
-    later = (i.v2.deliveries.join(acks, on=["run", "group", "value"], how="inner")
-             .filter(F.col("ts_ms") > F.col("ack_ts_ms"))
-             .groupBy("run", "group", "value", "ack_member", "ack_ts_ms")
-             .agg(F.min(F.struct("ts_ms", "member", "delivery_count", "topic", "partition", "offset")).alias("d")))
-    return later.select("run", "group", "value", "ack_member", "ack_ts_ms", "d.member", "d.ts_ms",
-                        "d.delivery_count", "d.topic", "d.partition", "d.offset")
+    d = i.v2.deliveries.select("run", "group", "member", "value", F.col("ts_ms").alias("d_ts"),
+                               F.coalesce("delivery_count", F.lit(0)).alias("d_count"))
+    acked = (i.v2.share_acks.filter((F.col("type") == ack_type) & (F.col("outcome") == "ok"))
+             .select("run", "group", "member", "value", F.col("ts_ms").alias("ack_ts_ms"))
+             .join(d, on=["run", "group", "member", "value"], how="inner")
+             .filter(F.col("d_ts") <= F.col("ack_ts_ms"))
+             .groupBy("run", "group", "member", "value", "ack_ts_ms")
+             .agg(F.max(F.struct("d_ts", "d_count")).alias("last"))
+             .select("run", "group", "value", "ack_ts_ms", F.col("member").alias("ack_member"),
+                     F.col("last.d_count").alias("acked_count")))
+    later = (i.v2.deliveries.join(acked, on=["run", "group", "value"], how="inner")
+             .filter((F.coalesce("delivery_count", F.lit(0)) > F.col("acked_count"))
+                     & (F.col("ts_ms") > F.col("ack_ts_ms")))
+             .groupBy("run", "group", "value")
+             .agg(F.min(F.struct("ack_ts_ms", "ack_member", "acked_count", "ts_ms", "member", "delivery_count",
+                                 "topic", "partition", "offset")).alias("d")))
+    return later.select("run", "group", "value", "d.ack_member", "d.ack_ts_ms", "d.acked_count", "d.member",
+                        "d.ts_ms", "d.delivery_count", "d.topic", "d.partition", "d.offset")

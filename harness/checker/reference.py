@@ -40,15 +40,23 @@ def share_partitions(share_groups: list[dict]) -> dict[tuple, tuple[int, int | N
 
 
 def redelivered_after(deliveries: Rows, share_acks: Rows, ack_type: str) -> int:
-    """Distinct (group, value) pairs with an acknowledgement of ``ack_type`` whose outcome was "ok"
-    at ts T, and a delivery of that value to the group with ts after T."""
-    done: dict[tuple, int] = {}
+    """Distinct (group, value) pairs with an acknowledgement of ``ack_type`` whose outcome was "ok",
+    and a delivery of that value to the group after it in time and acquired after the one it
+    acknowledged: a delivery_count above that delivery's (the acknowledging member's last delivery
+    of the value at or before the acknowledgement)."""
+    found = set()
     for a in share_acks:
-        if a["type"] == ack_type and a["outcome"] == "ok":
-            key = (a["group"], a["value"])
-            done[key] = min(done.get(key, a["ts_ms"]), a["ts_ms"])
-    return len({(d["group"], d["value"]) for d in deliveries
-                if (d["group"], d["value"]) in done and d["ts_ms"] > done[(d["group"], d["value"])]})
+        if a["type"] != ack_type or a["outcome"] != "ok":
+            continue
+        own = [d for d in deliveries if (d["group"], d["member"], d["value"]) == (a["group"], a["member"], a["value"])
+               and d["ts_ms"] <= a["ts_ms"]]
+        if not own:
+            continue
+        acked = max(own, key=lambda d: (d["ts_ms"], d["delivery_count"] or 0))["delivery_count"] or 0
+        if any(d["group"] == a["group"] and d["value"] == a["value"] and (d["delivery_count"] or 0) > acked
+               and d["ts_ms"] > a["ts_ms"] for d in deliveries):
+            found.add((a["group"], a["value"]))
+    return len(found)
 
 
 def final_log(consumed: Rows) -> set[tuple]:

@@ -1,12 +1,18 @@
 """share_accepted_redelivered: distinct (group, value) pairs: a member of the share group
-acknowledged the value as accepted with outcome "ok" (share_acks.parquet) at ts_ms T, and the value
-was delivered to a member of the group (deliveries.parquet) with ts_ms after T.
+acknowledged the value as accepted with outcome "ok" (share_acks.parquet), and the value was
+delivered to a member of the group (deliveries.parquet) after the acknowledgement's ts_ms with a
+delivery_count above that of the delivery the acknowledgement was for (the acknowledging member's
+last delivery of the value at or before the acknowledgement).
 
 KIP-932: an acknowledgement that succeeded moves the record to Acknowledged, a final state: it is
-not delivered again. A member whose acquisition lock had run out gets an error while another
-member holds the record; once the record is archived (below the share-partition start offset) a
-late acknowledgement is accepted silently (Kafka's SharePartitionTest,
-testAcknowledgeBatchPostLsoMovement). Either way an "ok" leaves the record in a final state."""
+not acquired again, so no later delivery has a higher delivery count. A member whose acquisition
+lock had run out gets an error while another member holds the record; once the record is archived
+(below the share-partition start offset) a late acknowledgement is accepted silently (Kafka's
+SharePartitionTest, testAcknowledgeBatchPostLsoMovement). Either way an "ok" leaves the record in a
+final state. A delivery counts only if it came after the acknowledgement both in time and in the
+broker's order of acquisitions (its count): a member frozen with a fetch response in hand returns,
+after it wakes, records acquired before it froze; and a late "ok" for a record archived meanwhile
+follows deliveries to others that it did not precede."""
 
 from __future__ import annotations
 
@@ -21,8 +27,8 @@ from harness.checker.reference import Tables, redelivered_after
 
 
 def count(i: Inputs) -> DataFrame | None:
-    """share_accepted_redelivered: distinct (group, value) pairs delivered to the group after an
-    accept acknowledgement of the value succeeded.
+    """share_accepted_redelivered: distinct (group, value) pairs acquired again (a higher delivery
+    count) after an accept acknowledgement of the value succeeded.
 
     The example is the acknowledgement and the first delivery after it."""
     found = delivered_after_ack(i, "accept")
@@ -30,7 +36,7 @@ def count(i: Inputs) -> DataFrame | None:
 
 
 def reference(h: Tables) -> int:
-    """Distinct (group, value): an accept acknowledged "ok" at T, a delivery to the group after T."""
+    """Distinct (group, value): an accept acknowledged "ok", a delivery with a higher count after it."""
     return redelivered_after(h.deliveries, h.share_acks, "accept")
 
 

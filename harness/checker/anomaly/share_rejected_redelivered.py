@@ -1,8 +1,10 @@
 """share_rejected_redelivered: distinct (group, value) pairs: a member of the share group
-acknowledged the value as rejected with outcome "ok" (share_acks.parquet) at ts_ms T, and the value
-was delivered to a member of the group (deliveries.parquet) with ts_ms after T.
+acknowledged the value as rejected with outcome "ok" (share_acks.parquet), and the value was
+delivered to a member of the group (deliveries.parquet) after the acknowledgement's ts_ms with a
+delivery_count above that of the delivery the acknowledgement was for (the acknowledging member's
+last delivery of the value at or before the acknowledgement).
 
-KIP-932: a rejected record is archived, unprocessable: it is not delivered again."""
+KIP-932: a rejected record is archived, unprocessable: it is not acquired again."""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from harness.checker.reference import Tables, redelivered_after
 
 
 def count(i: Inputs) -> DataFrame | None:
-    """share_rejected_redelivered: distinct (group, value) pairs delivered to the group after a reject
-    acknowledgement of the value succeeded.
+    """share_rejected_redelivered: distinct (group, value) pairs acquired again (a higher delivery
+    count) after a reject acknowledgement of the value succeeded.
 
     The example is the acknowledgement and the first delivery after it."""
     found = delivered_after_ack(i, "reject")
@@ -26,7 +28,7 @@ def count(i: Inputs) -> DataFrame | None:
 
 
 def reference(h: Tables) -> int:
-    """Distinct (group, value): a reject acknowledged "ok" at T, a delivery to the group after T."""
+    """Distinct (group, value): a reject acknowledged "ok", a delivery with a higher count after it."""
     return redelivered_after(h.deliveries, h.share_acks, "reject")
 
 
