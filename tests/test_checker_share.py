@@ -88,7 +88,7 @@ def test_a_clean_share_history_has_no_anomaly_and_is_judged_as_a_share_group(pla
     assert v.anomalies == dict.fromkeys(ANOMALIES, 0) and v.verdict == "pass"
     (row,) = v.by_group
     assert row.group == "sg" and row.settings["commit"] == "share" and row.verdict == "pass"
-    assert all(row.promises[a].promised for a in SHARE_ANOMALIES)
+    assert all(row.promises[a].promised for a in SHARE_ANOMALIES) and set(row.counts) == set(SHARE_ANOMALIES)
 
 
 @pytest.mark.parametrize("anomaly", SHARE_ANOMALIES)

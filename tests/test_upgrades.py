@@ -1,7 +1,8 @@
-"""Upgrades under load against real Kafka: a rolling upgrade moves every node to the later version
-(controllers first, each back in every ISR before the next goes) while the safe configuration keeps
-its promise, and a feature upgrade raises a level mid-run. Every line of versions is rolled in the
-long tier; the order and refusals are tested on data in tests/test_units_upgrades.py."""
+"""Upgrades under load against real Kafka, in the long tier (every version here is beyond the
+default one): a rolling upgrade moves every node to the later version (controllers first, each back
+in every ISR before the next goes) while the safe configuration keeps its promise, on every line of
+versions, and a feature upgrade raises a level mid-run. The order, the image and the refusals are
+tested on data in tests/test_units_upgrades.py."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def rolled(tmp_path: Path, version: str, mode: str, to: str, duration_s: int = 7
     return v, steps
 
 
+@pytest.mark.chaos_long
 def test_a_roll_across_lines_moves_every_node_and_the_safe_configuration_loses_nothing(tmp_path):
     v, steps = rolled(tmp_path, "4.1.2", "kraft", "4.4.0")
     assert steps[0]["node"].startswith("controller-"), "KRaft controllers first"
@@ -66,6 +68,7 @@ def test_a_roll_across_lines_moves_every_node_and_the_safe_configuration_loses_n
     assert "data-upgrades" in page and "kafka-3: Kafka 4.1.2 -&gt; 4.4.0" in page
 
 
+@pytest.mark.chaos_long
 def test_a_feature_upgrade_mid_run_raises_the_level_under_transactions(tmp_path):
     v, events, path = run(tmp_path, "feature-upgrade", [], ["4.1.2"])
     (fault,) = [e for e in events if e["type"] == "fault" and e["kind"] == "feature_upgrade"]

@@ -284,13 +284,16 @@ def group_verdicts(idx: int, job: JobResult, run: dict, cfgs: RunConfigs) -> lis
     rows = []
     for name, g in declared_groups(run, cfgs.notes, seen).items():
         topic = next((cfgs.topics[t] for t in g.get("topics") or [] if t in cfgs.topics), Config())
-        prom = group_promises(topic, str(g.get("commit", "sync")))
-        counts = {a: job.of(a).counts.get((idx, name), 0) for a in GROUP_ANOMALIES}
-        broken = [a for a in GROUP_ANOMALIES if prom[a].promised and counts[a] > 0]
+        commit = str(g.get("commit", "sync"))
+        # A share group is judged by the share classes, a consumer group (or a copier's) by the others.
+        classes = [a for a in GROUP_ANOMALIES if a.startswith("share_") == (commit == "share")]
+        prom = {a: p for a, p in group_promises(topic, commit).items() if a in classes}
+        counts = {a: job.of(a).counts.get((idx, name), 0) for a in classes}
+        broken = [a for a in classes if prom[a].promised and counts[a] > 0]
         rows.append(GroupVerdict(
             group=name, settings=g, counts=counts,
             promises={a: PromiseOutcome(promised=p.promised, why=p.why) for a, p in prom.items()},
-            broken=broken, expected=[a for a in GROUP_ANOMALIES if not prom[a].promised and counts[a] > 0],
+            broken=broken, expected=[a for a in classes if not prom[a].promised and counts[a] > 0],
             redelivered=job.of("group_redelivered").counts.get((idx, name), 0),
             verdict="fail" if broken else "pass"))
     return rows
