@@ -323,10 +323,12 @@ def _cell(c, a: str) -> dict:
 
 
 def _group_cell(v: Verdict, a: str) -> dict:
-    """A group anomaly's cell: the run's groups together, each judged by its own commit mode."""
-    n = sum(g.counts[a] for g in v.by_group)
-    broke = any(g.counts[a] and g.promises[a].promised for g in v.by_group)
-    why = "; ".join(f"group {g.group}: {g.promises[a].why}" for g in v.by_group)
+    """A group anomaly's cell: the run's groups together, each judged by its own commit mode (a
+    group that is not of the anomaly's kind, consumer or share group, has no count of it)."""
+    judged = [g for g in v.by_group if a in g.counts]
+    n = sum(g.counts[a] for g in judged)
+    broke = any(g.counts[a] and g.promises[a].promised for g in judged)
+    why = "; ".join(f"group {g.group}: {g.promises[a].why}" for g in judged) or "no group of this kind"
     return {"anomaly": a, "count": n, "state": "clean" if n == 0 else ("broke" if broke else "expected"), "why": why}
 
 
