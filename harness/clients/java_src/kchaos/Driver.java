@@ -155,6 +155,22 @@ public final class Driver {
     return t;
   }
 
+  /**
+   * On SIGTERM: run {@code stop} (which makes the calling thread's loop end), then let that thread finish for up to
+   * 30 s before the JVM exits: a member's clean leave, its last acknowledgements or commit included.
+   */
+  static void onTerm(Runnable stop) {
+    Thread main = Thread.currentThread();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      stop.run();
+      try {
+        main.join(30_000);
+      } catch (InterruptedException ignored) {
+        // exit now
+      }
+    }));
+  }
+
   /** Say ready, then wait for {@code go} (or {@code stop}): a run starts its clients' JVMs before its workload. */
   static void awaitGo() throws InterruptedException {
     say(java.util.Map.of("t", "ready"));

@@ -180,17 +180,11 @@ final class GroupMember implements ConsumerRebalanceListener {
 
   void run() throws Exception {
     String topic = cfg.get("topic").asText();
-    Thread main = Thread.currentThread();
     Signal.handle(new Signal("USR1"), s -> freezing = true);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> { // SIGTERM: leave cleanly, then exit
+    Driver.onTerm(() -> { // SIGTERM: leave cleanly, then exit
       stopping = true;
       consumer.wakeup();
-      try {
-        main.join(30_000);
-      } catch (InterruptedException ignored) {
-        // exit now
-      }
-    }));
+    });
     line(row("t", "started", "ts_ms", System.currentTimeMillis()));
     consumer.subscribe(List.of(topic), this);
     while (!stopping) {

@@ -84,18 +84,12 @@ final class ShareMember {
     props.put("key.deserializer", StringDeserializer.class.getName());
     props.put("value.deserializer", StringDeserializer.class.getName());
     configureGroup(props);
-    Thread main = Thread.currentThread();
     Signal.handle(new Signal("USR1"), s -> freezing = true);
     try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(props)) {
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> { // SIGTERM: finish the batch, leave cleanly
+      Driver.onTerm(() -> { // SIGTERM: finish the batch, leave cleanly
         stopping = true;
         consumer.wakeup();
-        try {
-          main.join(30_000);
-        } catch (InterruptedException ignored) {
-          // exit now
-        }
-      }));
+      });
       line(row("t", "started", "ts_ms", System.currentTimeMillis()));
       consumer.subscribe(List.of(topic));
       while (!stopping) {
