@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from harness.cluster import KafkaCluster
+from harness.cluster.broker_log import Truncation, TruncationFollower
 from harness.events import EventLog, Fault, FaultSkipped, FaultStart, State, TriggerFired, TriggerUnfired
 from harness.faults import FAULTS, Applied, PlannedFault, Target
 from harness.triggers import POLL_S, Observation, fired
@@ -58,6 +59,7 @@ class Nemesis:
         self._armed: list[PlannedFault] = []
         self._watermarks = None  # a consumer that asks partitions for their high watermark
         self._hw_lock = threading.Lock()
+        self._truncations: TruncationFollower | None = None  # the brokers' logs, followed once a trigger needs them
         self._watchers: list[threading.Thread] = []
         self._timers: list[threading.Timer] = []  # triggered faults' delays and heals: stop() waits for them
         self._stop = threading.Event()
@@ -333,7 +335,19 @@ class Nemesis:
             obs.leader, obs.isr = p.leader, tuple(p.isr)
         if t.event == "hw":
             obs.hw = self.high_watermark(part)
+        if t.event == "truncation":
+            obs.truncations = tuple(
+                f"broker {x.broker} truncated {x.topic}-{x.partition} to offset {x.offset}"
+                for x in self.truncations() if x.topic == self.topic and x.partition == part
+                and (not t.broker or x.broker == t.broker))
         return obs
+
+    def truncations(self) -> list[Truncation]:
+        """The truncations the brokers' logs have written since a trigger first asked."""
+        with self._hw_lock:
+            if self._truncations is None:
+                self._truncations = self.c.follow_truncations()
+        return self._truncations.seen()
 
     def high_watermark(self, partition: int) -> int:
         from confluent_kafka import Consumer, TopicPartition
@@ -370,6 +384,8 @@ class Nemesis:
             self.heal(a)
         if self._watermarks is not None:
             self._watermarks.close()
+        if self._truncations is not None:
+            self._truncations.close()
 
 
 class StateSampler(threading.Thread):

@@ -35,7 +35,7 @@ from harness.faults import (
     Target,
     check_kind,
 )
-from harness.triggers import EVENTS, ISR_EVENTS, PARTITION_EVENTS, Trigger, cycle
+from harness.triggers import BROKER_EVENTS, EVENTS, PARTITION_EVENTS, Trigger, cycle
 from harness.versions import KAFKA_VERSIONS, upgrades_from
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
@@ -296,8 +296,8 @@ class TriggerSpec(_Model):
     fault: int = Field(-1, ge=-1, description="fault_start/fault_end: the number of the other fault")
     size: int = Field(0, ge=0, description="isr_shrink: fire once the ISR is down to at most this many members "
                                            "(0: on any shrink)")
-    broker: int = Field(0, ge=0, description="isr_shrink/isr_grow: fire when this broker leaves/joins the ISR "
-                                             "(0: any member)")
+    broker: int = Field(0, ge=0, description="isr_shrink/isr_grow/truncation: fire when this broker leaves/joins "
+                                             "the ISR, or truncates its replica (0: any broker)")
     delay_s: float = Field(0.0, ge=0, description="then wait this long before the fault")
 
     @model_validator(mode="after")
@@ -308,8 +308,8 @@ class TriggerSpec(_Model):
             raise ValueError("count: acked needs count >= 1 (the acknowledgement to fire at)")
         if self.size and self.event != "isr_shrink":
             raise ValueError(f"size: only isr_shrink takes a size, not {self.event}")
-        if self.broker and self.event not in ISR_EVENTS:
-            raise ValueError(f"broker: only {' and '.join(ISR_EVENTS)} take a broker, not {self.event}")
+        if self.broker and self.event not in BROKER_EVENTS:
+            raise ValueError(f"broker: only {', '.join(BROKER_EVENTS)} take a broker, not {self.event}")
         if self.event in ("fault_start", "fault_end") and self.fault < 0:
             raise ValueError(f"fault: {self.event} needs fault = the number of another fault (0-based)")
         return self

@@ -2,10 +2,11 @@
 
 A triggered fault is armed at its ``at_s`` and fires on the first event after that (plus its
 ``delay_s``): the N-th acknowledgement of a producer, the ISR of a partition shrinking or growing,
-its leader changing, its high watermark reaching an offset, another fault starting or ending. The
-nemesis evaluates every armed trigger each POLL_S against a fresh observation (acknowledgement
-counts from the producers, the partition's state and high watermark asked of the cluster, the
-nemesis's own fault times); each firing, with the event observed and when, goes to events.jsonl,
+its leader changing, its high watermark reaching an offset, a replica of it truncating its log,
+another fault starting or ending. The nemesis evaluates every armed trigger each POLL_S against a
+fresh observation (acknowledgement counts from the producers, the partition's state and high
+watermark asked of the cluster, the truncations the brokers' logs have written as they are
+followed, the nemesis's own fault times); each firing, with the event observed and when, goes to events.jsonl,
 and a trigger still armed at the run's end is logged as unfired, which makes the run "not
 exercised" rather than a pass.
 """
@@ -24,11 +25,14 @@ EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "isr_grow": ("the partition's ISR gains a member (with broker: that broker rejoins it)", ()),
     "leader_change": ("the partition's leader changes (or it loses its leader)", ()),
     "hw": ("the partition's high watermark reaches offset", ("offset",)),
+    "truncation": ("a replica of the partition truncates its log, removing records (with broker: that broker's; "
+                   "its log's `Truncating to offset`)", ()),
     "fault_start": ("fault number `fault` of the scenario starts", ("fault",)),
     "fault_end": ("fault number `fault` of the scenario ends (is healed)", ("fault",)),
 }
-PARTITION_EVENTS = ("isr_shrink", "isr_grow", "leader_change", "hw")
+PARTITION_EVENTS = ("isr_shrink", "isr_grow", "leader_change", "hw", "truncation")
 ISR_EVENTS = ("isr_shrink", "isr_grow")
+BROKER_EVENTS = (*ISR_EVENTS, "truncation")  # the events that may name one broker
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Trigger:
     offset: int = 0
     fault: int = -1
     size: int = 0  # isr_shrink: fire only once the ISR has at most this many members (0: any shrink)
-    broker: int = 0  # isr_shrink / isr_grow: this broker leaves / joins the ISR (0: any member)
+    broker: int = 0  # isr_shrink / isr_grow / truncation: this broker leaves / joins / truncates (0: any)
     delay_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -54,7 +58,7 @@ class Trigger:
             keep.add("partition")
         if self.event == "isr_shrink" and self.size:
             keep.add("size")
-        if self.event in ISR_EVENTS and self.broker:
+        if self.event in BROKER_EVENTS and self.broker:
             keep.add("broker")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
@@ -74,6 +78,7 @@ class Observation:
     hw: int = -1
     started: frozenset[int] = frozenset()  # scenario fault numbers that have started
     ended: frozenset[int] = frozenset()
+    truncations: tuple[str, ...] = ()  # what each truncation of the partition the logs wrote says, oldest first
 
 
 def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
@@ -86,6 +91,8 @@ def fired(t: Trigger, now: Observation, armed: Observation) -> str | None:
         return f"ISR {list(armed.isr)} -> {list(now.isr)}"
     if t.event == "leader_change" and now.leader != armed.leader:
         return f"leader {armed.leader} -> {now.leader}"
+    if t.event == "truncation" and len(now.truncations) > len(armed.truncations):
+        return now.truncations[len(armed.truncations)]
     if t.event == "hw" and now.hw >= t.offset:
         return f"high watermark {now.hw}"
     if t.event == "fault_start" and t.fault in now.started:

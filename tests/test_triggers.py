@@ -1,14 +1,17 @@
 """Triggers on a real cluster: a fault fired by the producer's acknowledgements, a second fired by
-the first one's end, and a third whose event never comes, which makes the run "not exercised"."""
+the first one's end, and a third whose event never comes, which makes the run "not exercised"; a
+fault fired by a replica truncating its log, as the broker's own log says it did."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from harness import runner
 from harness.checker import check_runs
+from harness.cluster.broker_log import truncation
 from harness.report import write_report
 from harness.scenario import load
 from tests.conftest import require_docker
@@ -78,6 +81,63 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
     assert not any(v.anomalies.values()), v.anomalies
     html = write_report([res.path], tmp_path / "report.html").read_text()
     assert "fault_end fault=0: fault 0 ended" in html and "never fired" in html
+
+
+TRUNCATED = """
+name = "truncated"
+duration_s = 16
+zookeepers = 1
+
+[topic]
+partitions = 1
+
+[[producers]]
+acks = "1"
+rate = 300
+
+[[faults]]          # 0: both followers stop fetching: what the leader takes next, only it has
+at_s = 2
+duration_s = 3
+kind = "cut_fetch"
+target = "followers"
+
+[[faults]]          # 1: the leader leaves cleanly a second later; a follower without those records leads
+at_s = 3
+duration_s = 2
+kind = "restart"
+target = "leader"
+
+[[faults]]          # 2: back, the old leader drops what nobody else has: fired on that truncation
+at_s = 0
+duration_s = 1
+kind = "pause"
+target = "follower"
+[faults.on]
+event = "truncation"
+delay_s = 0.2
+"""
+
+
+def test_a_fault_fires_on_a_replicas_truncation_as_its_log_records_it(tmp_path):
+    """Replicas that had records the new leader lacks drop them (acks=1: the old leader on its
+    return, a follower that had fetched more than the one elected); the triggered fault fires on the
+    first such truncation, and what it says it saw is that line of that broker's own log."""
+    require_docker(["3.9.1"])
+    (tmp_path / "t.toml").write_text(TRUNCATED)
+    res = runner.execute(load(tmp_path / "t.toml"), tmp_path / "run", log=lambda m: None)
+    events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
+    (fired,) = [e for e in events if e["type"] == "trigger"]
+    m = re.fullmatch(r"broker (\d+) truncated (\S+)-0 to offset (\d+)", fired["observed"])
+    assert m and m[2] == load(tmp_path / "t.toml").topic.name, fired
+    logged = sorted((t for path in (res.path / "logs").glob("kafka-*.log")
+                     for x in path.read_text().splitlines()
+                     if (t := truncation(int(path.stem.split("-")[1]), x)) and t.topic == m[2]),
+                    key=lambda t: t.ts_ms)
+    first = [t for t in logged if t.ts_ms == logged[0].ts_ms]  # the earliest (two in one millisecond: either)
+    assert (int(m[1]), int(m[3])) in {(t.broker, t.offset) for t in first}, (fired, logged)
+    assert first[0].ts_ms <= fired["ts_ms"] <= first[0].ts_ms + 1000, "seen as the broker wrote it"
+    pause = next(e for e in events if e["type"] == "fault" and e["kind"] == "pause")
+    assert pause["start_ms"] - pause["trigger_ms"] >= 200
 
 
 QUIET = """

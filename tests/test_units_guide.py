@@ -96,23 +96,38 @@ def test_with_an_empty_corpus_every_draw_is_fresh_and_seeded():
     assert a == b and a.generator is None and origin == "swarm draw"
 
 
-def test_a_mutation_aims_one_fault_more_at_the_precursor():
+def test_a_mutation_aims_one_or_two_faults_more_at_the_precursor():
     s = scenario(duration_s=30)
     parent = Scenario.model_validate({**s.model_dump(mode="json"), "faults": [
         {"at_s": 4, "duration_s": 6, "kind": "restart", "target": "follower:2"}]})
     p = Precursor(broker=2, partition=0, at_s=9.0, acknowledged=12)
     moves = vocabulary(s)
-    children = [guide.mutate(parent, p, random.Random(i), moves) for i in range(40)]
-    assert all(c is not None and len(c.faults) == 2 and c.faults[0] == parent.faults[0] for c in children)
-    added = [c.faults[1] for c in children]
-    held = [f for f in added if f.kind in guide.HOLDS_FETCHES]
-    taken = [f for f in added if f.kind in guide.TAKES_THE_LEADER]
-    assert held and taken and len(held) + len(taken) == len(added)
+    children = [guide.mutate(parent, p, random.Random(i), moves) for i in range(60)]
+    assert all(c is not None and c.faults[0] == parent.faults[0] for c in children)
+    alone = [c.faults[1] for c in children if len(c.faults) == 2]
+    both = [c.faults[1:] for c in children if len(c.faults) == 3]
+    assert len(alone) + len(both) == len(children) and alone and both
+    held = [f for f in alone if f.kind in guide.HOLDS_FETCHES]
+    taken = [f for f in alone if f.kind in guide.TAKES_THE_LEADER]
+    assert held and taken and len(held) + len(taken) == len(alone)
     assert all(str(f.target) == "broker:2" and 1.0 <= f.at_s <= 8.5 for f in held), "from before it truncated"
-    assert all(str(f.target) == "leader" and 9.2 <= f.at_s <= 11.5 for f in taken), "right after"
+    assert all(str(f.target) == "leader" and 9.2 <= f.at_s <= 11.5 and f.on is None for f in taken), "right after"
+    for hold, take in both:
+        assert hold.kind in guide.HOLDS_FETCHES and str(hold.target) == "broker:2" and 1.0 <= hold.at_s <= 8.5
+        assert take.kind in guide.TAKES_THE_LEADER and str(take.target) == "leader"
+        assert take.on is not None and (take.on.event, take.on.broker) == ("truncation", 2), \
+            "the leader taken on the held replica's own truncation, whenever the hold lets it come"
+        assert take.at_s == hold.at_s and 0.1 <= take.on.delay_s <= 1.5
     assert all(f.at_s + f.duration_s <= c.duration_s - 3.0 + 1e-9 for c in children for f in c.faults[1:]), \
         "healed before the workload ends"
-    assert all(c.duration_s == 30 for c in children), "the workload is long enough as it is"
+
+
+def test_a_fault_on_a_truncation_fits_within_the_hold_and_its_own_length():
+    """The workload outlasts the hold, the trigger's delay and the taken leader's fault."""
+    hold = {"at_s": 5.0, "duration_s": 10.0, "kind": "cut_fetch"}
+    take = {"at_s": 5.0, "duration_s": 4.0, "kind": "kill", "on": {"event": "truncation", "delay_s": 1.5}}
+    assert guide._ends([hold, take]) == 5.0 + 10.0 + 1.5 + 4.0
+    assert guide._ends([hold]) == 15.0
 
 
 def test_a_precursor_near_the_workloads_end_lengthens_it_to_fit_the_fault():
@@ -175,3 +190,53 @@ def came_close(path: Path, topic: str) -> None:
              "status": "ok", "offset": o, "send_ts_ms": START_MS, "ack_ts_ms": START_MS + 4_000, "error": None}
             for o in range(8, 13)]
     pq.write_table(pa.concat_tables([kept, pa.Table.from_pylist(rows, kept.schema)]), path / history.PRODUCED)
+
+
+# ---------------------------------------------------------------- following the brokers' logs live
+
+class _Container:
+    """A broker container's log as the engine streams it: timestamped lines; ``stops_after`` lines
+    end the stream (the broker stopped) and it runs again on the next look."""
+
+    def __init__(self, lines: list[tuple[float, str]], stops_after: int):
+        self.lines, self.stops_after, self.status, self.opened = lines, stops_after, "running", []
+
+    def reload(self) -> None:
+        self.status = "running"
+
+    def logs(self, stream, follow, timestamps, since):
+        from datetime import UTC, datetime
+
+        self.opened.append(since)
+        sent = 0
+        for at, text in self.lines:
+            if at < since:
+                continue
+            stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"
+            yield f"{stamp} {text}\n".encode()
+            sent += 1
+            if len(self.opened) == 1 and sent == self.stops_after:
+                self.status = "exited"
+                return
+        import time
+        while True:  # following: nothing more is written
+            time.sleep(0.01)
+            yield b""
+
+
+def test_the_follower_keeps_truncations_written_after_it_started_across_a_restart():
+    import time
+
+    from harness.cluster.broker_log import TruncationFollower
+
+    now = time.time()
+    line = "[2026-11-26 10:00:0{},000] INFO [Log partition=chaos-0, dir=/d] Truncating to offset {} (kafka.log.Log)"
+    c = _Container([(now - 5, line.format(1, 3)), (now + 0.1, line.format(2, 7)), (now + 0.2, "other"),
+                    (now + 0.3, line.format(3, 9))], stops_after=2)
+    f = TruncationFollower({2: c})
+    deadline = time.time() + 5
+    while len(f.seen()) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    f.close()
+    assert [(t.broker, t.offset) for t in f.seen()] == [(2, 7), (2, 9)], "not the line from before, none twice"
+    assert len(c.opened) == 2 and c.opened[1] > c.opened[0], "opened again from the last line read"

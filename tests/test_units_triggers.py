@@ -30,6 +30,9 @@ ARMED = Observation(acked=10, leader=1, isr=(1, 2, 3), hw=100)
     (Trigger("fault_start", fault=2), Observation(started=frozenset({0})), None),
     (Trigger("fault_start", fault=2), Observation(started=frozenset({2})), "fault 2 started"),
     (Trigger("fault_end", fault=0), Observation(ended=frozenset({0})), "fault 0 ended"),
+    (Trigger("truncation"), Observation(), None),
+    (Trigger("truncation"), Observation(truncations=("broker 2 truncated chaos-0 to offset 7",)),
+     "broker 2 truncated chaos-0 to offset 7"),
 ])
 def test_each_event_fires_when_its_condition_holds(trigger, now, why):
     assert fired(trigger, now, ARMED) == why
@@ -44,6 +47,15 @@ def test_a_broker_rejoining_is_measured_from_the_arming_state():
     assert fired(Trigger("isr_grow", broker=3), Observation(isr=(1, 2)), Observation(isr=(1,))) is None
     assert fired(Trigger("isr_grow", broker=3), Observation(isr=(1, 3)), Observation(isr=(1,))) == "ISR [1] -> [1, 3]"
     assert Trigger("isr_grow", broker=3).to_dict() == {"event": "isr_grow", "broker": 3, "delay_s": 0.0}
+
+
+def test_a_truncation_fires_on_the_first_one_after_arming():
+    """What the logs had written when the trigger was armed does not fire it; the next one does."""
+    armed = Observation(truncations=("broker 3 truncated chaos-0 to offset 5",))
+    assert fired(Trigger("truncation", broker=3), armed, armed) is None
+    now = Observation(truncations=(*armed.truncations, "broker 3 truncated chaos-0 to offset 9"))
+    assert fired(Trigger("truncation", broker=3), now, armed) == "broker 3 truncated chaos-0 to offset 9"
+    assert Trigger("truncation", broker=3).to_dict() == {"event": "truncation", "broker": 3, "delay_s": 0.0}
 
 
 def test_cycles_are_found():
@@ -92,7 +104,7 @@ def test_a_triggered_fault_is_planned_with_its_trigger_and_number(tmp_path):
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "leader_change"\nsize = 1\n',
      r"faults\.0\.on: .*size: only isr_shrink takes a size, not leader_change"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "hw"\noffset = 5\nbroker = 1\n',
-     r"faults\.0\.on: .*broker: only isr_shrink and isr_grow take a broker, not hw"),
+     r"faults\.0\.on: .*broker: only isr_shrink, isr_grow, truncation take a broker, not hw"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "isr_grow"\nbroker = 4\n',
      r"faults\.0\.on\.broker: 4 is not a broker of this scenario \(allowed: 1\.\.3\)"),
     ('[[faults]]\nat_s = 1\nkind = "kill"\n[faults.on]\nevent = "isr_shrink"\npartition = 9\n',

@@ -27,6 +27,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness import reaper
+from harness.cluster.broker_log import TruncationFollower
 from harness.cluster.errors import ClusterError
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
@@ -315,6 +316,10 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Up
 
     def container_keys(self) -> list[str]:
         return sorted(k for k in self._containers if k != "toxiproxy")
+
+    def follow_truncations(self) -> TruncationFollower:
+        """Every broker's log followed from now on for the truncations it writes (close it when done)."""
+        return TruncationFollower({b: self._node(b) for b in self.settings.broker_ids})
 
     def logs(self, key: str, tail: int | str = 200) -> str:
         return self._containers[key].get_wrapped_container().logs(tail=tail).decode(errors="replace")

@@ -10,9 +10,11 @@ testing literature close that gap:
 - **Feedback from precursors** (as a coverage-guided fuzzer keeps inputs that reached something
   new): a run that passed but showed a precursor (harness/hunt/precursors.py: a replica dropped
   acknowledged records) joins the corpus, and later draws mutate it with the faults that would
-  turn that precursor into a loss: keep the truncated replica from fetching again, or take its
-  leader away right after. A child that shows a precursor again joins the corpus in turn, so a
-  sequence is built one fault at a time.
+  turn that precursor into a loss: keep the truncated replica from fetching again, take its
+  leader away right after, or both at once: the replica's fetches held from before it truncates
+  and the leader taken on the truncation itself (a ``truncation`` trigger), since a hold delays
+  the truncation it was aimed at and a second step timed by the parent's clock misses it. A child
+  that shows a precursor again joins the corpus in turn, so a sequence is built a fault at a time.
 
 Everything here is a function of the hunt's seed and of what the runs showed, so a resumed hunt
 draws the same schedules.
@@ -69,43 +71,80 @@ def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Co
         p = rng.choice(seen)
         child = mutate(parent, p, rng, moves)
         if child is not None:
-            f = child.faults[-1]
-            return child, (f"built on {name}: {f.kind} {f.target} at {f.at_s:g} s, after broker {p.broker} dropped "
-                           f"acknowledged records at {p.at_s:g} s")
+            added = ", ".join(f"{f.kind} {f.target} " + (f"on {f.on}" if f.on else f"at {f.at_s:g} s")
+                              for f in child.faults[len(parent.faults):])
+            return child, (f"built on {name}: {added}, after broker {p.broker} dropped acknowledged records at "
+                           f"{p.at_s:g} s")
     return draw(s, rng, swarm(rng, moves)), "swarm draw"
 
 
 def mutate(parent: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> Scenario | None:
-    """``parent`` with one fault more, aimed at precursor ``p``: hold the truncated replica's
-    fetches from a little before it truncated, or take the partition's leader away a little after;
-    None when the scenario takes neither (or the fault does not fit the schedule). The kinds are the
-    hunt's (``moves``); the target is the precursor's, whatever targets the [hunt] table draws."""
-    steps = [hold_fetches, take_the_leader]
+    """``parent`` with one or two faults more, aimed at precursor ``p``: hold the truncated
+    replica's fetches from a little before it truncated, take the partition's leader away a little
+    after, or both; None when the scenario takes none of them (or they do not fit the schedule).
+    The kinds are the hunt's (``moves``); the targets are the precursor's, whatever targets the
+    [hunt] table draws."""
+    steps = [hold_fetches, take_the_leader, hold_and_take]
     rng.shuffle(steps)
     for step in steps:
-        fault = step(parent, p, rng, moves)
-        if fault is None:
+        added = step(parent, p, rng, moves)
+        if not added:
             continue
-        if len(parent.faults) >= bounds(parent).faults[1] + EXTRA_FAULTS:
-            return None
-        duration = max(parent.duration_s, round(fault["at_s"] + fault["duration_s"] + SETTLE_S, 1))
+        if len(parent.faults) + len(added) > bounds(parent).faults[1] + EXTRA_FAULTS:
+            continue
+        ends = _ends(added)
         try:
-            return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], fault],
-                               duration_s=duration)
+            return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], *added],
+                               duration_s=max(parent.duration_s, round(ends + SETTLE_S, 1)))
         except (ValidationError, ValueError):
             continue
     return None
 
 
-def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> dict | None:
+def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
     """The truncated replica's fetches held or slowed from up to 4 s before it truncated, for 4 to
     10 s: records it drops then stay dropped while it is still in the ISR."""
+    f = _hold(s, p, rng, moves, (4.0, 10.0))
+    return [f] if f is not None else []
+
+
+def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
+    """The partition's leader stopped, paused or cut off 0.2 to 2.5 s after the replica truncated:
+    if the truncated replica is elected before it fetches again, what it dropped is gone."""
+    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
+    if not kinds:
+        return []
+    lo, hi = bounds(s).fault_duration_s
+    f = _fitted(s, {"at_s": round(p.at_s + rng.uniform(0.2, 2.5), 1), "duration_s": round(rng.uniform(lo, hi), 1),
+                    "kind": rng.choice(kinds), "target": "leader", "partition": p.partition})
+    return [f] if f is not None else []
+
+
+def hold_and_take(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
+    """Both steps in one child: the replica's fetches held from before it truncated, for 6 to 12 s,
+    and the partition's leader taken 0.1 to 1.5 s after that replica's next truncation, whenever the
+    hold lets it come (a follower truncates once its fetch in flight fails, up to a request
+    timeout later than in the parent)."""
+    hold = _hold(s, p, rng, moves, (6.0, 12.0))
+    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
+    if hold is None or not kinds:
+        return []
+    lo, hi = bounds(s).fault_duration_s
+    take = _fitted(s, {"at_s": hold["at_s"], "duration_s": round(rng.uniform(lo, hi), 1), "kind": rng.choice(kinds),
+                       "target": "leader", "partition": p.partition,
+                       "on": {"event": "truncation", "broker": p.broker, "delay_s": round(rng.uniform(0.1, 1.5), 1)}})
+    return [hold, take] if take is not None else []
+
+
+def _hold(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move],
+          lasting: tuple[float, float]) -> dict | None:
+    """A hold or slowing of broker ``p.broker``'s fetches from up to 4 s before it truncated."""
     kinds = sorted({m.kind for m in moves if m.kind in HOLDS_FETCHES})
     if not kinds:
         return None
     kind = rng.choice(kinds)
     start = max(FIRST_FAULT_S, round(p.at_s - rng.uniform(0.5, 4.0), 1))
-    f = _fitted(s, {"at_s": start, "duration_s": round(rng.uniform(4.0, 10.0), 1), "kind": kind,
+    f = _fitted(s, {"at_s": start, "duration_s": round(rng.uniform(*lasting), 1), "kind": kind,
                     "target": f"broker:{p.broker}", "partition": p.partition,
                     "stream": rng.choice(["downstream", None])})
     if f is not None and FAULTS[kind].toxic == LATENCY_TOXIC:
@@ -113,15 +152,12 @@ def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move
     return f
 
 
-def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> dict | None:
-    """The partition's leader stopped, paused or cut off 0.2 to 2.5 s after the replica truncated:
-    if the truncated replica is elected before it fetches again, what it dropped is gone."""
-    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
-    if not kinds:
-        return None
-    lo, hi = bounds(s).fault_duration_s
-    return _fitted(s, {"at_s": round(p.at_s + rng.uniform(0.2, 2.5), 1), "duration_s": round(rng.uniform(lo, hi), 1),
-                       "kind": rng.choice(kinds), "target": "leader", "partition": p.partition})
+def _ends(added: list[dict]) -> float:
+    """When the last of the ``added`` faults ends, at the latest: a fault on a truncation fires while
+    the hold it comes with still stands (after it the replica fetches again), so by the end of the
+    other faults plus its delay and length."""
+    timed = max((f["at_s"] + f["duration_s"] for f in added if "on" not in f), default=0.0)
+    return max([timed, *(max(timed, f["at_s"]) + f["on"]["delay_s"] + f["duration_s"] for f in added if "on" in f)])
 
 
 def _fitted(s: Scenario, f: dict) -> dict | None:

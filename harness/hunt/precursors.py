@@ -13,30 +13,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from harness import history
+from harness.cluster.broker_log import Truncation, truncation
 
-# Kafka's Log / UnifiedLog, every version kchaos runs: "[2026-11-26 10:00:00,123] INFO [Log
-# partition=chaos-0, dir=/var/lib/kafka/data] Truncating to offset 1234 (kafka.log.Log)". The line is
-# written only when records were removed ("has no effect" otherwise).
-TRUNCATION = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ \[(?:Unified)?Log "
-                        r"partition=(?P<tp>\S+)-(?P<p>\d+), dir=[^\]]*\] Truncating to offset (?P<offset>\d+)")
 BROKER_LOG = re.compile(r"^kafka-(\d+)\.log$")
-
-
-@dataclass(frozen=True)
-class Truncation:
-    """A replica removed its records from ``offset`` on: broker, topic, partition, when (epoch ms)."""
-
-    broker: int
-    topic: str
-    partition: int
-    offset: int
-    ts_ms: int
 
 
 @dataclass(frozen=True)
@@ -59,15 +43,10 @@ def truncations(run_dir: Path, topic: str) -> list[Truncation]:
         if not m:
             continue
         for line in path.read_text(errors="replace").splitlines():
-            t = TRUNCATION.match(line)
-            if t and t["tp"] == topic:
-                out.append(Truncation(int(m[1]), topic, int(t["p"]), int(t["offset"]), _epoch_ms(t["ts"])))
+            t = truncation(int(m[1]), line)
+            if t is not None and t.topic == topic:
+                out.append(t)
     return out
-
-
-def _epoch_ms(stamp: str) -> int:
-    """A log4j timestamp of a kchaos container (UTC) in epoch milliseconds."""
-    return int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def acknowledged_truncated(produced: dict[str, list], cuts: list[Truncation], start_ms: int) -> list[Precursor]:
