@@ -104,6 +104,7 @@ class PlannedFault:
     to: str = ""  # rolling_upgrade: the version every node moves to
     feature: str = ""  # feature_upgrade: the feature, and its level (-1: the newest the nodes support)
     level: int = -1
+    offset_s: float = 0.0  # clock_skew: how far the node's wall clock jumps
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -302,6 +303,16 @@ def _feature_upgrade(c: KafkaCluster, a: Applied, b: int) -> None:
     a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level if a.fault.level >= 0 else None)
 
 
+# ---------------------------------------------------------------- clocks
+
+def _skew(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.skew_clock(b, a.fault.offset_s)
+
+
+def _unskew(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.skew_clock(b, 0)
+
+
 # ---------------------------------------------------------------- client faults
 
 def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -350,6 +361,9 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "from the target on; the heal waits for the roll to end", "#31a354", _roll, _await_roll, lasting=True),
     FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
               "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True),
+    FaultKind("clock_skew", "the node's wall clock jumps by offset_s seconds (forward or back) and returns at the "
+              "heal; its monotonic clock runs on (libfaketime in its JVM: the machine's clock is not touched)",
+              "#e6550d", _skew, _unskew),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),

@@ -47,6 +47,14 @@ def with_links_for(s: Scenario, clients: list[str]) -> Scenario:
     return s.model_copy(update={"cluster": {**s.cluster, "private_clients": private}})
 
 
+def with_skewable_clocks(s: Scenario, skewable: bool) -> Scenario:
+    """``s`` on nodes whose clocks a clock fault can move (libfaketime loaded, at offset 0 until one
+    does), when ``skewable``: runs with and without a clock fault then share one cluster."""
+    if not skewable:
+        return s
+    return s.model_copy(update={"cluster": {**s.cluster, "skewable_clocks": True}})
+
+
 class KeptCluster:
     """One cluster kept running between runs that may share it, replaced when a run needs other
     settings or a clean one, and removed by ``close`` (the reaper removes it if the process dies)."""

@@ -318,8 +318,9 @@ class TriggerSpec(_Model):
         return Trigger(**self.model_dump())
 
 
-# The fault settings of the upgrade kinds, and the kinds that take each.
-UPGRADE_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",)}
+# The fault settings only some kinds take, and those kinds.
+KIND_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",),
+             "offset_s": ("clock_skew",)}
 
 
 class FaultSpec(_Model):
@@ -341,16 +342,21 @@ class FaultSpec(_Model):
                                                   "transaction.version, ...)")
     level: int | None = Field(None, ge=0, description="feature_upgrade: the level (default: the newest production "
                                                       "level the running version has)")
+    offset_s: float | None = Field(None, description="clock_skew: how far the node's wall clock jumps (seconds, "
+                                                     "forward or back)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
         kind = check_kind(self.kind)
-        for key, kinds in UPGRADE_KEYS.items():
+        for key, kinds in KIND_KEYS.items():
             if getattr(self, key) is not None and self.kind not in kinds:
                 raise ValueError(f"{key}: only {' and '.join(kinds)} take{'s' if len(kinds) == 1 else ''} {key}, not "
                                  f"{self.kind}")
         if self.kind == "rolling_upgrade" and self.to is None:
             raise ValueError(f"to: rolling_upgrade needs the version to move to (allowed: {', '.join(KAFKA_VERSIONS)})")
+        if self.kind == "clock_skew" and not self.offset_s:
+            raise ValueError("offset_s: clock_skew needs how far the clock jumps, in seconds (allowed: any number but "
+                             "0, e.g. 3600 forward or -600 back)")
         if self.kind == "feature_upgrade" and self.feature is None:
             raise ValueError("feature: feature_upgrade needs the feature to upgrade (allowed: a feature the version "
                              "has, e.g. metadata.version, transaction.version, group.version, share.version)")
@@ -373,6 +379,7 @@ class GeneratorSpec(_Model):
     latency_ms: int = 200
     jitter_ms: int = 50
     rate_kbps: int = 64
+    offset_s: float = Field(600.0, description="clock_skew: how far a drawn skew moves the clock")
     chain: float = Field(0.0, ge=0, le=1, description="the share of drawn faults fired on a trigger: the previous "
                                                       "drawn fault's start, after a delay from chain_delay_s")
     chain_delay_s: tuple[float, float] = Field((0.0, 2.0), description="the range that delay is drawn from")
@@ -630,6 +637,12 @@ class Scenario(_Model):
         kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
         return any(FAULTS[k].quorum_change for k in kinds if k in FAULTS)
 
+    @property
+    def skews_clocks(self) -> bool:
+        """A clock fault among the faults (or the generator's kinds) needs nodes started with skewable clocks."""
+        kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
+        return "clock_skew" in kinds
+
     def _check_client_target(self, i: int, f: FaultSpec) -> None:
         """Coordinator targets name a client or group of this scenario; client faults take a client
         target and nothing else, and only clients they can act on (``_client_refuses``)."""
@@ -820,6 +833,8 @@ class Scenario(_Model):
         extra = {**self.cluster, "private_clients": self.private_clients}
         if self.dynamic_quorum:
             extra |= {"dynamic_quorum": True, "spare_controllers": self.spare_controllers}
+        if self.skews_clocks:
+            extra["skewable_clocks"] = True
         extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},

@@ -58,7 +58,8 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
         partition = rng.randrange(s.topic.partitions)
         on = Trigger("fault_start", fault=out[-1].number, delay_s=delay) if chained else None
         out.append(PlannedFault(out[-1].at_s if chained else round(t, 2), duration, kind, target, partition,
-                                g.latency_ms, g.jitter_ms, g.rate_kbps, on, number))
+                                g.latency_ms, g.jitter_ms, g.rate_kbps, on, number,
+                                offset_s=g.offset_s if kind == "clock_skew" else 0.0))
         starts.append(start)
         number += 1
         t = max(t, start + duration) + (rng.uniform(*g.gap_s) if not chained else 0.0)
@@ -68,4 +69,4 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
 def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
     return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps,
                         f.on.trigger() if f.on is not None else None, number, f.stream, f.to or "", f.feature or "",
-                        f.level if f.level is not None else -1)
+                        f.level if f.level is not None else -1, f.offset_s or 0.0)

@@ -14,6 +14,16 @@ fi
 HEAP="${KCHAOS_HEAP:--Xms256m -Xmx512m}"
 # Small, fast-starting JVMs: 2-core machines run four of these at once.
 JVM="${KCHAOS_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true}"
+# Skewable clocks (harness/cluster/clocks.py): the JVM's wall clock is the true time plus the offset
+# in /etc/kchaos/clock-offset, read at most once a second; its monotonic clock stays true. The
+# library's monotonic "fix" is off: with it, the JVM's timed waits (which run on the monotonic
+# clock) return at once and its threads spin.
+if [ -n "${KCHAOS_FAKETIME:-}" ]; then
+  [ -f /etc/kchaos/clock-offset ] || echo "+0" > /etc/kchaos/clock-offset
+  for lib in /usr/lib/*/faketime/libfaketime.so.1; do LD_PRELOAD="$lib"; done
+  export LD_PRELOAD FAKETIME_TIMESTAMP_FILE=/etc/kchaos/clock-offset FAKETIME_CACHE_DURATION=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0
+fi
 
 case "$role" in
   zookeeper)

@@ -28,6 +28,7 @@ from testcontainers.core.network import Network
 
 from harness import reaper
 from harness.cluster.broker_log import TruncationFollower
+from harness.cluster.clocks import CLOCK_ENV, ClockFaults
 from harness.cluster.errors import ClusterError
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
@@ -63,7 +64,7 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Upgrades):
+class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, LinkFaults, QuorumChanges, Upgrades):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
 
     This class holds the containers, networks and proxies (start, stop, clients, files); each other
@@ -147,7 +148,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Up
         nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
         nets |= {n: self._network(f"qnet{self.topo.index(n)}", internal=True) for n in s.coordination_ids}
         self._start_toxiproxy(core, nets)
-        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id}
+        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._clock_env()}
         for n in s.coordination_ids:
             self._start_coordination(n, nets[n], env_common)
         if s.mode == "zk":
@@ -201,12 +202,17 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Up
         c = self._container(key, self.kafka_image, net, [self.topo.node_name(k), self.topo.server_name(k)],
                             command="zookeeper" if s.mode == "zk" else "controller")
         if s.mode == "zk":
-            c.with_envs(KCHAOS_CONFIG=zookeeper_config(s), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k))
+            c.with_envs(KCHAOS_CONFIG=zookeeper_config(s), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k),
+                        **self._clock_env())
         else:
             c.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s, k),
                         KCHAOS_FORMAT_ARGS=controller_format_args(s, k, self.directory_ids))
             c.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
         c.start()
+
+    def _clock_env(self) -> dict[str, str]:
+        """What makes a node's wall clock skewable: libfaketime preloaded by the entrypoint."""
+        return {CLOCK_ENV: "1"} if self.settings.skewable_clocks else {}
 
     def _toxi_up(self) -> bool:
         try:
@@ -321,8 +327,10 @@ class KafkaCluster(StateReads, Topics, NodeFaults, LinkFaults, QuorumChanges, Up
         """Every broker's log followed from now on for the truncations it writes (close it when done)."""
         return TruncationFollower({b: self._node(b) for b in self.settings.broker_ids})
 
-    def logs(self, key: str, tail: int | str = 200) -> str:
-        return self._containers[key].get_wrapped_container().logs(tail=tail).decode(errors="replace")
+    def logs(self, key: str, tail: int | str = 200, timestamps: bool = False) -> str:
+        """A container's log; with ``timestamps``, each line after the engine's own RFC 3339 time of it."""
+        return self._containers[key].get_wrapped_container().logs(tail=tail, timestamps=timestamps).decode(
+            errors="replace")
 
     def describe_settings(self) -> dict:
         """What run.json records about the cluster."""

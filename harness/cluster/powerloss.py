@@ -20,6 +20,8 @@ import struct
 import tarfile
 from dataclasses import dataclass
 
+from harness.cluster.archive import one_file_tar
+
 SCRIPT_PATH = "/var/lib/kafka/power-loss.sh"  # the entrypoint runs (and removes) this before Kafka
 
 
@@ -103,11 +105,4 @@ def script(cuts: list[Cut]) -> str:
 
 def script_tar(cuts: list[Cut]) -> bytes:
     """A tar holding the script, for ``put_archive`` into the stopped container."""
-    body = script(cuts).encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        info = tarfile.TarInfo(SCRIPT_PATH.rsplit("/", 1)[1])
-        info.size = len(body)
-        info.mode = 0o755
-        tf.addfile(info, io.BytesIO(body))
-    return buf.getvalue()
+    return one_file_tar(SCRIPT_PATH.rsplit("/", 1)[1], script(cuts).encode(), 0o755)

@@ -69,6 +69,9 @@ class ClusterSettings(BaseModel):
                     "slow, hold or cut one client alone")
     broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties")
     controller_config: dict[str, str] = Field(default_factory=dict, description="extra KRaft controller props")
+    skewable_clocks: bool = Field(
+        False, description="every node's JVM started with libfaketime, so a clock_skew fault can move its wall clock "
+                           "alone (harness/cluster/clocks.py)")
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/feature_levels.py); the rest get the version's defaults")

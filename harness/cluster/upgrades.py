@@ -13,11 +13,10 @@ Mixed into KafkaCluster (kafka_cluster.py), whose settings, topology, containers
 
 from __future__ import annotations
 
-import io
 import logging
-import tarfile
 import time
 
+from harness.cluster.archive import one_file_tar
 from harness.cluster.errors import ClusterError
 from harness.cluster.features import api_versions_features
 from harness.cluster.settings import controller_port
@@ -36,14 +35,7 @@ def _now_ms() -> int:
 
 def marker_tar(version: str) -> bytes:
     """A tar holding the version marker, for ``put_archive`` into the stopped container."""
-    body = f"{version}\n".encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        info = tarfile.TarInfo(VERSION_MARKER)
-        info.size = len(body)
-        info.mode = 0o644
-        tf.addfile(info, io.BytesIO(body))
-    return buf.getvalue()
+    return one_file_tar(VERSION_MARKER, f"{version}\n".encode())
 
 
 def roll_order(first: int, brokers: list[int], controllers: list[int]) -> list[int]:

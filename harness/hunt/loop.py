@@ -35,7 +35,13 @@ from harness.hunt.trials import (
     run_and_check,
 )
 from harness.hunt.write_up import bug_md, scenario_toml
-from harness.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own, with_links_for
+from harness.kept_cluster import (
+    KeptCluster,
+    may_share_a_cluster,
+    on_a_topic_of_its_own,
+    with_links_for,
+    with_skewable_clocks,
+)
 from harness.scenario import Scenario, ScenarioError
 
 HUNT_JSON = "hunt.json"
@@ -199,12 +205,14 @@ class Hunt:
 
     @staticmethod
     def _on_the_kept_cluster(s: Scenario, base: Base, number: int) -> Scenario:
-        """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, and with links of
-        their own for every client the hunt may aim a link fault at, whether this draw does or not,
-        so that draws with and without client faults share the cluster."""
+        """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, with links of
+        their own for every client the hunt may aim a link fault at, and skewable clocks when it may
+        skew one, whether this draw does or not, so that draws with and without those faults share
+        the cluster."""
         aimed = sorted({m.target.client for m in base.moves
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
-        return with_links_for(on_a_topic_of_its_own(s, str(number)), aimed)
+        clocks = any(m.kind == "clock_skew" for m in base.moves)
+        return with_skewable_clocks(with_links_for(on_a_topic_of_its_own(s, str(number)), aimed), clocks)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
         """Look at a drawn run once its check is done; one that came close without showing the goal

@@ -25,6 +25,8 @@ NOT_DRAWN = ("send", "rolling_upgrade", "feature_upgrade")
 TRIGGER_DELAY_S = (0.0, 2.0)
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
 SETTLE_S = 3.0  # a drawn fault ends at least this long before the workload does
+# What a kind cannot be tried without when the vocabulary is probed (each draw then draws its own).
+PROBE_SETTINGS = {"clock_skew": {"offset_s": 60.0}}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ def vocabulary(s: Scenario) -> list[Move]:
     for kind in kinds:
         for target in spec.targets or default_targets(s):
             try:
-                with_faults(s, [{"at_s": FIRST_FAULT_S, "duration_s": 1.0, "kind": kind, "target": str(target)}])
+                with_faults(s, [{"at_s": FIRST_FAULT_S, "duration_s": 1.0, "kind": kind, "target": str(target),
+                                 **PROBE_SETTINGS.get(kind, {})}])
             except (ValidationError, ValueError):
                 continue
             moves.append(Move(kind, target))
@@ -114,6 +117,8 @@ def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntS
         f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
     if kind.toxic == BANDWIDTH_TOXIC:
         f["rate_kbps"] = rng.choice([16, 64, 256])
+    if move.kind == "clock_skew":  # 10 s to 9 days, forward or back: timeouts, then retention (7 days)
+        f["offset_s"] = round(rng.choice([-1, 1]) * 10 ** rng.uniform(1, 5.9))
     if rng.random() < spec.triggers:
         f["on"] = _trigger(s, rng, f, number)
         f["at_s"] = round(min(f["at_s"], rng.uniform(0, 3)), 1)  # triggered: "after at_s" arms it early

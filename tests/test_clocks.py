@@ -1,0 +1,88 @@
+"""Clock faults on a real cluster: the leader's wall clock jumps an hour ahead and comes back, as the
+times it stamps on the records it appends show (LogAppendTime); the machine's clock does not move."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+
+from harness import history, runner
+from harness.checker import check_runs
+from harness.cluster import KafkaCluster
+from harness.scenario import load
+from harness.setup import cluster_images, engine
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+SKEWED = """
+name = "skewed"
+duration_s = 12
+zookeepers = 1
+
+[topic]
+partitions = 1
+config = { "message.timestamp.type" = "LogAppendTime" }
+
+[[producers]]
+acks = "all"
+idempotence = true
+rate = 200
+
+[[faults]]
+at_s = 3
+duration_s = 5
+kind = "clock_skew"
+target = "leader"
+offset_s = 3600
+"""
+
+
+def append_times(c: KafkaCluster, topic: str) -> dict[str, int]:
+    """Each record's value and the time its leader stamped on it when it appended it."""
+    consumer = Consumer(c.client_config(**{"group.id": "clock-test", "enable.auto.commit": False}))
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        out: dict[str, int] = {}
+        idle = 0
+        while idle < 5:
+            batch = consumer.consume(500, timeout=1)
+            idle = idle + 1 if not batch else 0
+            for m in batch:
+                if m.error() is None:
+                    kind, ts = m.timestamp()
+                    assert kind == TIMESTAMP_LOG_APPEND_TIME
+                    out[m.value().decode()] = ts
+        return out
+    finally:
+        consumer.close()
+
+
+def test_the_leaders_clock_jumps_an_hour_and_back_while_the_machines_does_not(tmp_path):
+    require_docker(["3.9.1"])
+    (tmp_path / "s.toml").write_text(SKEWED)
+    s = load(tmp_path / "s.toml")
+    wall0, mono0 = time.time(), time.monotonic()
+    with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
+        res = runner.execute(s, tmp_path / "run", log=lambda m: None, cluster=c)
+        stamped = append_times(c, s.topic.name)
+    assert abs((time.time() - wall0) - (time.monotonic() - mono0)) < 1.0, "the machine's clock did not move"
+    events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
+    (skew,) = [e for e in events if e["type"] == "fault"]
+    start, end = skew["start_ms"], skew["end_ms"]
+    sent = pq.read_table(res.path / history.PRODUCED, columns=["value", "send_ts_ms", "ack_ts_ms", "status"])
+    ahead = {}  # the leader's stamp minus the machine's time of each acknowledged record
+    for value, send, ack, status in zip(*sent.to_pydict().values(), strict=True):
+        if status == "ok" and value in stamped:
+            ahead[value] = (send, ack, (stamped[value] - ack) / 1000)
+    during = [d for send, ack, d in ahead.values() if start + 1500 < send and ack < end - 200]
+    outside = [d for send, ack, d in ahead.values() if ack < start - 200 or send > end + 1500]
+    assert during and all(3598 < d < 3601 for d in during), during[:5]
+    assert outside and all(abs(d) < 2 for d in outside), [d for d in outside if abs(d) >= 2][:5]
+    (v,) = check_runs([res.path])
+    assert v.verdict == "pass", v.anomalies
+    assert not engine.client().containers.list(all=True, filters={"name": c.name})

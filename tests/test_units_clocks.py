@@ -1,0 +1,79 @@
+"""Clock faults on data the tests build: what a clock_skew fault needs (bad ones exit 2 naming the
+key and what is allowed), that a scenario with one starts its nodes with skewable clocks, the file
+a skew writes, and that a hunt draws skews on a cluster shared with its other draws. What the JVM
+does with a skewed clock is tested against real Kafka in tests/test_clocks.py."""
+
+from __future__ import annotations
+
+import io
+import random
+import tarfile
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness import schedule
+from harness import scenario as scenario_mod
+from harness.cluster.archive import one_file_tar
+from harness.cluster.clocks import offset_text
+from harness.hunt.space import draw, vocabulary
+from harness.kept_cluster import with_skewable_clocks
+from harness.scenario import Scenario
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def with_faults(*faults: dict, **extra) -> Scenario:
+    base = scenario_mod.load(SCENARIOS / "smoke.toml")
+    return Scenario.model_validate({**base.model_dump(mode="json"), "faults": list(faults), "duration_s": 30, **extra})
+
+
+def skew(**kw) -> dict:
+    return {"at_s": 2, "duration_s": 5, "kind": "clock_skew", "target": "leader", **kw}
+
+
+@pytest.mark.parametrize(("fault", "refused"), [
+    (skew(), "offset_s: clock_skew needs how far the clock jumps, in seconds (allowed: any number but 0"),
+    (skew(offset_s=0), "offset_s: clock_skew needs how far the clock jumps"),
+    ({"at_s": 2, "kind": "kill", "offset_s": 60}, "offset_s: only clock_skew takes offset_s, not kill"),
+])
+def test_bad_clock_faults_are_refused_naming_the_key(fault, refused):
+    with pytest.raises(ValidationError, match=refused.replace("(", r"\(")):
+        with_faults(fault)
+
+
+def test_a_scenario_with_a_skew_starts_skewable_clocks_and_plans_its_offset():
+    s = with_faults(skew(offset_s=-600, target="zookeeper"))
+    assert s.cluster_settings().skewable_clocks and not with_faults().cluster_settings().skewable_clocks
+    (f,) = schedule.plan(s)
+    assert (f.kind, f.offset_s, str(f.target)) == ("clock_skew", -600, "zookeeper")
+
+
+def test_generated_skews_take_the_generators_offset():
+    s = with_faults(generator={"kinds": ["clock_skew"], "targets": ["leader"], "offset_s": 7200})
+    planned = schedule.plan(s)
+    assert planned and all(f.offset_s == 7200 for f in planned) and s.cluster_settings().skewable_clocks
+
+
+def test_the_offset_file_is_what_libfaketime_reads():
+    assert [offset_text(x) for x in (3600, -600, 0, 1.5)] == ["+3600", "-600", "+0", "+1.5"]
+    with tarfile.open(fileobj=io.BytesIO(one_file_tar("clock-offset", b"+3600\n"))) as tf:
+        (m,) = tf.getmembers()
+        assert m.name == "clock-offset" and m.mtime > 0 and tf.extractfile(m).read() == b"+3600\n"
+
+
+def test_a_hunt_draws_skews_from_ten_seconds_to_days_either_way():
+    s = with_faults()
+    moves = [m for m in vocabulary(s) if m.kind == "clock_skew"]
+    assert moves, "the vocabulary has clock_skew"
+    offsets = [f.offset_s for i in range(40) for f in draw(s, random.Random(i), moves).faults]
+    assert offsets and all(10 <= abs(o) <= 10 ** 5.9 + 1 for o in offsets)
+    assert min(offsets) < 0 < max(offsets) and max(abs(o) for o in offsets) > 7 * 86400 * 0.5
+
+
+def test_draws_with_and_without_a_skew_share_one_cluster():
+    plain = with_skewable_clocks(with_faults(), True)
+    skewed = with_skewable_clocks(with_faults(skew(offset_s=60)), True)
+    assert plain.cluster_settings() == skewed.cluster_settings()
+    assert with_skewable_clocks(with_faults(), False).cluster_settings() != plain.cluster_settings()
