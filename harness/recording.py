@@ -115,6 +115,7 @@ class Recording:
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
+        self.log_starts: dict[str, dict[int, int]] = {}  # after the final read: topic -> partition -> log start
 
     @classmethod
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
@@ -270,6 +271,7 @@ class Recording:
         c, topic = self.cluster, self.topic
         with self.phases.timed("final_read"):
             final = [r for name in self.topics for r in self.reader.final_read(c, name, topic.partitions)]
+            self.log_starts = {name: c.log_start_offsets(name, topic.partitions) for name in self.topics}
             offsets = (self.copier.offsets + self.copier.final_offsets()) if self.copier is not None else []
             grouped = [g.history() for g in self.groups]
             offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
@@ -371,7 +373,9 @@ class Recording:
         t = self.topic
         info = {
             "topics": [{"name": name, "partitions": t.partitions, "replication_factor": t.replication_factor,
-                        "config": t.topic_config()} for name in self.topics],
+                        "config": t.topic_config(),
+                        **({"log_start_offsets": {str(p): o for p, o in self.log_starts[name].items()}}
+                           if name in self.log_starts else {})} for name in self.topics],
             "producers": [{"name": p.pname, "topic": t.name,
                            **p.spec.model_dump(exclude={"name", "count", "client", "client_version"}),
                            "client": self.client_of(p.spec)} for p in self.producers],

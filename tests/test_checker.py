@@ -151,6 +151,32 @@ def _stale_and_uncommitted() -> History:
     return h
 
 
+def retained(start: int) -> History:
+    """Five acknowledged writes at offsets 0-4; retention deleted the log below ``start`` on every
+    replica, and run.json says where the log starts after the run."""
+    h = History()
+    for i in range(5):
+        h.send(f"r{i}", i)
+    for i in range(start, 5):
+        for b in (1, 2, 3):
+            h.replica(b, f"r{i}", i)
+        h.read(f"r{i}", i, phase="final", consumer="final")
+    h.run["topics"][0]["log_start_offsets"] = {"0": start}
+    return h
+
+
+@case("retention")
+def _retention() -> History:
+    return retained(3)
+
+
+@case("retention-and-lost")
+def _retention_and_lost() -> History:
+    h = retained(3)
+    h.send("r-lost", 5)  # above the log start: not retention's doing
+    return h
+
+
 def two_producers() -> History:
     """p-one (acks=1) and p-all (acks=all, idempotent) on one topic, one acknowledged write each."""
     h = History()
@@ -353,6 +379,18 @@ def test_a_read_at_its_stale_hw_of_a_record_in_the_final_log_is_counted_but_brea
     v = judged["stale-and-uncommitted"]
     assert v.anomalies == only(uncommitted_read=2) and v.verdict == "fail"
     assert v.by_config[0].broken == ["uncommitted_read"]
+
+
+def test_writes_retention_deleted_are_counted_lost_but_break_no_promise(judged):
+    """A log whose start moved past acknowledged writes lost them by retention, by design: counted by
+    the contract, reported, expected; a lost write above the log start still fails."""
+    v = judged["retention"]
+    assert v.anomalies == only(lost=3) and v.verdict == "pass"
+    assert v.retention_deleted.count == 3 and {e["value"] for e in v.retention_deleted.examples} == {"r0", "r1", "r2"}
+    (row,) = v.by_config
+    assert row.expected == ["lost"] and row.broken == [] and "retention" in row.promises["lost"].why
+    v = judged["retention-and-lost"]
+    assert v.anomalies == only(lost=4) and v.verdict == "fail" and v.by_config[0].broken == ["lost"]
 
 
 def test_mixed_producers_are_judged_by_their_own_config(judged):

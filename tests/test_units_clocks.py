@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness import schedule
 from harness import scenario as scenario_mod
+from harness import schedule
 from harness.cluster.archive import one_file_tar
 from harness.cluster.clocks import offset_text
 from harness.hunt.space import draw, vocabulary

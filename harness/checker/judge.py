@@ -193,6 +193,9 @@ NOT_HELD = {
                          "final log there: Kafka's fetch response carries the hw from before its read "
                          "(Partition.readRecords), so a record committed while the leader read it comes back "
                          "at or above it"),
+    "lost": ("retention_deleted",
+             "the records were below their partition's log start offset after the run: retention deleted their "
+             "segments (by design: a leader whose clock ran past retention.ms finds them expired)"),
 }
 
 
@@ -400,6 +403,9 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         failed_but_present=_reported(job, "landed_fail", idx,
                                      "writes the client reported as definitely failed that are in the final log"),
         acks0_missing=job.of("acks0_missing").count(idx),
+        retention_deleted=_reported(job, "retention_deleted", idx,
+                                    "acknowledged writes below their partition's log start after the run: retention "
+                                    "deleted their segments"),
         final_log_records=job.final_rows.get(idx, 0),
         rows=rd.rows,
         unavailability=outage,

@@ -265,6 +265,20 @@ class Inputs:
     final_rows: dict[int, int]
     uncommitted_rows: int
     v2: V2Inputs
+    log_starts: DataFrame | None = None  # (run, topic, partition, log_start) of partitions whose log start moved
+
+
+LOG_START_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("topic", T.StringType()),
+                                 T.StructField("partition", T.IntegerType()),
+                                 T.StructField("log_start", T.LongType())])
+
+
+def log_starts_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
+    """run.json's log start offsets after the final read (``topics[].log_start_offsets``), one row per
+    partition whose log no longer starts at 0; None when no run's has moved."""
+    rows = [(i, str(t.get("name")), int(p), int(o)) for i, r in enumerate(runs) for t in r.run.get("topics") or []
+            if isinstance(t, dict) for p, o in (t.get("log_start_offsets") or {}).items() if int(o) > 0]
+    return spark.createDataFrame(rows, LOG_START_SCHEMA) if rows else None
 
 
 def _run_flags(df: DataFrame, extra: dict[str, Column]) -> list[dict]:
@@ -304,4 +318,4 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
                  .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
                  .filter(explains()))
     return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends, final_rows,
-                  sum(r["unc"] or 0 for r in offs_stats), v2)
+                  sum(r["unc"] or 0 for r in offs_stats), v2, log_starts_frame(spark, runs))

@@ -1,6 +1,7 @@
 """What a check reports beside the anomalies, each counted like one: indeterminate or failed writes
-that landed, acks=0 writes that did not, what a group returned twice, and the reads counted only by
-uncommitted_read's hw rule whose records the final log holds (stale_hw_read)."""
+that landed, acks=0 writes that did not, what a group returned twice, the reads counted only by
+uncommitted_read's hw rule whose records the final log holds (stale_hw_read), and the lost writes
+that retention deleted (retention_deleted)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,27 @@ def stale_hw_read(i: Inputs) -> DataFrame:
     found = i.offs.filter(has(IN_LIVE) & has(IN_FINAL) & has(ABOVE_HW)).select(*i.pk.cols, "offset", "value")
     return finding("stale_hw_read", i.pk.decode(first_reads(i, found, at_or_above_hw())).select(
         "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms"), "topic", "poll_ts_ms")
+
+
+def retention_deleted(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the values ``lost`` counts whose acknowledged offset is
+    below their partition's log start offset after the run, by topic.
+
+    A partition's log start moves up only when whole segments are deleted: by time or size retention
+    (kchaos never deletes records itself). A leader whose wall clock jumps past ``retention.ms`` finds
+    every segment older than that and deletes it, by design; those records are gone from every
+    replica, and the judge does not hold them against the durability promise. A lost value at or
+    above the log start still is."""
+    if i.log_starts is None:
+        return None
+    lost = (i.sends.filter(F.col("kind") == "lost").groupBy("run", "value")
+            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset")).alias("s"))
+            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
+                    "s.ack_ts_ms"))
+    below = (lost.join(F.broadcast(i.log_starts), on=["run", "topic", "partition"], how="inner")
+             .filter(F.col("ack_offset") < F.col("log_start")))
+    return finding("retention_deleted", below.select("run", "topic", "partition", "ack_offset", "log_start", "value",
+                                                     "producer", "ack_ts_ms"), "topic", "ack_ts_ms")
 
 
 def _landed(i: Inputs, kind: str) -> DataFrame:
@@ -68,5 +90,6 @@ REPORTED_FINDINGS: dict[str, Finder] = {
     "landed_fail": landed_fail,
     "acks0_missing": acks0_missing,
     "stale_hw_read": stale_hw_read,
+    "retention_deleted": retention_deleted,
     "group_redelivered": group_redelivered,
 }

@@ -160,6 +160,9 @@ class Verdict(_Model):
     indeterminate_landed: Reported
     failed_but_present: Reported
     acks0_missing: int = 0
+    # lost writes below their partition's log start after the run: deleted by retention, not held
+    # against the durability promise (harness/checker/reported.py)
+    retention_deleted: Reported = Field(default_factory=lambda: Reported(count=0))
     final_log_records: int = 0
     rows: dict[str, int] = Field(default_factory=dict)
     unavailability: Unavailability

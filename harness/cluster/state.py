@@ -184,6 +184,16 @@ class StateReads:
                 return False
         return True
 
+    def log_start_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        """Each partition's log start offset, as its leader answers ListOffsets (earliest): above 0
+        once retention (or a deletion of records) has removed the log's first segments."""
+        c = Consumer(self.client_config(**{"group.id": "kchaos-probe", "enable.auto.commit": False}), logger=LOG)
+        try:
+            return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[0]
+                    for p in range(partitions)}
+        finally:
+            c.close()
+
     def leaders_serve(self, topic: str, partitions: list[int]) -> bool:
         """Whether each partition's leader answers a ListOffsets for it, which only a serving leader does.
 

@@ -71,7 +71,7 @@ def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Co
         p = rng.choice(seen)
         child = mutate(parent, p, rng, moves)
         if child is not None:
-            added = ", ".join(f"{f.kind} {f.target} " + (f"on {f.on}" if f.on else f"at {f.at_s:g} s")
+            added = ", ".join(f"{f.kind} {f.target} " + (f"on {f.on.trigger()}" if f.on else f"at {f.at_s:g} s")
                               for f in child.faults[len(parent.faults):])
             return child, (f"built on {name}: {added}, after broker {p.broker} dropped acknowledged records at "
                            f"{p.at_s:g} s")
