@@ -92,6 +92,25 @@ def test_scenarios_that_must_end_clean(tmp_path, name):
 
 
 @pytest.mark.chaos_long
+def test_clock_jumps_lose_nothing_on_the_safe_configuration(tmp_path):
+    v, _ = run(tmp_path, "clock-skew-safe")
+    assert no_anomaly(v) and v.verdict == "pass", v.anomalies
+
+
+@pytest.mark.chaos_long
+def test_a_leaders_clock_past_retention_deletes_every_segment_by_design(tmp_path):
+    """Every acknowledged write before the jump is gone from every replica, below the log start:
+    counted lost by the contract, reported as deleted by retention, and the run passes."""
+    v, res = run(tmp_path, "clock-skew-retention")
+    run_json = json.loads((res.path / "run.json").read_text())
+    (start,) = run_json["topics"][0]["log_start_offsets"].values()
+    assert start > 0 and v.anomalies["lost"] > 0, v.anomalies
+    assert v.retention_deleted.count == v.anomalies["lost"] and v.verdict == "pass"
+    assert any("due to retention time" in line for b in (1, 2, 3)
+               for line in (res.path / "logs" / f"kafka-{b}.log").read_text().splitlines())
+
+
+@pytest.mark.chaos_long
 def test_unclean_election_loses_acknowledged_writes(tmp_path):
     v, _ = run(tmp_path, "unclean-election")
     assert v.anomalies["lost"] > 0 and v.verdict == "pass"
