@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.cluster import disks
 from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
 from harness.triggers import Trigger
 
@@ -105,6 +106,7 @@ class PlannedFault:
     feature: str = ""  # feature_upgrade: the feature, and its level (-1: the newest the nodes support)
     level: int = -1
     offset_s: float = 0.0  # clock_skew: how far the node's wall clock jumps
+    op: str = "write"  # disk_error: the operation that fails (read | write | fsync)
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -165,6 +167,7 @@ class FaultKind:
     on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
     quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
     lasting: bool = False  # the heal does not undo it: the cluster runs another version or feature level after
+    disk: bool = False  # acts on a node's log directory (a broker's or KRaft controller's; ZooKeeper's is not served)
 
     @property
     def beyond_kafka(self) -> bool:
@@ -313,6 +316,25 @@ def _unskew(c: KafkaCluster, a: Applied, b: int) -> None:
     c.skew_clock(b, 0)
 
 
+# ---------------------------------------------------------------- disks
+
+def _fill(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.full())
+
+
+def _break(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.failing(a.fault.op))
+
+
+def _slow_down(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms))
+
+
+def _mend(c: KafkaCluster, a: Applied, b: int) -> None:
+    if c.heal_disk(b):  # the fault stopped it: Kafka halts a broker whose every log directory failed
+        a.detail.setdefault("restarted", []).append(b)
+
+
 # ---------------------------------------------------------------- client faults
 
 def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -364,6 +386,14 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("clock_skew", "the node's wall clock jumps by offset_s seconds (forward or back) and returns at the "
               "heal; its monotonic clock runs on (libfaketime in its JVM: the machine's clock is not touched)",
               "#e6550d", _skew, _unskew),
+    FaultKind("disk_full", "the node's log directory answers ENOSPC to every write, creation and growth; the heal "
+              "gives the space back and starts the node again if Kafka stopped it", "#636363", _fill, _mend,
+              disk=True),
+    FaultKind("disk_error", "the node's log directory answers EIO to every `op` (read, write or fsync; default "
+              "write); the heal mends it and starts the node again if Kafka stopped it", "#252525", _break, _mend,
+              disk=True),
+    FaultKind("slow_disk", "every write and fsync of the node's log directory waits latency_ms (+- jitter_ms) first",
+              "#969696", _slow_down, _mend, disk=True),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),
@@ -391,6 +421,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
 CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_clients)
 CLIENT_LINK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.client_links)
 MEMBER_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_member is not None)
+DISK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.disk)
 FAULT_KINDS = tuple(FAULTS)
 BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
 UNKNOWN_COLOUR = "#7f7f7f"

@@ -47,12 +47,12 @@ def with_links_for(s: Scenario, clients: list[str]) -> Scenario:
     return s.model_copy(update={"cluster": {**s.cluster, "private_clients": private}})
 
 
-def with_skewable_clocks(s: Scenario, skewable: bool) -> Scenario:
+def with_node_faults(s: Scenario, skewable_clocks: bool, faultable_disks: bool) -> Scenario:
     """``s`` on nodes whose clocks a clock fault can move (libfaketime loaded, at offset 0 until one
-    does), when ``skewable``: runs with and without a clock fault then share one cluster."""
-    if not skewable:
-        return s
-    return s.model_copy(update={"cluster": {**s.cluster, "skewable_clocks": True}})
+    does) and whose log directories a disk fault can fail (served through kchaos-diskfs, failing
+    nothing until one does), as asked: runs with and without such faults then share one cluster."""
+    wanted = {k: True for k, on in (("skewable_clocks", skewable_clocks), ("faultable_disks", faultable_disks)) if on}
+    return s.model_copy(update={"cluster": {**s.cluster, **wanted}}) if wanted else s
 
 
 class KeptCluster:

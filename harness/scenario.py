@@ -320,7 +320,7 @@ class TriggerSpec(_Model):
 
 # The fault settings only some kinds take, and those kinds.
 KIND_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",),
-             "offset_s": ("clock_skew",)}
+             "offset_s": ("clock_skew",), "op": ("disk_error",)}
 
 
 class FaultSpec(_Model):
@@ -344,6 +344,8 @@ class FaultSpec(_Model):
                                                       "level the running version has)")
     offset_s: float | None = Field(None, description="clock_skew: how far the node's wall clock jumps (seconds, "
                                                      "forward or back)")
+    op: Literal["read", "write", "fsync"] | None = Field(None, description="disk_error: the operation that fails "
+                                                                          "(default write)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
@@ -399,7 +401,8 @@ class GeneratorSpec(_Model):
         """The targets a fault of this kind can be drawn on: client faults on clients, the rest on brokers
         and (kinds that act on them, given the cluster's ``mode``) on coordination nodes."""
         return [t for t in self.targets if (t.role == "client") == (kind in CLIENT_FAULTS)
-                and (not mode or FAULTS[kind].on_nodes or not t.on_coordination(mode))]
+                and (not mode or FAULTS[kind].on_nodes or not t.on_coordination(mode))
+                and not (FAULTS[kind].disk and mode == "zk" and t.on_coordination(mode))]
 
 
 class HuntSpec(_Model):
@@ -605,6 +608,9 @@ class Scenario(_Model):
         if t.role in ("controller", "zookeeper") and t.number > top:
             raise ValueError(f"{where}: {t} does not exist (allowed: {t.role}:1..{t.role}:{top})")
         kind_ = FAULTS[kind]
+        if kind_.disk and self.mode == "zk" and t.on_coordination(self.mode):
+            raise ValueError(f"{where}: {kind} acts on a broker's or KRaft controller's log directory, not on {t} "
+                             f"(allowed: leader, follower, followers, controller, random, broker:N, rack:NAME)")
         if t.on_coordination(self.mode) and not kind_.on_nodes:
             allowed = [k for k, f in FAULTS.items() if f.on_nodes and k not in CLIENT_FAULTS]
             raise ValueError(f"{where}: {kind} acts on a broker's own links, not on {t} (allowed kinds there: "
@@ -636,6 +642,12 @@ class Scenario(_Model):
         """A quorum change among the faults (or the generator's kinds) needs a KIP-853 quorum."""
         kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
         return any(FAULTS[k].quorum_change for k in kinds if k in FAULTS)
+
+    @property
+    def faults_disks(self) -> bool:
+        """A disk fault among the faults (or the generator's kinds) needs log directories it can fail."""
+        kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
+        return any(FAULTS[k].disk for k in kinds if k in FAULTS)
 
     @property
     def skews_clocks(self) -> bool:
@@ -835,6 +847,8 @@ class Scenario(_Model):
             extra |= {"dynamic_quorum": True, "spare_controllers": self.spare_controllers}
         if self.skews_clocks:
             extra["skewable_clocks"] = True
+        if self.faults_disks:
+            extra["faultable_disks"] = True
         extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},

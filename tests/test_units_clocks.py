@@ -18,7 +18,7 @@ from harness import schedule
 from harness.cluster.archive import one_file_tar
 from harness.cluster.clocks import offset_text
 from harness.hunt.space import draw, vocabulary
-from harness.kept_cluster import with_skewable_clocks
+from harness.kept_cluster import with_node_faults
 from harness.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -73,7 +73,7 @@ def test_a_hunt_draws_skews_from_ten_seconds_to_days_either_way():
 
 
 def test_draws_with_and_without_a_skew_share_one_cluster():
-    plain = with_skewable_clocks(with_faults(), True)
-    skewed = with_skewable_clocks(with_faults(skew(offset_s=60)), True)
+    plain = with_node_faults(with_faults(), True, False)
+    skewed = with_node_faults(with_faults(skew(offset_s=60)), True, False)
     assert plain.cluster_settings() == skewed.cluster_settings()
-    assert with_skewable_clocks(with_faults(), False).cluster_settings() != plain.cluster_settings()
+    assert with_node_faults(with_faults(), False, False).cluster_settings() != plain.cluster_settings()

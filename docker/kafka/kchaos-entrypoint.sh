@@ -36,6 +36,20 @@ case "$role" in
     ;;
   broker|controller)
     printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/server.properties
+    # Faultable disks (harness/cluster/disks.py): the log directory is a pass-through of
+    # /var/lib/kafka/disk that fails as /etc/kchaos/disk.json says. The mount is this container's.
+    if [ -n "${KCHAOS_DISKFS:-}" ]; then
+      mkdir -p /var/lib/kafka/disk /var/lib/kafka/data
+      [ -f /etc/kchaos/disk.json ] || echo "{}" > /etc/kchaos/disk.json
+      kchaos-diskfs -real /var/lib/kafka/disk -mount /var/lib/kafka/data -control /etc/kchaos/disk.json \
+        2>>/var/lib/kafka/diskfs.log &
+      tries=0
+      until grep -q " /var/lib/kafka/data fuse" /proc/mounts; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 100 ]; then echo "kchaos-entrypoint: the log directory was not mounted" >&2; exit 2; fi
+        sleep 0.05
+      done
+    fi
     # A simulated power loss (harness/cluster/powerloss.py) left the cuts to apply before start.
     if [ -f /var/lib/kafka/power-loss.sh ]; then
       sh /var/lib/kafka/power-loss.sh && rm -f /var/lib/kafka/power-loss.sh

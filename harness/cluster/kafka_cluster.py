@@ -29,6 +29,7 @@ from testcontainers.core.network import Network
 from harness import reaper
 from harness.cluster.broker_log import TruncationFollower
 from harness.cluster.clocks import CLOCK_ENV, ClockFaults
+from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, DiskFaults
 from harness.cluster.errors import ClusterError
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
@@ -64,7 +65,8 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, LinkFaults, QuorumChanges, Upgrades):
+class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, LinkFaults, QuorumChanges,
+                   Upgrades):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
 
     This class holds the containers, networks and proxies (start, stop, clients, files); each other
@@ -148,7 +150,8 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, LinkFaults, Quor
         nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
         nets |= {n: self._network(f"qnet{self.topo.index(n)}", internal=True) for n in s.coordination_ids}
         self._start_toxiproxy(core, nets)
-        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._clock_env()}
+        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._clock_env(),
+                      **({DISK_ENV: "1"} if s.faultable_disks else {})}
         for n in s.coordination_ids:
             self._start_coordination(n, nets[n], env_common)
         if s.mode == "zk":
@@ -159,6 +162,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, LinkFaults, Quor
             self._zk.start(timeout=60)
         for b in s.broker_ids:
             c = self._container(f"kafka-{b}", self.kafka_image, nets[b], [f"kafka-{b}"], command="broker")
+            self._with_faultable_disk(c)
             private = [self.private_ports[n][b] for n in s.private_clients]
             c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private))
             c.start()
@@ -208,7 +212,13 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, LinkFaults, Quor
             c.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s, k),
                         KCHAOS_FORMAT_ARGS=controller_format_args(s, k, self.directory_ids))
             c.with_env("KCHAOS_HEAP", "-Xms128m -Xmx384m")
+            self._with_faultable_disk(c)
         c.start()
+
+    def _with_faultable_disk(self, c: DockerContainer) -> None:
+        """What the pass-through log directory needs: the FUSE device and the right to mount it."""
+        if self.settings.faultable_disks:
+            c.with_kwargs(**{**c._kwargs, "devices": DEVICES, "cap_add": CAPABILITIES})
 
     def _clock_env(self) -> dict[str, str]:
         """What makes a node's wall clock skewable: libfaketime preloaded by the entrypoint."""

@@ -72,6 +72,9 @@ class ClusterSettings(BaseModel):
     skewable_clocks: bool = Field(
         False, description="every node's JVM started with libfaketime, so a clock_skew fault can move its wall clock "
                            "alone (harness/cluster/clocks.py)")
+    faultable_disks: bool = Field(
+        False, description="every broker's and controller's log directory served through kchaos-diskfs, so a disk "
+                           "fault can fill, fail or slow it (harness/cluster/disks.py)")
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/feature_levels.py); the rest get the version's defaults")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import matrix
-from harness.faults import CLIENT_LINK_FAULTS
+from harness.faults import CLIENT_LINK_FAULTS, DISK_FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import precursors
 from harness.hunt import shrink as shrinking
@@ -40,7 +40,7 @@ from harness.kept_cluster import (
     may_share_a_cluster,
     on_a_topic_of_its_own,
     with_links_for,
-    with_skewable_clocks,
+    with_node_faults,
 )
 from harness.scenario import Scenario, ScenarioError
 
@@ -206,13 +206,14 @@ class Hunt:
     @staticmethod
     def _on_the_kept_cluster(s: Scenario, base: Base, number: int) -> Scenario:
         """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, with links of
-        their own for every client the hunt may aim a link fault at, and skewable clocks when it may
-        skew one, whether this draw does or not, so that draws with and without those faults share
-        the cluster."""
+        their own for every client the hunt may aim a link fault at, skewable clocks when it may skew
+        one and faultable disks when it may fail one, whether this draw does or not, so that draws
+        with and without those faults share the cluster."""
         aimed = sorted({m.target.client for m in base.moves
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
         clocks = any(m.kind == "clock_skew" for m in base.moves)
-        return with_skewable_clocks(with_links_for(on_a_topic_of_its_own(s, str(number)), aimed), clocks)
+        disks = any(m.kind in DISK_FAULTS for m in base.moves)
+        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, str(number)), aimed), clocks, disks)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
         """Look at a drawn run once its check is done; one that came close without showing the goal

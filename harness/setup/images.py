@@ -206,6 +206,9 @@ def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
     with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
         ctx = Path(tmp)
         shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
+        # The disk faults' pass-through file system (docs/disks-and-clocks.md), a static Go binary.
+        _run(["go", "build", "-trimpath", "-o", str(ctx / "kchaos-diskfs"), "."], "go build kchaos-diskfs",
+             cwd=ctx / "diskfs", env={**os.environ, "CGO_ENABLED": "0"})
         resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
                      ImageError)
         _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})

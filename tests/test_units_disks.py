@@ -1,0 +1,71 @@
+"""Disk faults on data the tests build: what each kind takes (bad ones exit 2 naming the key and
+what is allowed), that a scenario with one serves its log directories through the pass-through, the
+control file each writes, and that none is aimed at ZooKeeper. What Kafka does on
+a full, failing or slow disk is tested against real Kafka in tests/test_disks.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness import schedule
+from harness import scenario as scenario_mod
+from harness.cluster import disks
+from harness.cluster.settings import ClusterSettings
+from harness.scenario import Scenario
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def with_faults(*faults: dict, **extra) -> Scenario:
+    base = scenario_mod.load(SCENARIOS / "smoke.toml")
+    return Scenario.model_validate({**base.model_dump(mode="json"), "faults": list(faults), "duration_s": 30, **extra})
+
+
+@pytest.mark.parametrize(("fault", "refused"), [
+    ({"at_s": 2, "kind": "disk_error", "op": "unlink"}, "op\n  Input should be 'read', 'write' or 'fsync'"),
+    ({"at_s": 2, "kind": "kill", "op": "read"}, "op: only disk_error takes op, not kill"),
+    ({"at_s": 2, "kind": "disk_full", "target": "zookeeper"},
+     "faults.0.target: disk_full acts on a broker's or KRaft controller's log directory, not on zookeeper"),
+])
+def test_bad_disk_faults_are_refused_naming_the_key(fault, refused):
+    with pytest.raises(ValidationError, match=refused.replace("(", r"\(")):
+        with_faults(fault)
+
+
+def test_a_scenario_with_a_disk_fault_serves_its_log_directories_through_the_pass_through():
+    s = with_faults({"at_s": 2, "kind": "disk_error", "target": "leader", "op": "fsync"})
+    assert s.cluster_settings().faultable_disks and not with_faults().cluster_settings().faultable_disks
+    (f,) = schedule.plan(s)
+    assert (f.kind, f.op) == ("disk_error", "fsync")
+    (f,) = schedule.plan(with_faults({"at_s": 2, "kind": "disk_error"}))
+    assert f.op == "write", "write unless op says otherwise"
+
+
+def test_a_kraft_controllers_log_directory_may_fail():
+    s = with_faults({"at_s": 2, "kind": "disk_full", "target": "controller:1"}, mode="kraft", kafka_version="4.1.2",
+                    zookeepers=None)
+    assert s.cluster_settings().faultable_disks
+
+
+def test_a_generator_that_would_aim_a_disk_fault_at_zookeeper_is_refused():
+    with pytest.raises(ValidationError, match="generator.targets: slow_disk acts on a broker's or KRaft controller's"):
+        with_faults(generator={"kinds": ["slow_disk"], "targets": ["zookeeper", "leader"]})
+    planned = schedule.plan(with_faults(generator={"kinds": ["slow_disk"], "targets": ["leader", "random"]}))
+    assert planned and all(f.kind == "slow_disk" for f in planned)
+
+
+def test_the_control_file_says_what_fails():
+    assert disks.full() == {"full": True}
+    assert disks.failing("fsync") == {"error_ops": ["fsync"]}
+    assert disks.slow(150, 20) == {"latency_ms": 150, "jitter_ms": 20, "slow_ops": ["write", "fsync"]}
+
+
+def test_a_cluster_without_faultable_disks_refuses_a_disk_fault():
+    class Node(disks.DiskFaults):
+        settings = ClusterSettings()
+
+    with pytest.raises(ValueError, match="started without faultable_disks"):
+        Node().fail_disk(1, disks.full())
