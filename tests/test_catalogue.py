@@ -92,8 +92,9 @@ def test_scenarios_that_must_end_clean(tmp_path, name):
 
 
 @pytest.mark.chaos_long
-def test_clock_jumps_lose_nothing_on_the_safe_configuration(tmp_path):
-    v, _ = run(tmp_path, "clock-skew-safe")
+@pytest.mark.parametrize("name", ["clock-skew-safe", "disk-faults-safe"])
+def test_clocks_and_disks_lose_nothing_on_the_safe_configuration(tmp_path, name):
+    v, _ = run(tmp_path, name)
     assert no_anomaly(v) and v.verdict == "pass", v.anomalies
 
 

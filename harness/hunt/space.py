@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from harness.cluster.disks import DISK_OPS
 from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, LATENCY_TOXIC
 from harness.faults import FAULT_KINDS, FAULTS, Target
 from harness.scenario import HuntSpec, Scenario
@@ -119,6 +120,11 @@ def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntS
         f["rate_kbps"] = rng.choice([16, 64, 256])
     if move.kind == "clock_skew":  # 10 s to 9 days, forward or back: timeouts, then retention (7 days)
         f["offset_s"] = round(rng.choice([-1, 1]) * 10 ** rng.uniform(1, 5.9))
+    if move.kind == "disk_error":
+        f["op"] = rng.choice(DISK_OPS)
+    if move.kind == "slow_disk":
+        f["latency_ms"] = rng.randint(*spec.latency_ms)
+        f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
     if rng.random() < spec.triggers:
         f["on"] = _trigger(s, rng, f, number)
         f["at_s"] = round(min(f["at_s"], rng.uniform(0, 3)), 1)  # triggered: "after at_s" arms it early
