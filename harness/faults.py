@@ -107,6 +107,7 @@ class PlannedFault:
     level: int = -1
     offset_s: float = 0.0  # clock_skew: how far the node's wall clock jumps
     op: str = "write"  # disk_error: the operation that fails (read | write | fsync)
+    dir: int = 0  # disk faults: the log directory (from 1); 0: every one the node has
 
     def __post_init__(self) -> None:
         if isinstance(self.target, str):
@@ -318,20 +319,35 @@ def _unskew(c: KafkaCluster, a: Applied, b: int) -> None:
 
 # ---------------------------------------------------------------- disks
 
+def _dirs(c: KafkaCluster, a: Applied, b: int) -> list[int]:
+    """The log directories a disk fault acts on: the one it names, else every one the node has (a
+    KRaft controller has one)."""
+    if a.fault.dir:
+        return [a.fault.dir]
+    return list(range(1, (c.settings.log_dirs if b in c.settings.broker_ids else 1) + 1))
+
+
 def _fill(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.full())
+    c.fail_disk(b, disks.full(), _dirs(c, a, b))
 
 
 def _break(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.failing(a.fault.op))
+    c.fail_disk(b, disks.failing(a.fault.op), _dirs(c, a, b))
 
 
 def _slow_down(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms))
+    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms), _dirs(c, a, b))
+
+
+def _lose_dir(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.broken(), [a.fault.dir or 1])
 
 
 def _mend(c: KafkaCluster, a: Applied, b: int) -> None:
-    if c.heal_disk(b):  # the fault stopped it: Kafka halts a broker whose every log directory failed
+    """Give the disk back; a broker Kafka halted (its every log directory failed) is started, one
+    that carried on without a failed directory is restarted (Kafka serves a directory again only
+    from a start)."""
+    if c.heal_disk(b, [a.fault.dir or 1] if a.fault.kind == "log_dir_failure" else _dirs(c, a, b), a.start_ms):
         a.detail.setdefault("restarted", []).append(b)
 
 
@@ -394,6 +410,9 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               disk=True),
     FaultKind("slow_disk", "every write and fsync of the node's log directory waits latency_ms (+- jitter_ms) first",
               "#969696", _slow_down, _mend, disk=True),
+    FaultKind("log_dir_failure", "log directory `dir` (default 1) of a broker with log_dirs >= 2 fails: every "
+              "read, write and fsync in it answers EIO, and the broker carries on with the others; the heal mends "
+              "it and restarts the broker, which then serves it again", "#000000", _lose_dir, _mend, disk=True),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC),

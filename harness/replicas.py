@@ -5,7 +5,8 @@ with kafka-python's record reader (every message format and codec it supports), 
 disagree show up even where consumers only ever talk to leaders, without a JVM per broker. Where
 that reader fails on a file, Kafka's own DumpLogSegments reads the broker's files instead, inside
 its container. The checkpoint files (HW, recovery point, log start, and each partition's
-leader-epoch-checkpoint) are read from the same directory.
+leader-epoch-checkpoint) are read from the same directories. A broker with several log directories
+(JBOD) has each partition in one of them: every one is read.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import shlex
 from kafka.record import MemoryRecords
 
 from harness.cluster import KafkaCluster
-from harness.cluster.nodes import DATA_DIR
 from harness.cluster.powerloss import parse_checkpoint
 
 LOG = logging.getLogger("kchaos.replicas")
+DATA_ROOT = "/var/lib/kafka"  # a broker's log directories are DATA_ROOT/data, DATA_ROOT/data-2, ...
+LOG_DIRS = "data*"  # the shell pattern of every log directory under DATA_ROOT
 _DUMPING = re.compile(r"^Dumping (\S+)/([^/]+)-(\d+)/\d+\.log$")
 _BATCH_EPOCH = re.compile(r"partitionLeaderEpoch: (-?\d+)")
 # v2 records print as "| offset: N ...", v0/v1 messages (old message formats) as "offset: N ..."
@@ -70,13 +72,13 @@ def parse_segment(data: bytes, broker: int, topic: str, partition: int) -> list[
 def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
     """One broker's replicas of ``topic``, every record of every segment, with its batch's leader epoch."""
     try:
-        files = cluster.files(f"kafka-{b}", DATA_DIR, f"{shlex.quote(topic)}-*/*.log")
+        files = cluster.files(f"kafka-{b}", DATA_ROOT, f"{LOG_DIRS}/{shlex.quote(topic)}-*/*.log")
     except RuntimeError:  # tar found no file (no replica here) or failed: Kafka's tool tells which
         return dumped_log(cluster, b, topic)
     rows: list[dict] = []
     try:
         for name in sorted(files):
-            d, _ = name.split("/", 1)
+            d = name.split("/")[1]
             partition = d.rsplit("-", 1)[1]
             if d.rsplit("-", 1)[0] == topic and partition.isdigit():
                 rows += parse_segment(files[name], b, topic, int(partition))
@@ -90,7 +92,7 @@ def dump_log_segments(cluster: KafkaCluster, b: int, directories: str, *flags: s
     """Kafka's DumpLogSegments over every segment of the log directories matching the shell pattern
     ``directories`` (under the data dir), run in broker b's container on its own files; None when it
     holds none. RuntimeError naming the broker when the tool fails."""
-    code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_DIR}/{directories}/*.log"])
+    code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_ROOT}/{LOG_DIRS}/{directories}/*.log"])
     files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
     if not files:
         return None
@@ -125,11 +127,13 @@ def checkpoints(cluster: KafkaCluster, b: int, topic: str) -> dict:
     for name, key in (("replication-offset-checkpoint", "high_watermark"),
                       ("recovery-point-offset-checkpoint", "recovery_point"),
                       ("log-start-offset-checkpoint", "log_start")):
-        code, text = cluster.exec(f"kafka-{b}", ["cat", f"{DATA_DIR}/{name}"])
-        info[key] = {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic} \
-            if code == 0 else {}
+        info[key] = {}
+        for path in cluster.settings.log_dir_paths:  # each directory's checkpoint covers its own partitions
+            code, text = cluster.exec(f"kafka-{b}", ["cat", f"{path}/{name}"])
+            if code == 0:
+                info[key] |= {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic}
     code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
-                                             f"for d in {DATA_DIR}/{shlex.quote(topic)}-*; do "
+                                             f"for d in {DATA_ROOT}/{LOG_DIRS}/{shlex.quote(topic)}-*; do "
                                              "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
     epochs: dict[str, list[list[int]]] = {}
     current = None

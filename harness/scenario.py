@@ -320,7 +320,8 @@ class TriggerSpec(_Model):
 
 # The fault settings only some kinds take, and those kinds.
 KIND_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",),
-             "offset_s": ("clock_skew",), "op": ("disk_error",)}
+             "offset_s": ("clock_skew",), "op": ("disk_error",),
+             "dir": ("disk_full", "disk_error", "slow_disk", "log_dir_failure")}
 
 
 class FaultSpec(_Model):
@@ -346,6 +347,8 @@ class FaultSpec(_Model):
                                                      "forward or back)")
     op: Literal["read", "write", "fsync"] | None = Field(None, description="disk_error: the operation that fails "
                                                                           "(default write)")
+    dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
+                                                    "default: every one; log_dir_failure: 1)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
@@ -440,6 +443,7 @@ class Scenario(_Model):
     kafka_version: str = "3.9.1"
     mode: Literal["zk", "kraft"] = "zk"
     brokers: int = Field(3, ge=1, le=9)
+    log_dirs: int = Field(1, ge=1, le=4, description="log directories per broker (JBOD)")
     controllers: Literal[1, 3, 5] | None = Field(None, description="KRaft controllers (default 3)")
     zookeepers: Literal[1, 3] | None = Field(None, description="ZooKeeper servers (default 3)")
     racks: list[str] | None = None
@@ -524,6 +528,7 @@ class Scenario(_Model):
             if f.target.role == "rack" and f.target.rack not in racks:
                 raise ValueError(f"{where}: rack {f.target.rack!r} is not in racks (allowed: "
                                  f"{', '.join(sorted(racks)) or 'none: set racks first'})")
+            self._check_log_dir(i, f)
             if f.partition >= self.topic.partitions:
                 raise ValueError(f"faults.{i}.partition: {f.partition} does not exist (allowed: 0.."
                                  f"{self.topic.partitions - 1})")
@@ -608,6 +613,9 @@ class Scenario(_Model):
         if t.role in ("controller", "zookeeper") and t.number > top:
             raise ValueError(f"{where}: {t} does not exist (allowed: {t.role}:1..{t.role}:{top})")
         kind_ = FAULTS[kind]
+        if kind_.disk and self.mode == "kraft" and t.on_coordination(self.mode) and kind == "log_dir_failure":
+            raise ValueError(f"{where}: log_dir_failure fails one of a broker's log directories; a KRaft controller "
+                             f"has one (allowed: leader, follower, followers, random, broker:N, rack:NAME)")
         if kind_.disk and self.mode == "zk" and t.on_coordination(self.mode):
             raise ValueError(f"{where}: {kind} acts on a broker's or KRaft controller's log directory, not on {t} "
                              f"(allowed: leader, follower, followers, controller, random, broker:N, rack:NAME)")
@@ -642,6 +650,14 @@ class Scenario(_Model):
         """A quorum change among the faults (or the generator's kinds) needs a KIP-853 quorum."""
         kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
         return any(FAULTS[k].quorum_change for k in kinds if k in FAULTS)
+
+    def _check_log_dir(self, i: int, f: FaultSpec) -> None:
+        """A disk fault names a log directory the broker has; a failed directory needs another one."""
+        if f.kind == "log_dir_failure" and self.log_dirs < 2:
+            raise ValueError(f"faults.{i}: log_dir_failure fails one log directory of several, and brokers have "
+                             f"log_dirs = 1 (allowed: log_dirs = 2..4; one directory failing is disk_error)")
+        if f.dir is not None and f.dir > self.log_dirs:
+            raise ValueError(f"faults.{i}.dir: {f.dir} does not exist (allowed: 1..{self.log_dirs})")
 
     @property
     def faults_disks(self) -> bool:
@@ -849,6 +865,8 @@ class Scenario(_Model):
             extra["skewable_clocks"] = True
         if self.faults_disks:
             extra["faultable_disks"] = True
+        if self.log_dirs > 1:
+            extra["log_dirs"] = self.log_dirs
         extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}
         return ClusterSettings(kafka_version=self.kafka_version, mode=self.mode, brokers=self.brokers,
                                racks=self.racks, broker_config={**self.group_broker_config(), **self.broker_config},

@@ -69,4 +69,4 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
 def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
     return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps,
                         f.on.trigger() if f.on is not None else None, number, f.stream, f.to or "", f.feature or "",
-                        f.level if f.level is not None else -1, f.offset_s or 0.0, f.op or "write")
+                        f.level if f.level is not None else -1, f.offset_s or 0.0, f.op or "write", f.dir or 0)

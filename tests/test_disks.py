@@ -67,3 +67,59 @@ def test_full_failing_and_slow_disks_lose_nothing_acknowledged(tmp_path):
     assert "No space left on device" in logs[1] and "Input/output error" in logs[2]
     (v,) = check_runs([res.path])
     assert v.verdict == "pass" and not any(v.anomalies.values()), v.anomalies
+
+
+JBOD = """
+name = "jbod"
+duration_s = 18
+zookeepers = 1
+log_dirs = 2
+
+[topic]
+partitions = 4
+replication_factor = 3
+min_insync_replicas = 2
+
+[[producers]]
+acks = "all"
+idempotence = true
+rate = 300
+
+[[faults]]
+at_s = 3
+duration_s = 6
+kind = "log_dir_failure"
+target = "broker:1"
+dir = 2
+"""
+
+
+def jbod_run(tmp_path, **fields):
+    (tmp_path / "j.toml").write_text(JBOD)
+    s = load(tmp_path / "j.toml", **fields)
+    require_docker([s.kafka_version])
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    log = (res.path / "logs" / "kafka-1.log").read_text()
+    (v,) = check_runs([res.path])
+    return fault, log, v
+
+
+def test_one_failed_log_directory_of_two_and_the_broker_carries_on(tmp_path):
+    """Broker 1's second log directory fails: Kafka stops serving the replicas in it and the broker
+    runs on with its first; the heal mends it and restarts the broker, which serves it again."""
+    fault, log, v = jbod_run(tmp_path)
+    assert "Stopping serving replicas in dir /var/lib/kafka/data-2" in log
+    assert "have failed" not in log, "the broker did not halt: its other directory was fine"
+    assert fault["restarted"] == [1]
+    assert v.verdict == "pass" and not any(v.anomalies.values()), v.anomalies
+
+
+@pytest.mark.chaos_long
+def test_one_failed_log_directory_of_two_in_kraft_jbod(tmp_path):
+    """The same on KRaft (JBOD since 3.7, KIP-858): the controller learns of the failed directory."""
+    fault, log, v = jbod_run(tmp_path, kafka_version="4.1.2", mode="kraft", zookeepers=None)
+    assert "Stopping serving replicas in dir /var/lib/kafka/data-2" in log
+    assert fault["restarted"] == [1]
+    assert v.verdict == "pass" and not any(v.anomalies.values()), v.anomalies

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from harness import scenario as scenario_mod
 from harness import schedule
 from harness.cluster import disks
-from harness.cluster.settings import ClusterSettings
+from harness.cluster.settings import ClusterSettings, broker_properties
 from harness.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -57,6 +57,33 @@ def test_a_generator_that_would_aim_a_disk_fault_at_zookeeper_is_refused():
     assert planned and all(f.kind == "slow_disk" for f in planned)
 
 
+@pytest.mark.parametrize(("extra", "fault", "refused"), [
+    ({}, {"at_s": 2, "kind": "log_dir_failure", "target": "leader"},
+     "faults.0: log_dir_failure fails one log directory of several, and brokers have log_dirs = 1 (allowed: "
+     "log_dirs = 2..4"),
+    ({"log_dirs": 2}, {"at_s": 2, "kind": "log_dir_failure", "target": "leader", "dir": 3},
+     "faults.0.dir: 3 does not exist (allowed: 1..2)"),
+    ({"log_dirs": 2}, {"at_s": 2, "kind": "disk_full", "target": "leader", "dir": 3},
+     "faults.0.dir: 3 does not exist (allowed: 1..2)"),
+    ({"log_dirs": 2}, {"at_s": 2, "kind": "kill", "target": "leader", "dir": 1}, "dir: only disk_full"),
+    ({"log_dirs": 5}, {"at_s": 2, "kind": "kill", "target": "leader"}, "log_dirs\n  Input should be less than"),
+])
+def test_bad_log_directories_are_refused_naming_the_key(extra, fault, refused):
+    with pytest.raises(ValidationError, match=refused.replace("(", r"\(").replace(")", r"\)")):
+        with_faults(fault, **extra)
+
+
+def test_a_broker_with_two_log_directories_has_both_in_its_configuration():
+    s = with_faults({"at_s": 2, "kind": "log_dir_failure", "target": "leader", "dir": 2}, log_dirs=2)
+    settings = s.cluster_settings()
+    assert settings.log_dirs == 2 and settings.faultable_disks
+    assert "log.dirs=/var/lib/kafka/data,/var/lib/kafka/data-2\n" in broker_properties(settings, 1, 9100)
+    (f,) = schedule.plan(s)
+    assert (f.kind, f.dir) == ("log_dir_failure", 2)
+    assert [disks.control_file(k) for k in (1, 2)] == ["disk.json", "disk-2.json"]
+    assert [disks.disk_dir(k) for k in (1, 2)] == ["/var/lib/kafka/disk", "/var/lib/kafka/disk-2"]
+
+
 def test_the_control_file_says_what_fails():
     assert disks.full() == {"full": True}
     assert disks.failing("fsync") == {"error_ops": ["fsync"]}
@@ -68,4 +95,4 @@ def test_a_cluster_without_faultable_disks_refuses_a_disk_fault():
         settings = ClusterSettings()
 
     with pytest.raises(ValueError, match="started without faultable_disks"):
-        Node().fail_disk(1, disks.full())
+        Node().fail_disk(1, disks.full(), [1])

@@ -36,18 +36,25 @@ case "$role" in
     ;;
   broker|controller)
     printf '%s\n' "$KCHAOS_CONFIG" > /etc/kchaos/server.properties
-    # Faultable disks (harness/cluster/disks.py): the log directory is a pass-through of
-    # /var/lib/kafka/disk that fails as /etc/kchaos/disk.json says. The mount is this container's.
+    # Faultable disks (harness/cluster/disks.py): each log directory (/var/lib/kafka/data, then
+    # data-2, ...) is a pass-through of /var/lib/kafka/disk (disk-2, ...) that fails as
+    # /etc/kchaos/disk.json (disk-2.json, ...) says. The mounts are this container's.
     if [ -n "${KCHAOS_DISKFS:-}" ]; then
-      mkdir -p /var/lib/kafka/disk /var/lib/kafka/data
-      [ -f /etc/kchaos/disk.json ] || echo "{}" > /etc/kchaos/disk.json
-      kchaos-diskfs -real /var/lib/kafka/disk -mount /var/lib/kafka/data -control /etc/kchaos/disk.json \
-        2>>/var/lib/kafka/diskfs.log &
-      tries=0
-      until grep -q " /var/lib/kafka/data fuse" /proc/mounts; do
-        tries=$((tries + 1))
-        if [ "$tries" -gt 100 ]; then echo "kchaos-entrypoint: the log directory was not mounted" >&2; exit 2; fi
-        sleep 0.05
+      dirs="${KCHAOS_LOG_DIRS:-1}"; [ "$role" = controller ] && dirs=1
+      k=1
+      while [ "$k" -le "$dirs" ]; do
+        sfx=""; [ "$k" -gt 1 ] && sfx="-$k"
+        mkdir -p "/var/lib/kafka/disk$sfx" "/var/lib/kafka/data$sfx"
+        [ -f "/etc/kchaos/disk$sfx.json" ] || echo "{}" > "/etc/kchaos/disk$sfx.json"
+        kchaos-diskfs -real "/var/lib/kafka/disk$sfx" -mount "/var/lib/kafka/data$sfx" \
+          -control "/etc/kchaos/disk$sfx.json" 2>>"/var/lib/kafka/diskfs$sfx.log" &
+        tries=0
+        until grep -q " /var/lib/kafka/data$sfx fuse" /proc/mounts; do
+          tries=$((tries + 1))
+          if [ "$tries" -gt 100 ]; then echo "kchaos-entrypoint: /var/lib/kafka/data$sfx was not mounted" >&2; exit 2; fi
+          sleep 0.05
+        done
+        k=$((k + 1))
       done
     fi
     # A simulated power loss (harness/cluster/powerloss.py) left the cuts to apply before start.

@@ -23,14 +23,27 @@ from __future__ import annotations
 import json
 
 from harness.cluster.archive import one_file_tar
+from harness.cluster.settings import log_dir
 
-DISK_DIR = "/var/lib/kafka/disk"  # the log directory's files, as the pass-through serves them
 CONTROL_DIR = "/etc/kchaos"
-CONTROL_FILE = "disk.json"
 DISK_ENV = "KCHAOS_DISKFS"  # set on every node of a cluster with faultable disks
+LOG_DIRS_ENV = "KCHAOS_LOG_DIRS"  # how many log directories a broker has (the entrypoint mounts each)
+# Kafka's ReplicaManager when a log directory fails and the broker carries on with the others
+# (every version kchaos runs): "Stopping serving replicas in dir /var/lib/kafka/data-2".
+DIR_OFFLINE = "Stopping serving replicas in dir "
 DISK_OPS = ("read", "write", "fsync")
 DEVICES = ["/dev/fuse:/dev/fuse:rwm"]
 CAPABILITIES = ["SYS_ADMIN"]
+
+
+def disk_dir(k: int) -> str:
+    """Where log directory k's files are, behind the pass-through that serves them (k from 1)."""
+    return "/var/lib/kafka/disk" + (f"-{k}" if k > 1 else "")
+
+
+def control_file(k: int) -> str:
+    """The name of the file (in CONTROL_DIR) that says what log directory k fails."""
+    return "disk" + (f"-{k}" if k > 1 else "") + ".json"
 
 
 def full() -> dict:
@@ -45,23 +58,38 @@ def slow(latency_ms: int, jitter_ms: int) -> dict:
     return {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "slow_ops": ["write", "fsync"]}
 
 
+def broken() -> dict:
+    """Every operation fails: the directory is gone as far as Kafka can tell."""
+    return {"error_ops": list(DISK_OPS)}
+
+
 class DiskFaults:
     """The cluster's disk faults (a mixin of KafkaCluster, like NodeFaults)."""
 
-    def fail_disk(self, n: int, faults: dict) -> None:
-        """Node n's log directory fails as ``faults`` says from now on ({}: it works again)."""
+    def fail_disk(self, n: int, faults: dict, dirs: list[int]) -> None:
+        """Node n's log directories ``dirs`` (from 1) fail as ``faults`` says from now on ({}: they
+        work again)."""
         if not self.settings.faultable_disks:  # type: ignore[attr-defined]
             raise ValueError("this cluster's disks cannot be faulted (it was started without faultable_disks)")
         body = json.dumps(faults).encode()
-        self._node(n).put_archive(CONTROL_DIR, one_file_tar(CONTROL_FILE, body))  # type: ignore[attr-defined]
+        for k in dirs:
+            self._node(n).put_archive(CONTROL_DIR, one_file_tar(control_file(k), body))  # type: ignore[attr-defined]
 
-    def heal_disk(self, n: int) -> bool:
-        """Node n's disk works again, and the node runs again if the fault stopped it; whether it had."""
-        self.fail_disk(n, {})
+    def heal_disk(self, n: int, dirs: list[int], since_ms: int) -> str:
+        """Node n's log directories ``dirs`` work again, and the node serves them again: started if
+        Kafka halted it ("started"), restarted if a directory went offline under it since
+        ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"), else
+        left as it is ("")."""
+        self.fail_disk(n, {}, dirs)
         w = self._node(n)  # type: ignore[attr-defined]
         w.reload()
-        if w.status == "running":
-            return False
-        self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
-        self.start_broker(n)  # type: ignore[attr-defined]
-        return True
+        if w.status != "running":
+            self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
+            self.start_broker(n)  # type: ignore[attr-defined]
+            return "started"
+        text = w.logs(since=since_ms // 1000).decode(errors="replace")
+        if any(f"{DIR_OFFLINE}{log_dir(k)}" in text for k in dirs):
+            self.stop_broker(n)  # type: ignore[attr-defined]
+            self.start_broker(n)  # type: ignore[attr-defined]
+            return "restarted"
+        return ""

@@ -29,7 +29,7 @@ from testcontainers.core.network import Network
 from harness import reaper
 from harness.cluster.broker_log import TruncationFollower
 from harness.cluster.clocks import CLOCK_ENV, ClockFaults
-from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, DiskFaults
+from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, LOG_DIRS_ENV, DiskFaults
 from harness.cluster.errors import ClusterError
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
@@ -164,7 +164,8 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
             c = self._container(f"kafka-{b}", self.kafka_image, nets[b], [f"kafka-{b}"], command="broker")
             self._with_faultable_disk(c)
             private = [self.private_ports[n][b] for n in s.private_clients]
-            c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private))
+            c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private),
+                        **{LOG_DIRS_ENV: str(s.log_dirs)})
             c.start()
         self.wait_ready(timeout_s)
 

@@ -13,8 +13,9 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster import powerloss
-from harness.cluster.disks import DISK_DIR
+from harness.cluster.disks import disk_dir
 from harness.cluster.powerloss import Cut
+from harness.cluster.settings import log_dir
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
@@ -50,11 +51,13 @@ class NodeFaults:
         if self.topo.is_coordination(b):
             return []
         w = self._node(b)
-        # A stopped node's log directory: its own files, or, served through the disk faults'
-        # pass-through, the directory behind it (the mount went with the process).
-        files = DISK_DIR if self.settings.faultable_disks else DATA_DIR
-        stream, _ = w.get_archive(files)
-        cuts = powerloss.plan_from_tar(b"".join(stream), files.rsplit("/", 1)[1])
+        cuts = []
+        for k in range(1, self.settings.log_dirs + 1):
+            # A stopped node's log directory: its own files, or, served through the disk faults'
+            # pass-through, the directory behind it (the mount went with the process).
+            files = disk_dir(k) if self.settings.faultable_disks else log_dir(k)
+            stream, _ = w.get_archive(files)
+            cuts += powerloss.plan_from_tar(b"".join(stream), files.rsplit("/", 1)[1])
         w.put_archive(powerloss.SCRIPT_PATH.rsplit("/", 1)[0], powerloss.script_tar(cuts))
         return cuts
 

@@ -72,6 +72,8 @@ class ClusterSettings(BaseModel):
     skewable_clocks: bool = Field(
         False, description="every node's JVM started with libfaketime, so a clock_skew fault can move its wall clock "
                            "alone (harness/cluster/clocks.py)")
+    log_dirs: int = Field(1, ge=1, le=4, description="log directories per broker (JBOD): /var/lib/kafka/data, "
+                                                     "/var/lib/kafka/data-2, ...")
     faultable_disks: bool = Field(
         False, description="every broker's and controller's log directory served through kchaos-diskfs, so a disk "
                            "fault can fill, fail or slow it (harness/cluster/disks.py)")
@@ -156,8 +158,18 @@ class ClusterSettings(BaseModel):
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
 
+    @property
+    def log_dir_paths(self) -> list[str]:
+        """Each broker's log directories, the first the one a broker with one has."""
+        return [log_dir(k) for k in range(1, self.log_dirs + 1)]
+
     def rack_of(self, broker: int) -> str | None:
         return self.racks[broker - 1] if self.racks else None
+
+
+def log_dir(k: int) -> str:
+    """Log directory k (from 1) of a broker: /var/lib/kafka/data, then /var/lib/kafka/data-2, ..."""
+    return "/var/lib/kafka/data" + (f"-{k}" if k > 1 else "")
 
 
 def quorum_size_refused(mode: str, controllers: int | None, zookeepers: int | None) -> str | None:
@@ -221,7 +233,7 @@ def broker_properties(s: ClusterSettings, broker: int, client_host_port: int,
     p: dict[str, object] = {
         **_listeners(broker, client_host_port, private_host_ports or []),
         "inter.broker.listener.name": "REPLICATION",
-        "log.dirs": "/var/lib/kafka/data",
+        "log.dirs": ",".join(s.log_dir_paths),
         "num.partitions": 1,
         "default.replication.factor": rf,
         "offsets.topic.replication.factor": rf,
