@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,6 +73,15 @@ def check_images(versions: list[str] | None = None) -> Check:
     return Check("images", True, detail)
 
 
+def check_fuse() -> Check:
+    """The disk faults serve a log directory through FUSE inside the broker's container: the host must
+    have the FUSE device to hand it in. Only scenarios with a disk fault need it."""
+    if os.path.exists("/dev/fuse"):
+        return Check("disk faults", True, "/dev/fuse is there for the pass-through log directories")
+    return Check("disk faults", False, "no /dev/fuse on this machine: scenarios with disk_full, disk_error, slow_disk "
+                 "or log_dir_failure cannot run (every other fault can)", "modprobe fuse (the kernel's FUSE module)")
+
+
 def check_leftovers() -> Check:
     try:
         c = engine.client(timeout=10)
@@ -132,7 +142,7 @@ def check_java_driver() -> Check:
 
 def run_checks() -> list[Check]:
     return [check_python(), check_tools(), check_engine(), check_images(), check_java_driver(), check_leftovers(),
-            check_spark_archive(), check_warm_spark()]
+            check_spark_archive(), check_warm_spark(), check_fuse()]
 
 
 def fix(log=print, stop_spark: bool = True) -> None:
