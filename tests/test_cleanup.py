@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import docker
 import pytest
@@ -108,3 +109,56 @@ def test_inventory_and_remove_survive_a_container_removed_while_listing(monkeypa
         for c in made:
             with contextlib.suppress(docker.errors.NotFound):
                 c.remove(force=True)
+
+
+DISK_FAULT = """
+name = "killed-with-a-full-disk"
+duration_s = 60
+zookeepers = 1
+[topic]
+partitions = 1
+[[producers]]
+acks = "all"
+rate = 100
+[[faults]]
+at_s = 1
+duration_s = 50
+kind = "slow_disk"
+target = "broker:1"
+latency_ms = 100
+"""
+
+
+def _diskfs_processes() -> list[str]:
+    """The pass-through file systems running on this machine (a container's processes are the host's too)."""
+    out = subprocess.run(["pgrep", "-a", "-f", "kchaos-diskfs -real"], capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
+def test_a_killed_run_with_faulted_disks_leaves_no_mount_or_process(tmp_path):
+    """SIGKILL while a disk fault holds: the watchdog removes the containers, and with them every
+    pass-through log directory (its mount lived in the container) and its process."""
+    require_docker(["3.9.1"])
+    (tmp_path / "d.toml").write_text(DISK_FAULT)
+    before = set(_diskfs_processes())
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(tmp_path / "d.toml"), "--out",
+                             str(tmp_path / "run"), "--no-check"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 150
+        while len(set(_diskfs_processes()) - before) < 3 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(set(_diskfs_processes()) - before) >= 3, "every broker serves its log directory"
+        time.sleep(8)  # the workload runs and the fault holds
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    client = engine.client()
+    deadline = time.monotonic() + 90
+    left = client.api.containers(all=True, filters={"label": f"{reaper.LABEL_PID}={proc.pid}"})
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = client.api.containers(all=True, filters={"label": f"{reaper.LABEL_PID}={proc.pid}"})
+    assert not left, [c["Names"] for c in left]
+    assert set(_diskfs_processes()) - before == set(), "no pass-through outlives its container"
+    assert "kchaos-diskfs" not in Path("/proc/mounts").read_text()
+    assert not (tmp_path / "run").exists(), "nothing half-written"

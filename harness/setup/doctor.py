@@ -150,8 +150,9 @@ def fix(log=print, stop_spark: bool = True) -> None:
     server unless told to keep it (``./kchaos`` sets up on every call and keeps it).
 
     After the Debian packages, the independent steps run side by side: the engine, then the base and
-    the default Kafka image; Toxiproxy (its Go build needs no engine until its image); the Java
-    driver; the Spark start-up cache. Each is idle much of its time (downloads, the engine), which is
+    the default Kafka image; Toxiproxy (its Go build needs no engine until its image); the disk
+    faults' pass-through (a Go build the Kafka image copies); the Java driver; the Spark start-up
+    cache. Each is idle much of its time (downloads, the engine), which is
     what two cores can overlap."""
     from harness.checker import warm
     from harness.setup import cds, java_driver
@@ -159,11 +160,12 @@ def fix(log=print, stop_spark: bool = True) -> None:
     engine.install_packages(engine.missing_packages(), log=log)
     if stop_spark and warm.stop():
         log("stopped the warm Spark server (the next check starts a new one)")
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-setup") as pool:
+    with ThreadPoolExecutor(max_workers=5, thread_name_prefix="kchaos-setup") as pool:
         client = pool.submit(_engine, log)
         steps = [
             pool.submit(lambda: _base_and_kafka(client.result(), log)),
             pool.submit(lambda: images.build_toxiproxy(client.result(), log)),
+            pool.submit(images.diskfs_binary, log),  # beside the base image: the Kafka image copies it
             pool.submit(java_driver.build_all, images.set_up_versions(), log),
             pool.submit(cds.build, log=log),
         ]

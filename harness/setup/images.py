@@ -31,6 +31,7 @@ from harness.versions import DEFAULT_VERSION, KafkaVersion, all_versions, get_ve
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
+DISKFS_DIR = DOCKER_DIR / "kafka" / "diskfs"  # the disk faults' pass-through file system (Go)
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
@@ -194,6 +195,25 @@ def _build_toxiproxy(client: docker.DockerClient, log: Log) -> None:
         _docker_build(client, ctx, ref.tag, {})
 
 
+def diskfs_binary(log: Log) -> Path:
+    """The disk faults' pass-through file system (docker/kafka/diskfs, docs/disks-and-clocks.md), a
+    static Go binary every Kafka image holds: built once per machine and source (set-up builds it
+    beside the base image), then copied into each version's image."""
+    from harness.setup.java import cache_dir
+
+    out = cache_dir() / f"kchaos-diskfs-{_digest(RECIPE_REVISION, _files_digest(DISKFS_DIR))}"
+    if out.exists():
+        return out
+    with build_lock("diskfs"):
+        if not out.exists():
+            log("building kchaos-diskfs (go build of docker/kafka/diskfs)")
+            tmp = out.with_name(out.name + ".tmp")
+            _run(["go", "build", "-trimpath", "-o", str(tmp), "."], "go build kchaos-diskfs", cwd=DISKFS_DIR,
+                 env={**os.environ, "CGO_ENABLED": "0"})
+            tmp.rename(out)
+    return out
+
+
 def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
     return _once(client, kafka_ref(version), lambda: _build_kafka(client, version, log))
 
@@ -206,9 +226,7 @@ def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
     with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
         ctx = Path(tmp)
         shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
-        # The disk faults' pass-through file system (docs/disks-and-clocks.md), a static Go binary.
-        _run(["go", "build", "-trimpath", "-o", str(ctx / "kchaos-diskfs"), "."], "go build kchaos-diskfs",
-             cwd=ctx / "diskfs", env={**os.environ, "CGO_ENABLED": "0"})
+        shutil.copy2(diskfs_binary(log), ctx / "kchaos-diskfs")
         resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
                      ImageError)
         _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
