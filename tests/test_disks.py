@@ -16,6 +16,13 @@ from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker
 
+SAFE_WORKLOAD = """
+[[producers]]
+acks = "all"
+idempotence = true
+rate = 300
+"""
+
 DISKS = """
 name = "disks"
 duration_s = 24
@@ -25,12 +32,7 @@ zookeepers = 1
 partitions = 3
 replication_factor = 3
 min_insync_replicas = 2
-
-[[producers]]
-acks = "all"
-idempotence = true
-rate = 300
-
+""" + SAFE_WORKLOAD + """
 [[faults]]
 at_s = 3
 duration_s = 3
@@ -79,12 +81,7 @@ log_dirs = 2
 partitions = 4
 replication_factor = 3
 min_insync_replicas = 2
-
-[[producers]]
-acks = "all"
-idempotence = true
-rate = 300
-
+""" + SAFE_WORKLOAD + """
 [[faults]]
 at_s = 3
 duration_s = 6
