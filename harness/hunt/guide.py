@@ -121,29 +121,30 @@ def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[M
 
 
 def hold_and_take(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
-    """Both steps in one child: the replica's fetches held from before it truncated, for 6 to 12 s,
-    and the partition's leader taken 0.1 to 1.5 s after that replica's next truncation, whenever the
-    hold lets it come (a follower truncates once its fetch in flight fails, up to a request
-    timeout later than in the parent)."""
-    hold = _hold(s, p, rng, moves, (6.0, 12.0))
+    """Both steps in one child: the replica's fetches cut (held, where the hunt has no cut) from
+    shortly before it truncated, for 10 to 15 s, and the partition's leader taken 0.1 to 1 s after
+    that replica's next truncation, whenever the hold lets it come (a follower truncates once its
+    fetch in flight fails, up to a request timeout later than in the parent). The hold outlasts
+    what a leader taken by a kill or a cut waits for (its session to expire) before an election."""
+    hold = _hold(s, p, rng, [m for m in moves if m.kind == "cut_fetch"] or moves, (10.0, 15.0), (0.5, 2.0))
     kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
     if hold is None or not kinds:
         return []
     lo, hi = bounds(s).fault_duration_s
     take = _fitted(s, {"at_s": hold["at_s"], "duration_s": round(rng.uniform(lo, hi), 1), "kind": rng.choice(kinds),
                        "target": "leader", "partition": p.partition,
-                       "on": {"event": "truncation", "broker": p.broker, "delay_s": round(rng.uniform(0.1, 1.5), 1)}})
+                       "on": {"event": "truncation", "broker": p.broker, "delay_s": round(rng.uniform(0.1, 1.0), 1)}})
     return [hold, take] if take is not None else []
 
 
-def _hold(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move],
-          lasting: tuple[float, float]) -> dict | None:
-    """A hold or slowing of broker ``p.broker``'s fetches from up to 4 s before it truncated."""
+def _hold(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move], lasting: tuple[float, float],
+          before: tuple[float, float] = (0.5, 4.0)) -> dict | None:
+    """A hold or slowing of broker ``p.broker``'s fetches from ``before`` seconds before it truncated."""
     kinds = sorted({m.kind for m in moves if m.kind in HOLDS_FETCHES})
     if not kinds:
         return None
     kind = rng.choice(kinds)
-    start = max(FIRST_FAULT_S, round(p.at_s - rng.uniform(0.5, 4.0), 1))
+    start = max(FIRST_FAULT_S, round(p.at_s - rng.uniform(*before), 1))
     f = _fitted(s, {"at_s": start, "duration_s": round(rng.uniform(*lasting), 1), "kind": kind,
                     "target": f"broker:{p.broker}", "partition": p.partition,
                     "stream": rng.choice(["downstream", None])})
