@@ -58,6 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", f)
     config.addinivalue_line("markers", "chaos_quick: a chaos test that runs in about a minute")
     config.addinivalue_line("markers", "chaos_long: a chaos test that takes minutes (many seeds or long schedules)")
+    config.addinivalue_line("markers", "kchaos_cluster(**settings): cluster settings for the module's kafka_cluster "
+                                       "(skewable_clocks=True for clock_skew, faultable_disks=True for disk faults, "
+                                       "log_dirs=N)")
 
 
 def _targets(config: pytest.Config) -> list[tuple[str, str]]:
@@ -131,16 +134,19 @@ def _quorum(config: pytest.Config, mode: str) -> dict:
 @pytest.fixture(scope="module")
 def kafka_cluster(kafka_target, request):
     """A running cluster (3 brokers) for the module; removed afterwards. The workload's producer "p"
-    has links of its own, so ``nemesis.fault("client_latency", "client:p")`` slows it alone."""
+    has links of its own, so ``nemesis.fault("client_latency", "client:p")`` slows it alone. A
+    module's ``pytest.mark.kchaos_cluster(skewable_clocks=True, faultable_disks=True, log_dirs=2)``
+    gives its nodes what clock and disk faults need."""
     from harness.cluster import ClusterSettings, KafkaCluster
     from harness.scenario import kip848_broker_config
     from harness.setup import cluster_images
 
     _require_engine()
     version, mode = kafka_target
+    marker = request.node.get_closest_marker("kchaos_cluster")
     settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"],
                                broker_config=kip848_broker_config() if int(version.split(".")[0]) >= 4 else {},
-                               **_quorum(request.config, mode))
+                               **_quorum(request.config, mode), **(marker.kwargs if marker else {}))
     with KafkaCluster(settings, cluster_images(version)) as c:
         yield c
 
@@ -175,11 +181,9 @@ class _Nemesis:
 
     def fault(self, kind: str, target: str = "leader", topic: str = "chaos", partition: int = 0, **kw):
         """Apply one fault now (heal it with ``heal``); returns what was hit."""
-        from harness.faults import PlannedFault
 
         n = self._nemesis(topic)
-        planned = PlannedFault(0, 0, kind, target, partition, kw.get("latency_ms", 200), kw.get("jitter_ms", 0),
-                               kw.get("rate_kbps", 64), stream=kw.get("stream", "both"), number=len(self.faults))
+        planned = planned_fault(kind, target, partition, len(self.faults), **kw)
         self.faults.append(planned)
         a = n.apply(planned)
         self._applied.append((n, a))
@@ -217,6 +221,21 @@ class _Nemesis:
         self.cluster.heal()
 
 
+# What a fault of the fixture may set beyond its kind, target and partition, with the defaults a
+# scenario's [[faults]] table has.
+FAULT_SETTINGS = {"latency_ms": 200, "jitter_ms": 0, "rate_kbps": 64, "stream": "both", "offset_s": 0.0,
+                  "op": "write", "dir": 0, "to": "", "feature": "", "level": -1}
+
+
+def planned_fault(kind: str, target: str, partition: int, number: int, duration_s: float = 0, on=None, **kw):
+    """A fault of the fixture as the nemesis plans one; TypeError naming what is allowed otherwise."""
+    from harness.faults import PlannedFault
+
+    if unknown := sorted(set(kw) - set(FAULT_SETTINGS)):
+        raise TypeError(f"fault settings {unknown} are not settings of a fault (allowed: {', '.join(FAULT_SETTINGS)})")
+    return PlannedFault(0, duration_s, kind, target, partition, on=on, number=number, **{**FAULT_SETTINGS, **kw})
+
+
 class _Armed:
     """One armed trigger of the ``nemesis`` fixture (see ``_Nemesis.on``)."""
 
@@ -228,13 +247,10 @@ class _Armed:
               duration_s: float = 3600, **kw) -> _Armed:
         """Arm: the fault fires on the trigger's event and stays until healed (``nemesis.heal`` of
         ``wait()``'s result, or the fixture's teardown), or for ``duration_s``."""
-        from harness.faults import PlannedFault
 
         self._n = self.nemesis._nemesis(topic)
         self.nemesis._triggered.append(self._n)
-        planned = PlannedFault(0, duration_s, kind, target, partition, kw.get("latency_ms", 200),
-                               kw.get("jitter_ms", 0), kw.get("rate_kbps", 64), self.trigger,
-                               len(self.nemesis.faults), kw.get("stream", "both"))
+        planned = planned_fault(kind, target, partition, len(self.nemesis.faults), duration_s, self.trigger, **kw)
         self.nemesis.faults.append(planned)
         self._n.start([planned], time.monotonic())
         return self

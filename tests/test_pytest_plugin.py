@@ -18,6 +18,8 @@ USER_TESTS = f'''
 import time
 import pytest
 
+pytestmark = pytest.mark.kchaos_cluster(skewable_clocks=True)
+
 @pytest.mark.chaos_quick
 def test_safe_config_under_a_follower_cut(chaos_run):
     r = chaos_run({str(SMOKE)!r}, seed=2, overrides=["duration_s=8", "faults.0.at_s=2", "faults.0.duration_s=3"])
@@ -32,6 +34,9 @@ def test_cluster_workload_and_nemesis(kafka_cluster, workload, nemesis):
     hit = nemesis.fault("kill", "follower", topic="t1")
     time.sleep(2)
     nemesis.heal(hit)
+    skew = nemesis.fault("clock_skew", "leader", topic="t1", offset_s=-30)
+    time.sleep(1)
+    nemesis.heal(skew)
     crash = nemesis.on("acked", count=50).fault("client_kill", "client:g-1", topic="t1").wait(30)
     time.sleep(2)
     nemesis.heal(crash)
