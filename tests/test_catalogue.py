@@ -113,6 +113,20 @@ def test_a_leaders_clock_past_retention_deletes_every_segment_by_design(tmp_path
 
 
 @pytest.mark.chaos_long
+def test_a_leader_two_hours_behind_refuses_records_from_kafka_4_on(tmp_path):
+    """KIP-1030 (4.0): a record stamped more than an hour after the broker's clock is refused. On
+    4.x the writes to the skewed leader fail while it is behind; on 3.9 they are taken. Nothing
+    acknowledged is lost either way."""
+    refused = {}
+    for version, mode in (("4.2.2", "kraft"), ("3.9.1", "zk")):
+        v, res = run(tmp_path / version, "clock-skew-behind", kafka_version=version, mode=mode)
+        assert v.verdict == "pass" and v.anomalies["lost"] == 0, v.anomalies
+        errors = pq.read_table(res.path / "produced.parquet", columns=["status", "error"]).to_pylist()
+        refused[version] = sum(1 for r in errors if r["status"] == "fail" and "TIMESTAMP" in (r["error"] or ""))
+    assert refused["4.2.2"] > 0 and refused["3.9.1"] == 0, refused
+
+
+@pytest.mark.chaos_long
 def test_unclean_election_loses_acknowledged_writes(tmp_path):
     v, _ = run(tmp_path, "unclean-election")
     assert v.anomalies["lost"] > 0 and v.verdict == "pass"
