@@ -31,6 +31,7 @@ from harness.clients import (
     driver,
 )
 from harness.cluster import KafkaCluster
+from harness.cluster.topics import seeded_assignment
 from harness.events import EventLog, IsrNotRestored, Note, PartitionSample, WorkloadEnd, WorkloadStart
 from harness.nemesis import StateSampler
 from harness.replicas import read_checkpoints, read_replica_logs
@@ -115,6 +116,7 @@ class Recording:
         self.sampler = StateSampler(cluster, topic.name, events)
         self.start_ms = self.end_ms = 0
         self.phases = Phases()
+        self.seed = seed
         self.log_starts: dict[str, dict[int, int]] = {}  # after the final read: topic -> partition -> log start
 
     @classmethod
@@ -169,9 +171,14 @@ class Recording:
         topic that exists already is kept."""
         t = self.topic
         existing = set(self.cluster.admin.list_topics(timeout=30).topics)  # a plugin test's, made beforehand
+        # Without racks (Kafka's rack-aware placement decides then), the replicas are placed from the
+        # seed: the same scenario and seed put the same brokers in the same roles on every cluster.
+        placed = None if self.cluster.settings.racks or t.replication_factor > self.cluster.settings.brokers else \
+            seeded_assignment(t.partitions, t.replication_factor, self.cluster.settings.broker_ids, self.seed)
         for name in self.topics:
             if name not in existing:
-                self.cluster.create_topic(name, t.partitions, t.replication_factor, t.topic_config())
+                self.cluster.create_topic(name, t.partitions, t.replication_factor, t.topic_config(),
+                                          replica_assignment=placed)
         for name in self.topics:
             self.cluster.wait_full_isr(name, timeout_s=60)
 

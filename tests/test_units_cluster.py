@@ -315,3 +315,20 @@ def test_a_pause_the_freezer_gave_up_on_is_asked_again(monkeypatch):
     with pytest.raises(docker.errors.APIError):
         cluster_with(gone).pause(1)
     assert gone.asked == 1
+
+
+def test_replicas_are_placed_from_the_seed_as_kafka_places_them():
+    """Kafka's placement without racks (leaders round-robin from a start broker, followers shifted),
+    its start and shift drawn from the seed: the same seed, the same brokers in the same roles."""
+    from harness.cluster.topics import seeded_assignment
+
+    brokers = [1, 2, 3]
+    for seed in range(1, 30):
+        placed = seeded_assignment(6, 3, brokers, seed)
+        assert placed == seeded_assignment(6, 3, brokers, seed)
+        assert all(sorted(r) == brokers for r in placed), "every replica on its own broker"
+        leaders = [r[0] for r in placed]
+        assert leaders[:3] == leaders[3:] and sorted(leaders[:3]) == brokers, "leaders round-robin"
+    assert len({tuple(map(tuple, seeded_assignment(3, 3, brokers, s))) for s in range(1, 30)}) > 3
+    assert seeded_assignment(4, 2, [1, 2, 3, 4, 5], 3) == seeded_assignment(4, 2, [1, 2, 3, 4, 5], 3)
+    assert seeded_assignment(2, 1, [1], 9) == [[1], [1]]

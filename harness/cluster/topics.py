@@ -56,8 +56,9 @@ class Topics:
                 if code == KafkaError.TOPIC_ALREADY_EXISTS and asked_before:
                     # An earlier request that failed on our side reached the controller after all.
                     return
-                if time.monotonic() < deadline and _worth_asking_again(code, replication_factor <= n
-                                                                      and replica_assignment is None):
+                fits = (replication_factor <= n if replica_assignment is None
+                        else all(b in self.settings.broker_ids for r in replica_assignment for b in r))
+                if time.monotonic() < deadline and _worth_asking_again(code, fits):
                     asked_before = True
                     time.sleep(0.5)
                     continue
@@ -65,6 +66,28 @@ class Topics:
                     raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
                                      f"{err.str()}") from e
                 raise TopicError(f"topic {name}: {err.str()}") from e
+
+
+def seeded_assignment(partitions: int, replication_factor: int, brokers: list[int], seed: int) -> list[list[int]]:
+    """Each partition's replicas, first the preferred leader, as Kafka's own placement makes them
+    without racks (``AdminUtils.assignReplicasToBrokers``: leaders round-robin from a start broker,
+    followers shifted, the shift growing each round) but with the start and shift drawn from the
+    run's seed rather than at random: the same scenario and seed put the same brokers in the same
+    roles on every cluster, so a schedule that names ``broker:N`` does the same thing in every run
+    of it (a hunt's confirmations and shrinking run on clusters of their own)."""
+    import random
+
+    rng = random.Random(f"assignment/{seed}")
+    n = len(brokers)
+    start, shift = rng.randrange(n), rng.randrange(n)
+    out = []
+    for p in range(partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        followers = [(first + 1 + (shift + j) % (n - 1)) % n for j in range(replication_factor - 1)] if n > 1 else []
+        out.append([brokers[first], *(brokers[i] for i in followers)])
+    return out
 
 
 # Errors on the client's side while the request may or may not have reached the controller:
@@ -84,6 +107,6 @@ def _worth_asking_again(code: int, factor_fits: bool) -> bool:
     client's side is asked again too; TOPIC_ALREADY_EXISTS on the next answer then means the
     first request was carried out.
     """
-    if code == KafkaError.INVALID_REPLICATION_FACTOR:
+    if code in (KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.INVALID_REPLICA_ASSIGNMENT):
         return factor_fits
     return code in TRANSIENT
