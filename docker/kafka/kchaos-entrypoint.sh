@@ -20,8 +20,8 @@ JVM="${KCHAOS_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutO
 # clock) return at once and its threads spin.
 if [ -n "${KCHAOS_FAKETIME:-}" ]; then
   [ -f /etc/kchaos/clock-offset ] || echo "+0" > /etc/kchaos/clock-offset
-  for lib in /usr/lib/*/faketime/libfaketime.so.1; do LD_PRELOAD="$lib"; done
-  export LD_PRELOAD FAKETIME_TIMESTAMP_FILE=/etc/kchaos/clock-offset FAKETIME_CACHE_DURATION=1 \
+  for lib in /usr/lib/*/faketime/libfaketimeMT.so.1; do LD_PRELOAD="$lib"; done
+  export LD_PRELOAD FAKETIME_TIMESTAMP_FILE=/etc/kchaos/clock-offset FAKETIME_CACHE_DURATION=0 \
     FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0
 fi
 

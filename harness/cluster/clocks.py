@@ -7,12 +7,15 @@ wall-clock calls (``clock_gettime(CLOCK_REALTIME)``, ``gettimeofday``, ``time``)
 plus the offset written in ``CLOCK_FILE``, and leaves the monotonic clock alone
 (``FAKETIME_DONT_FAKE_MONOTONIC``), as a step of the wall clock by NTP or an operator would: what
 Kafka times with ``System.nanoTime`` runs on, what it times with ``System.currentTimeMillis``
-(record timestamps, retention, many of its timeouts) jumps. The library reads the file at most once
-a second (``FAKETIME_CACHE_DURATION``), so a jump lands within a second of the write; reading it on
-every call (``FAKETIME_NO_CACHE``) costs 54 us a ``currentTimeMillis`` against 0.1 us, which a
-broker cannot afford. Its monotonic "fix" (``FAKETIME_FORCE_MONOTONIC_FIX=0``) is off: with it the
-JVM's timed waits, which wait on the monotonic clock, return at once (a 300 ms ``Object.wait``
-took 0 ms) and every thread that waits spins.
+(record timestamps, retention, many of its timeouts) jumps. The library is the thread-safe build
+(``libfaketimeMT``): with the plain one, threads of one JVM raced on its shared buffers and in 2 of
+4 runs a skew never took effect (it had parsed a torn read of the file, and a file that reads the
+same again is not parsed again). It reads the file at the first call of each new second
+(``FAKETIME_CACHE_DURATION=0``), so a jump lands within about a second of the write; reading it on
+every call (``FAKETIME_NO_CACHE``) costs 54 us a ``currentTimeMillis``, which a broker cannot
+afford. Its monotonic "fix" is off (``FAKETIME_FORCE_MONOTONIC_FIX=0``): with it the JVM's timed
+waits, which wait on the monotonic clock, return at once (a 300 ms ``Object.wait`` took 0 ms) and
+every thread that waits spins.
 """
 
 from __future__ import annotations
