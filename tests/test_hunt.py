@@ -86,13 +86,11 @@ def test_acks1_loses_data_and_the_smallest_schedule_has_at_most_two_faults(tmp_p
 
 
 @pytest.mark.chaos_long
-@pytest.mark.xfail(strict=True, reason="in 40 min the hunt found divergence only by a power loss of every broker "
-                   "(which diverges replicas with leader epochs on too); guided, 71 draws, 30 built on a replica "
-                   "that dropped acknowledged records, found nothing: the replica fetches them again within a "
-                   "fetch round (docs/hunt.md, Known answers)")
 def test_leader_epochs_off_loses_or_diverges_by_truncation_to_the_hw(tmp_path):
     """Loss or divergence with leader epochs off, by what epochs prevent: a finding whose schedule has
-    no power loss (which loses and diverges with epochs on as well)."""
+    no power loss (which loses and diverges with epochs on as well). The guidance gets there: a
+    draw built on a replica that dropped acknowledged records holds its fetches and takes the
+    leader on its next truncation (docs/hunt.md, Known answers)."""
     require_docker(["2.8.2"])
     out = tmp_path / "h"
     r = hunt("hw-truncation-loss", "--anomaly", "lost,divergence", "--budget", "40m", "--confirm", "2",
