@@ -135,6 +135,7 @@ def _diskfs_processes() -> list[str]:
     return out.splitlines()
 
 
+@pytest.mark.chaos_long  # the default tier stays under 15 minutes
 def test_a_killed_run_with_faulted_disks_leaves_no_mount_or_process(tmp_path):
     """SIGKILL while a disk fault holds: the watchdog removes the containers, and with them every
     pass-through log directory (its mount lived in the container) and its process."""

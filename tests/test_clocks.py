@@ -62,6 +62,7 @@ def append_times(c: KafkaCluster, topic: str) -> dict[str, int]:
         consumer.close()
 
 
+@pytest.mark.chaos_long  # the default tier stays under 15 minutes
 def test_the_leaders_clock_jumps_an_hour_and_back_while_the_machines_does_not(tmp_path):
     require_docker(["3.9.1"])
     (tmp_path / "s.toml").write_text(SKEWED)

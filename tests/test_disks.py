@@ -55,6 +55,7 @@ latency_ms = 150
 """
 
 
+@pytest.mark.chaos_long  # the default tier stays under 15 minutes
 def test_full_failing_and_slow_disks_lose_nothing_acknowledged(tmp_path):
     require_docker(["3.9.1"])
     (tmp_path / "d.toml").write_text(DISKS)
@@ -103,6 +104,7 @@ def jbod_run(tmp_path, **fields):
     return fault, log, v
 
 
+@pytest.mark.chaos_long  # the default tier stays under 15 minutes
 def test_one_failed_log_directory_of_two_and_the_broker_carries_on(tmp_path):
     """Broker 1's second log directory fails: Kafka stops serving the replicas in it and the broker
     runs on with its first; the heal mends it and restarts the broker, which serves it again."""

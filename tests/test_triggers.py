@@ -118,6 +118,7 @@ delay_s = 0.2
 """
 
 
+@pytest.mark.chaos_long  # the default tier stays under 15 minutes
 def test_a_fault_fires_on_a_replicas_truncation_as_its_log_records_it(tmp_path):
     """Replicas that had records the new leader lacks drop them (acks=1: the old leader on its
     return, a follower that had fetched more than the one elected); the triggered fault fires on the
