@@ -122,7 +122,9 @@ def test_a_leader_two_hours_behind_refuses_records_from_kafka_4_on(tmp_path):
         v, res = run(tmp_path / version, "clock-skew-behind", kafka_version=version, mode=mode)
         assert v.verdict == "pass" and v.anomalies["lost"] == 0, v.anomalies
         errors = pq.read_table(res.path / "produced.parquet", columns=["status", "error"]).to_pylist()
-        refused[version] = sum(1 for r in errors if r["status"] == "fail" and "TIMESTAMP" in (r["error"] or ""))
+        # librdkafka reports the refused batch as INVALID_RECORD (a few in flight: INVALID_TIMESTAMP)
+        refused[version] = sum(1 for r in errors if r["status"] in ("fail", "info")
+                               and r["error"] in ("INVALID_RECORD", "INVALID_TIMESTAMP"))
     assert refused["4.2.2"] > 0 and refused["3.9.1"] == 0, refused
 
 
