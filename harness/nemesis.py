@@ -58,7 +58,7 @@ class Nemesis:
         self._lock = threading.Lock()  # _active, started, ended: the schedule and the triggers share them
         self._armed: list[PlannedFault] = []
         self._watermarks = None  # a consumer that asks partitions for their high watermark
-        self._hw_lock = threading.Lock()
+        self._probe_lock = threading.Lock()  # the watermark consumer and the log follower, made once
         self._truncations: TruncationFollower | None = None  # the brokers' logs, followed once a trigger needs them
         self._watchers: list[threading.Thread] = []
         self._timers: list[threading.Timer] = []  # triggered faults' delays and heals: stop() waits for them
@@ -344,7 +344,7 @@ class Nemesis:
 
     def truncations(self) -> list[Truncation]:
         """The truncations the brokers' logs have written since a trigger first asked."""
-        with self._hw_lock:
+        with self._probe_lock:
             if self._truncations is None:
                 self._truncations = self.c.follow_truncations()
         return self._truncations.seen()
@@ -352,7 +352,7 @@ class Nemesis:
     def high_watermark(self, partition: int) -> int:
         from confluent_kafka import Consumer, TopicPartition
 
-        with self._hw_lock:  # one consumer, shared by the watchers of hw triggers
+        with self._probe_lock:  # one consumer, shared by the watchers of hw triggers
             if self._watermarks is None:
                 self._watermarks = Consumer(self.c.client_config(**{"group.id": "kchaos-triggers"}), logger=LOG)
             _, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=1,
