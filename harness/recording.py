@@ -200,7 +200,8 @@ class Recording:
         for sg in self.share_groups:  # where each starts from: its start offset on every partition
             if not sg.wait_initialized():
                 self.events.write(Note(ts_ms=now_ms(), msg=f"share group {sg.spec.name}: no start offset on every "
-                                       "partition (share_unseen is not judged where it has none)"))
+                                       "partition (share_unseen is not judged where it has none); the last "
+                                       f"answer: {sg.last_answer}"))
         for t in self.producers:
             t.ready(PRODUCER_READY_S)
         t0 = time.monotonic()

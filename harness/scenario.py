@@ -264,7 +264,11 @@ class ShareGroupSpec(_ClientTable):
 def share_broker_config(groups: list[ShareGroupSpec]) -> dict[str, str]:
     """The broker settings share groups need: Kafka keeps their lock duration, attempt limit and
     sessions on the broker, and its floors (15 s locks, 45 s sessions) would outlast a short run;
-    the least of the groups' values is every group's."""
+    the least of the groups' values is every group's. A group is given partitions only once their
+    share state is initialized, and an attempt that fails (the first one often does, racing the
+    creation of ``__share_group_state``) is retried after ``group.share.initialize.retry.interval.ms``:
+    30 s by default, longer than a run; the broker raises anything lower to offsets.commit.timeout.ms
+    (5 s)."""
     if not groups:
         return {}
     lock = min(g.lock_ms for g in groups)
@@ -273,7 +277,8 @@ def share_broker_config(groups: list[ShareGroupSpec]) -> dict[str, str]:
     return {"group.share.record.lock.duration.ms": str(lock), "group.share.min.record.lock.duration.ms": str(lock),
             "group.share.delivery.count.limit": str(min(g.delivery_count_limit for g in groups)),
             "group.share.session.timeout.ms": str(session), "group.share.min.session.timeout.ms": str(session),
-            "group.share.heartbeat.interval.ms": str(beat), "group.share.min.heartbeat.interval.ms": str(beat)}
+            "group.share.heartbeat.interval.ms": str(beat), "group.share.min.heartbeat.interval.ms": str(beat),
+            "group.share.initialize.retry.interval.ms": "1000"}
 
 
 def kip848_broker_config(session_timeout_ms: int = 6000) -> dict[str, str]:

@@ -37,7 +37,7 @@ from harness.scenario import ShareGroupSpec
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
 
-INITIALIZED_S = 10.0  # latest: how long the group has to read every partition once after starting
+INITIALIZED_S = 30.0  # how long the group has to initialize its share state on every partition after starting
 OFFSETS_TIMEOUT_S = 60.0
 QUIET_S = 3.0  # after healing: no member given anything for this long, and the group is drained
 
@@ -79,12 +79,14 @@ class ShareGroup(MemberProcesses):
                                     work, self.spawner, command, seed) for name in spec.member_names]
         self.start_offsets: dict[str, int] = {}
         self.final_start_offsets: dict[str, int] = {}
+        self.last_answer = ""  # the coordinator's last answer (or error) while the group was awaited
 
     # ------------------------------------------------------------------ the group's offsets
 
-    def offsets(self) -> dict[str, dict]:
-        """"topic:partition" -> {"start", "lag"}: the share-partition start offsets as the group's
-        coordinator answers now (partitions the group has not read yet are absent)."""
+    def state(self) -> dict:
+        """The group as its coordinators answer now: ``offsets``, "topic:partition" -> {"start", "lag"},
+        the share-partition start offsets (a partition whose start the group has not yet written is
+        absent), and ``assigned``, the "topic:partition"s its members hold."""
         cfg = self.work / "offsets.json"
         cfg.write_text(json.dumps({"bootstrap": bootstrap(self.cluster, ""), "group": self.spec.name}))
         proc = subprocess.run([*java_command(self.version, "share-offsets"), str(cfg)], capture_output=True,
@@ -93,6 +95,11 @@ class ShareGroup(MemberProcesses):
             raise RuntimeError(f"share group {self.spec.name}: its offsets could not be read: "
                                f"{proc.stderr.strip()[-500:]}")
         return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def offsets(self) -> dict[str, dict]:
+        """"topic:partition" -> {"start", "lag"}: the share-partition start offsets as the group's
+        coordinator answers now (partitions the group has not read yet are absent)."""
+        return self.state()["offsets"]
 
     def _keys(self) -> list[str]:
         return [f"{self.topic}:{p}" for p in range(self.partitions)]
@@ -107,29 +114,41 @@ class ShareGroup(MemberProcesses):
             time.sleep(0.1)
 
     def wait_initialized(self, timeout_s: float = INITIALIZED_S) -> bool:
-        """Where the group starts from on each partition, kept as ``start_offsets``; whether every
-        partition has one. With ``earliest`` that is the partition's log start offset (KIP-932: the
-        group starts there); with ``latest`` the group's own start offset once it has read the
-        partition, waited for up to ``timeout_s``."""
+        """Wait (up to ``timeout_s``) until the group coordinator has given every partition to a member,
+        keeping where the group starts on each as ``start_offsets``; whether it got that far. The
+        coordinator assigns a partition only once its share state is initialized, so a workload
+        started before would meet a group that reads nothing. With ``earliest`` the group starts at the
+        partition's log start offset (KIP-932); with ``latest`` where the group's first read found the
+        partition's end, which its start offset says once the group has written it."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                found = self.state()
+            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                self.last_answer = str(e)[-300:]
+            else:
+                self.last_answer = json.dumps(found)
+                if set(self._keys()) <= set(found["assigned"]) and self._keep_start_offsets(found["offsets"]):
+                    return True
+            time.sleep(0.5)
+        return False
+
+    def _keep_start_offsets(self, offsets: dict[str, dict]) -> bool:
+        """Keep the group's start on every partition as ``start_offsets``; whether it is known yet."""
         if self.spec.auto_offset_reset == "earliest":
             c = Consumer(self.cluster.client_config(**{"group.id": f"kchaos-starts-{self.spec.name}"}))
             try:
                 self.start_offsets = {
-                    f"{self.topic}:{p}": c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[0]
-                    for p in range(self.partitions)}
+                    k: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[0]
+                    for p, k in enumerate(self._keys())}
                 return True
             except KafkaException:
                 return False
             finally:
                 c.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(RuntimeError, ValueError, subprocess.TimeoutExpired):
-                found = self.offsets()
-                if all(k in found for k in self._keys()):
-                    self.start_offsets = {k: int(found[k]["start"]) for k in self._keys()}
-                    return True
-            time.sleep(0.5)
+        if all(k in offsets for k in self._keys()):
+            self.start_offsets = {k: int(offsets[k]["start"]) for k in self._keys()}
+            return True
         return False
 
     def wait_drained(self, timeout_s: float) -> bool:

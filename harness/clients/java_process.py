@@ -22,9 +22,11 @@ from harness.setup import java_driver
 LOG = logging.getLogger("kchaos.java")
 START_S = 60  # a JVM and its client up, on a loaded two-core machine
 # Exceptions after which the record was definitely not written (the others, timeouts and
-# disconnections among them, leave it unknown: "info").
+# disconnections among them, leave it unknown: "info"). TransactionAbortedException fails the batches an
+# abort found still in the accumulator, never sent (in-flight ones complete), as librdkafka's _PURGE_QUEUE.
 DEFINITELY_NOT_WRITTEN = {"RecordTooLargeException", "RecordBatchTooLargeException", "InvalidRecordException",
-                          "TopicAuthorizationException", "SerializationException", "InvalidTopicException"}
+                          "TopicAuthorizationException", "SerializationException", "InvalidTopicException",
+                          "TransactionAbortedException"}
 REFUSED_BEFORE_APPEND = {"NotEnoughReplicasException"}  # definite only when nothing was retried
 
 

@@ -15,6 +15,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -37,8 +38,10 @@ import sun.misc.Signal;
  * failed or the partition has no entry). Each line is written before the member goes on, so whatever a killed member
  * was given is on disk.
  *
- * <p>{@code Driver share-offsets CONFIG} prints the group's share-partition start offsets instead (one JSON object,
- * "topic:partition" -> {"start", "lag"}): what the harness reads after healing.
+ * <p>{@code Driver share-offsets CONFIG} prints the group's state as its coordinators answer instead (one JSON
+ * object): {@code offsets}, "topic:partition" -> {"start", "lag"}, the share-partition start offsets the harness
+ * reads after healing, and {@code assigned}, the "topic:partition"s the group coordinator has given a member (none
+ * before the partition's share state is initialized), which the harness waits for before its workload.
  */
 final class ShareMember {
   private static JsonLines out;
@@ -161,12 +164,13 @@ final class ShareMember {
     }
   }
 
-  /** The group's share-partition start offsets, printed as one JSON object on stdout. */
+  /** The group's share-partition start offsets and assigned partitions, printed as one JSON object on stdout. */
   static void printStartOffsets(JsonNode cfg) throws Exception {
     Properties admin = new Properties();
     admin.put("bootstrap.servers", cfg.get("bootstrap").asText());
     String group = cfg.get("group").asText();
     Map<String, Object> found = new LinkedHashMap<>();
+    List<String> assigned = new ArrayList<>();
     try (Admin a = Admin.create(admin)) {
       Map<TopicPartition, ?> offsets = a.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
           .all().get().get(group);
@@ -175,8 +179,13 @@ final class ShareMember {
           found.put(e.getKey().topic() + ":" + e.getKey().partition(), describe(e.getValue()));
         }
       }
+      for (ShareMemberDescription m : a.describeShareGroups(List.of(group)).all().get().get(group).members()) {
+        for (TopicPartition tp : m.assignment().topicPartitions()) {
+          assigned.add(tp.topic() + ":" + tp.partition());
+        }
+      }
     }
-    Driver.say(found);
+    Driver.say(Map.of("offsets", found, "assigned", assigned));
   }
 
   /** One partition's start offset (and lag, where the client has it): OffsetAndMetadata on 4.1, later
