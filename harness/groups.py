@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 STOP_GRACE_S = 15.0  # a member's clean leave on SIGTERM, before it is killed
 LIBRDKAFKA_MEMBER = [sys.executable, "-m", "harness.group_member"]  # a member's program: librdkafka's
+TAIL_OFFSETS = 500  # how far back from a partition's end its last readable record is looked for
 FREEZE_WAIT_S = 5.0  # how long client_pause waits for a member to stop itself between calls
 
 
@@ -263,16 +264,18 @@ class Group(MemberProcesses):
         return False
 
     def wait_caught_up(self, timeout_s: float) -> bool:
-        """Wait until the group has committed up to the high watermark of every partition (all that
-        was written is processed), so the run's end does not cut members off while they catch up
-        after a fault; whether it did in time."""
+        """Wait until the group has committed past the last record it can read in every partition (all
+        that was written is processed), so the run's end does not cut members off while they catch up
+        after a fault; whether it did in time. Called once the producers have stopped and the ISR is
+        whole, so those ends no longer move."""
         c = Consumer(self.cluster.client_config(**{"group.id": self.spec.name, "enable.auto.commit": False}))
         parts = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         deadline = time.monotonic() + timeout_s
+        ends: dict[int, int] | None = None
         try:
             while time.monotonic() < deadline:
                 with contextlib.suppress(KafkaException):
-                    ends = {tp.partition: c.get_watermark_offsets(tp, timeout=5)[1] for tp in parts}
+                    ends = ends or self._readable_ends(parts)
                     done = {tp.partition: tp.offset for tp in c.committed(parts, timeout=5)}
                     if all(done.get(p, -1) >= end for p, end in ends.items()):
                         return True
@@ -281,6 +284,34 @@ class Group(MemberProcesses):
         finally:
             c.close()
 
+    def _readable_ends(self, parts: list[TopicPartition]) -> dict[int, int]:
+        """Per partition, the offset after the last record a member reads at the group's isolation
+        level, as far as the last TAIL_OFFSETS offsets tell (the high watermark where they hold none).
+        A transaction's marker is not a record a consumer returns, and librdkafka commits the offset
+        after the last record it returned, so a partition ending in a marker is caught up below its
+        high watermark."""
+        c = Consumer(self.cluster.client_config(**{
+            "group.id": f"kchaos-ends-{self.spec.name}", "enable.auto.commit": False,
+            "isolation.level": self.spec.isolation_level, "enable.partition.eof": True}))
+        try:
+            ends, tails = {}, []
+            for tp in parts:
+                lo, hi = c.get_watermark_offsets(tp, timeout=5)
+                ends[tp.partition] = hi
+                if hi > lo:
+                    tails.append(TopicPartition(tp.topic, tp.partition, max(lo, hi - TAIL_OFFSETS)))
+            c.assign(tails)
+            last: dict[int, int] = {}
+            pending, deadline = {tp.partition for tp in tails}, time.monotonic() + 10
+            while pending and time.monotonic() < deadline:
+                for m in c.consume(500, timeout=0.5):
+                    if m.error() is None:
+                        last[m.partition()] = m.offset()
+                    elif m.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(m.partition())
+            return {p: last[p] + 1 if p in last and p not in pending else hi for p, hi in ends.items()}
+        finally:
+            c.close()
 
     def history(self) -> tuple[list[dict], list[dict], list[Rebalance | CommitRefused]]:
         """(consumed rows, live offsets rows, events) of the group's run."""

@@ -123,6 +123,9 @@ def test_every_driver_records_the_contract(tmp_path, client):
     offsets = pq.read_table(d / "offsets.parquet").to_pylist()
     assert {r["partition"] for r in offsets if r["group"] == "g" and r["phase"] == "live"} == {0, 1}, \
         "each partition's commits recorded"
+    notes = [x for x in (d / "events.jsonl").read_text().splitlines() if '"note"' in x]
+    assert not any("had not committed to the end" in x for x in notes), \
+        "the group commits past its last record (a transaction's marker is no record to read)"
     assert_transactions_recorded(produced, pq.read_table(d / "txns.parquet").to_pylist())
     (pause,) = [e for e in map(json.loads, (d / "events.jsonl").read_text().splitlines()) if e["type"] == "fault"]
     # Frozen for most of its 2 s: the member stops itself after its batch, which can take part of the window.
