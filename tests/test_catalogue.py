@@ -34,6 +34,7 @@ def no_anomaly(v: dict) -> bool:
     return all(n == 0 for a, n in v.anomalies.items() if a != "duplicate")
 
 
+@pytest.mark.chaos_long  # the default suite's leader kill is tests/test_run.py's
 @pytest.mark.chaos_quick
 def test_acks1_leader_kill_loses_acknowledged_writes_as_expected(tmp_path):
     """The leader is killed on a trigger, 1 s into its followers' cut, so loss shows in every run

@@ -127,6 +127,7 @@ def member_pids(marker: str) -> list[int]:
     return out
 
 
+@pytest.mark.chaos_long  # a cluster of its own; tests/test_cleanup.py kills runs in the default suite
 def test_no_member_outlives_a_killed_run(tmp_path):
     """Members are processes: a run killed with SIGKILL takes them with it (the kernel's
     parent-death signal), as the reaper takes its containers."""

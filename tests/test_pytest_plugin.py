@@ -111,6 +111,7 @@ def test_last_isr_power_loss(kafka_cluster, workload, nemesis):
 """
 
 
+@pytest.mark.chaos_long  # a user's suite on a cluster of its own: over two minutes
 @pytest.mark.docker
 def test_a_users_chaos_suite_runs_with_the_plugin(pytester, monkeypatch):
     """A user's suite on 4.1.2 KRaft (one cluster for its module, one controller: the quorum is not

@@ -182,6 +182,7 @@ fault = 1
 """
 
 
+@pytest.mark.chaos_long  # a cluster of its own; the default suite's triggers are the test above
 def test_a_quiet_producer_sends_one_record_per_step_each_acknowledged_before_the_next(tmp_path):
     require_docker(["3.9.1"])
     p = tmp_path / "s.toml"

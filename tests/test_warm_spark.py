@@ -87,6 +87,7 @@ def running() -> warm.ServerInfo:
     return info
 
 
+@pytest.mark.chaos_long  # two cold starts side by side: over two minutes beside the suite's clusters
 def test_two_cold_checks_at_once_share_one_new_server_and_the_next_check_reuses_it(tmp_path, no_override):
     """With no server up, two `kchaos check` processes at once start one between them; a third check
     reuses it; all three count what the independent reference counts, and give the same examples.
@@ -112,7 +113,7 @@ def test_two_cold_checks_at_once_share_one_new_server_and_the_next_check_reuses_
     assert cold_examples["lost"][0]["value"] == "v-lost", "the example is the record the history lost"
 
 
-@pytest.mark.chaos_long  # starts a server of its own: about a minute; the cold start above stays in the default suite
+@pytest.mark.chaos_long  # starts a server of its own: about a minute
 def test_a_killed_server_is_replaced(tmp_path, no_override):
     d, expected = lossy(tmp_path, "run")
     old = running()
