@@ -180,6 +180,7 @@ def assert_clean_transactional_run(tmp_path, **fields) -> None:
     assert load["sent_per_s"] == pytest.approx(sent / res.phases["workload"], rel=0.2), "the achieved rate is the run's"
 
 
+@pytest.mark.chaos_long  # the default suite's transactions are tests/test_driver_conformance.py's
 @pytest.mark.chaos_quick
 def test_clean_transactional_run_on_kafka_4(tmp_path):
     """Transactions with aborts, both isolation levels and the EOS copier, no fault: zero of every

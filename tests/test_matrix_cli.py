@@ -32,6 +32,7 @@ def test_a_finished_matrix_is_not_run_again_but_checked_and_reported(tmp_path):
     assert v["verdict"] == "pass"
 
 
+@pytest.mark.chaos_long  # several runs on one cluster: over a minute and a half
 def test_cells_that_may_share_run_on_one_kept_cluster_each_on_a_topic_of_its_own(tmp_path):
     """Two seeds of a plain workload: the second runs on the first's cluster, healed, on its own
     topic, and its repeat command names that topic; both are checked and pass."""
