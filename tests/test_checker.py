@@ -170,6 +170,26 @@ def _retention() -> History:
     return retained(3)
 
 
+@case("retention-read")
+def _retention_read() -> History:
+    """The live consumer read every record before retention deleted the first three: those reads are
+    of records missing from the final log (uncommitted_read by the contract), and one read of a
+    record missing at or above the log start is not retention's doing."""
+    h = retained(3)
+    for i in range(5):
+        h.read(f"r{i}", i)
+    h.read("r-ghost", 5)
+    return h
+
+
+@case("retention-read-only")
+def _retention_read_only() -> History:
+    h = retained(3)
+    for i in range(5):
+        h.read(f"r{i}", i)
+    return h
+
+
 @case("retention-and-lost")
 def _retention_and_lost() -> History:
     h = retained(3)
@@ -391,6 +411,25 @@ def test_writes_retention_deleted_are_counted_lost_but_break_no_promise(judged):
     assert row.expected == ["lost"] and row.broken == [] and "retention" in row.promises["lost"].why
     v = judged["retention-and-lost"]
     assert v.anomalies == only(lost=4) and v.verdict == "fail" and v.by_config[0].broken == ["lost"]
+
+
+def test_reads_of_records_retention_deleted_break_no_promise(judged):
+    """A read of a record below the log start after the run: missing from the final log, so counted
+    uncommitted_read by the contract, but reported as retention_read and not held against the
+    promise; a read of a record missing above the log start still fails."""
+    v = judged["retention-read"]
+    assert v.anomalies == only(lost=3, uncommitted_read=4), v.anomalies
+    assert v.retention_read.count == 3 and {e["value"] for e in v.retention_read.examples} == {"r0", "r1", "r2"}
+    (row,) = v.by_config
+    assert row.broken == ["uncommitted_read"] and "lost" in row.expected
+
+
+def test_reads_of_records_retention_deleted_alone_pass(judged):
+    v = judged["retention-read-only"]
+    assert v.anomalies == only(lost=3, uncommitted_read=3) and v.verdict == "pass", v.anomalies
+    (row,) = v.by_config
+    assert set(row.expected) == {"lost", "uncommitted_read"} and row.broken == []
+    assert "retention deleted them" in row.promises["uncommitted_read"].why
 
 
 def test_mixed_producers_are_judged_by_their_own_config(judged):

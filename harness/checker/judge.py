@@ -187,15 +187,19 @@ def elections(events: list[dict]) -> dict:
 # Reads counted by a contract rule that is no evidence against the promise on its own: the anomaly,
 # the reported finding that holds those rows, and why. Counts stay the contract's; the verdict only
 # holds what remains against the promise.
-NOT_HELD = {
-    "uncommitted_read": ("stale_hw_read",
-                         "the records were read at or above the hw their fetch response carried, and are in the "
-                         "final log there: Kafka's fetch response carries the hw from before its read "
-                         "(Partition.readRecords), so a record committed while the leader read it comes back "
-                         "at or above it"),
-    "lost": ("retention_deleted",
-             "the records were below their partition's log start offset after the run: retention deleted their "
-             "segments (by design: a leader whose clock ran past retention.ms finds them expired)"),
+NOT_HELD: dict[str, tuple[tuple[str, str], ...]] = {
+    "uncommitted_read": (
+        ("stale_hw_read",
+         "the records were read at or above the hw their fetch response carried, and are in the final log "
+         "there: Kafka's fetch response carries the hw from before its read (Partition.readRecords), so a "
+         "record committed while the leader read it comes back at or above it"),
+        ("retention_read",
+         "the records were below their partition's log start offset after the run: retention deleted them, "
+         "so the final log cannot tell whether they were committed")),
+    "lost": (
+        ("retention_deleted",
+         "the records were below their partition's log start offset after the run: retention deleted their "
+         "segments (by design: a leader whose clock ran past retention.ms finds them expired)"),),
 }
 
 
@@ -207,15 +211,16 @@ def _judged(job: JobResult, idx: int, prom: dict[str, Promise], counts: dict[str
     outcomes = {a: PromiseOutcome(promised=p.promised, why=p.why) for a, p in prom.items()}
     broken, expected = [], []
     for a in (a for a in ANOMALIES if a in prom and counts.get(a, 0) > 0):
-        kind, why = NOT_HELD.get(a, (None, ""))
-        not_held = sum(n for (r, w), n in job.of(kind).counts.items() if r == idx and w in who) if kind else 0
+        held_by = {kind: sum(n for (r, w), n in job.of(kind).counts.items() if r == idx and w in who)
+                   for kind, _ in NOT_HELD.get(a, ())}
         if not prom[a].promised:
             expected.append(a)
-        elif counts[a] > not_held:
+        elif counts[a] > sum(held_by.values()):
             broken.append(a)
         else:
             expected.append(a)
-            outcomes[a] = PromiseOutcome(promised=True, why=why)
+            outcomes[a] = PromiseOutcome(promised=True, why="; ".join(
+                why for kind, why in NOT_HELD[a] if held_by[kind]))
     return broken, expected, outcomes
 
 
@@ -406,6 +411,9 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         retention_deleted=_reported(job, "retention_deleted", idx,
                                     "acknowledged writes below their partition's log start after the run: retention "
                                     "deleted their segments"),
+        retention_read=_reported(job, "retention_read", idx,
+                                 "reads of records below their partition's log start after the run: retention "
+                                 "deleted them"),
         final_log_records=job.final_rows.get(idx, 0),
         rows=rd.rows,
         unavailability=outage,

@@ -1,7 +1,7 @@
 """What a check reports beside the anomalies, each counted like one: indeterminate or failed writes
 that landed, acks=0 writes that did not, what a group returned twice, the reads counted only by
 uncommitted_read's hw rule whose records the final log holds (stale_hw_read), and the lost writes
-that retention deleted (retention_deleted)."""
+and the reads that retention deleted the records of (retention_deleted, retention_read)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads
-from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final
+from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final, uncommitted
 
 
 def stale_hw_read(i: Inputs) -> DataFrame:
@@ -45,6 +45,24 @@ def retention_deleted(i: Inputs) -> DataFrame | None:
              .filter(F.col("ack_offset") < F.col("log_start")))
     return finding("retention_deleted", below.select("run", "topic", "partition", "ack_offset", "log_start", "value",
                                                      "producer", "ack_ts_ms"), "topic", "ack_ts_ms")
+
+
+def retention_read(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the uncommitted_read rows whose offset is below their
+    partition's log start offset after the run, by topic.
+
+    The final read starts at the log start, so a record retention deleted is missing from the final
+    log whether or not it was ever committed: a read of it is no evidence that a consumer saw
+    uncommitted data, and the judge does not hold it against the promise. A read of a missing
+    record at or above the log start still is."""
+    if i.log_starts is None:
+        return None
+    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
+    reads = i.pk.decode(first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw()))
+    below = (reads.join(F.broadcast(i.log_starts), on=["run", "topic", "partition"], how="inner")
+             .filter(F.col("offset") < F.col("log_start")))
+    return finding("retention_read", below.select("run", "topic", "partition", "offset", "log_start", "value",
+                                                  "consumer", "poll_ts_ms"), "topic", "poll_ts_ms")
 
 
 def _landed(i: Inputs, kind: str) -> DataFrame:
@@ -91,5 +109,6 @@ REPORTED_FINDINGS: dict[str, Finder] = {
     "acks0_missing": acks0_missing,
     "stale_hw_read": stale_hw_read,
     "retention_deleted": retention_deleted,
+    "retention_read": retention_read,
     "group_redelivered": group_redelivered,
 }

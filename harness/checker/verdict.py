@@ -163,6 +163,8 @@ class Verdict(_Model):
     # lost writes below their partition's log start after the run: deleted by retention, not held
     # against the durability promise (harness/checker/reported.py)
     retention_deleted: Reported = Field(default_factory=lambda: Reported(count=0))
+    # reads uncommitted_read counts of records retention deleted: not held against the promise
+    retention_read: Reported = Field(default_factory=lambda: Reported(count=0))
     final_log_records: int = 0
     rows: dict[str, int] = Field(default_factory=dict)
     unavailability: Unavailability
