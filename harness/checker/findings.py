@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.checker.keys import KEY
-from harness.checker.prepare import Inputs, in_final, small
+from harness.checker.prepare import IN_FINAL, Inputs, has, in_final, small, uncommitted
 from harness.checker.prepare_v2 import READ_COMMITTED
 
 REGRESSION_COLS = ["topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"]
@@ -74,6 +74,15 @@ def first_reads(i: Inputs, found: DataFrame, which: Column) -> DataFrame:
     kept = [c for c in found.columns if c not in key]
     return (reads.groupBy(*key, *kept).agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
             .select(*key, *kept, "read.consumer", "read.hw", "read.poll_ts_ms"))
+
+
+def uncommitted_first_reads(i: Inputs) -> DataFrame:
+    """uncommitted_read's rows (per_offset rows of live reads missing from the final log at their
+    offset, or read at or above their hw), each with its earliest offending read: any read of a
+    record missing from the final log, otherwise a read at or above its hw. The anomaly and the
+    findings that excuse some of its rows (stale_hw_read aside) count these same rows."""
+    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
+    return first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw())
 
 
 def copies(i: Inputs) -> DataFrame:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads
-from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final, uncommitted
+from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads, uncommitted_first_reads
+from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final
 
 
 def stale_hw_read(i: Inputs) -> DataFrame:
@@ -57,8 +57,7 @@ def retention_read(i: Inputs) -> DataFrame | None:
     record at or above the log start still is."""
     if i.log_starts is None:
         return None
-    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
-    reads = i.pk.decode(first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw()))
+    reads = i.pk.decode(uncommitted_first_reads(i))
     below = (reads.join(F.broadcast(i.log_starts), on=["run", "topic", "partition"], how="inner")
              .filter(F.col("offset") < F.col("log_start")))
     return finding("retention_read", below.select("run", "topic", "partition", "offset", "log_start", "value",

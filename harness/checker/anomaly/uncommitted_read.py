@@ -7,12 +7,8 @@ from pyspark.sql import DataFrame
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
-from harness.checker.findings import (
-    at_or_above_hw,
-    finding,
-    first_reads,
-)
-from harness.checker.prepare import ABOVE_HW, IN_FINAL, Inputs, has, uncommitted
+from harness.checker.findings import finding, uncommitted_first_reads
+from harness.checker.prepare import ABOVE_HW, IN_FINAL, Inputs, has
 from harness.checker.reference import (
     Tables,
     final_log,
@@ -25,8 +21,7 @@ def count(i: Inputs) -> DataFrame:
 
     The example is the earliest offending read: any read of a record missing from the final log,
     otherwise a read at or above its hw (not some other, committed read of the same record)."""
-    found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
-    first = first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw()).select(
+    first = uncommitted_first_reads(i).select(
         "*", (~has(IN_FINAL)).cast("int").alias("not_in_final"), has(ABOVE_HW).cast("int").alias("at_or_above_hw"))
     return finding("uncommitted_read", i.pk.decode(first).select(
         "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms", "not_in_final",
