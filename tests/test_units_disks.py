@@ -96,3 +96,28 @@ def test_a_cluster_without_faultable_disks_refuses_a_disk_fault():
 
     with pytest.raises(ValueError, match="started without faultable_disks"):
         Node().fail_disk(1, disks.full(), [1])
+
+
+BROKER_LOG = "\n".join([
+    "[2026-11-26 19:01:28,201] ERROR Error while appending records to chaos-m9-2 in dir /var/lib/kafka/data-2 "
+    "(org.apache.kafka.storage.internals.log.LogDirFailureChannel)",
+    "java.io.IOException: No space left on device",
+    "[2026-11-26 19:01:28,285] WARN [ReplicaManager broker=2] Broker 2 stopped fetcher for partitions  and stopped "
+    "moving logs for partitions  because they are in the failed log directory /var/lib/kafka/data-2. "
+    "(kafka.server.ReplicaManager)",
+    "[2026-11-26 19:01:29,001] INFO Deleted log /var/lib/kafka/data/chaos-1/00000000000000000000.log.deleted. "
+    "(kafka.log.LogSegment)",
+])
+
+
+@pytest.mark.parametrize(("log", "dirs", "failed"), [
+    (BROKER_LOG, [1, 2], [2]),  # data-2's error does not make data fail; a plain INFO line naming data neither
+    (BROKER_LOG.replace("data-2 (org", "data (org"), [1, 2], [1]),
+    ("[t] ERROR Error while writing to checkpoint file /var/lib/kafka/data/replication-offset-checkpoint "
+     "(kafka.server.LogDirFailureChannel)", [1], [1]),  # the pre-3.7 logger, a path inside the directory
+    ("[t] WARN [ReplicaManager broker=1] Stopping serving replicas in dir /var/lib/kafka/data-3 "
+     "(kafka.server.ReplicaManager)", [1, 2, 3], [3]),
+    ("[t] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)", [1], []),
+])
+def test_a_directory_failed_only_where_the_brokers_log_names_it_failing(log, dirs, failed):
+    assert disks.failed_dirs(log, dirs) == failed

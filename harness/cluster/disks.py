@@ -21,6 +21,8 @@ again if it stopped, as an operator would after freeing space or replacing the d
 from __future__ import annotations
 
 import json
+import re
+import time
 
 from harness.cluster.archive import one_file_tar
 from harness.cluster.settings import log_dir
@@ -31,6 +33,14 @@ LOG_DIRS_ENV = "KCHAOS_LOG_DIRS"  # how many log directories a broker has (the e
 # Kafka's ReplicaManager when a log directory fails and the broker carries on with the others
 # (every version kchaos runs): "Stopping serving replicas in dir /var/lib/kafka/data-2".
 DIR_OFFLINE = "Stopping serving replicas in dir "
+# The logger every I/O error that takes a log directory offline goes to first, with the path in the
+# message ("Error while appending records to t-0 in dir /var/lib/kafka/data
+# (org.apache.kafka.storage.internals.log.LogDirFailureChannel)"; kafka.server.LogDirFailureChannel
+# before 3.7). ReplicaManager's DIR_OFFLINE line and the halt follow it on other threads.
+DIR_FAILED = "LogDirFailureChannel)"
+# kchaos-diskfs looks at its control file every 50 ms: an operation that starts this long after
+# the file is rewritten sees the change.
+CONTROL_RELOAD_S = 0.15
 DISK_OPS = ("read", "write", "fsync")
 DEVICES = ["/dev/fuse:/dev/fuse:rwm"]
 CAPABILITIES = ["SYS_ADMIN"]
@@ -81,15 +91,25 @@ class DiskFaults:
         ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"), else
         left as it is ("")."""
         self.fail_disk(n, {}, dirs)
+        time.sleep(CONTROL_RELOAD_S)  # an error after this is not the fault's: it is Kafka's own
         w = self._node(n)  # type: ignore[attr-defined]
         w.reload()
         if w.status != "running":
             self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
             self.start_broker(n)  # type: ignore[attr-defined]
             return "started"
-        text = w.logs(since=since_ms // 1000).decode(errors="replace")
-        if any(f"{DIR_OFFLINE}{log_dir(k)}" in text for k in dirs):
+        # A directory whose first error is logged may not be offline yet, or its broker not yet
+        # halted: either comes on Kafka's own threads, after this check could have passed.
+        if failed_dirs(w.logs(since=since_ms // 1000).decode(errors="replace"), dirs):
             self.stop_broker(n)  # type: ignore[attr-defined]
             self.start_broker(n)  # type: ignore[attr-defined]
             return "restarted"
         return ""
+
+
+def failed_dirs(broker_log: str, dirs: list[int]) -> list[int]:
+    """The log directories among ``dirs`` (from 1) that a broker's log says failed: an I/O error
+    reported to LogDirFailureChannel, or ReplicaManager taking the directory offline, naming it.
+    /var/lib/kafka/data is not /var/lib/kafka/data-2: a path counts only where it ends."""
+    lines = [ln for ln in broker_log.splitlines() if DIR_FAILED in ln or DIR_OFFLINE in ln]
+    return [k for k in dirs if any(re.search(re.escape(log_dir(k)) + r"(?![\w-])", ln) for ln in lines)]
