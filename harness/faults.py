@@ -141,8 +141,9 @@ StepAction = Callable[[object, "PlannedFault"], None]  # a workload step on a cl
 
 
 # The clients a client fault can act on, by role: every client of the scenario, a group member (its
-# process), a transactional producer or the copier (a new instance fences it), a quiet producer.
-CLIENT_ROLES = ("any", "member", "transactional", "quiet")
+# process), a transactional producer or the copier (a new instance fences it), a quiet producer, a
+# plain (not transactional) producer.
+CLIENT_ROLES = ("any", "member", "transactional", "quiet", "producer")
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class FaultKind:
     excuse: str = ""
     elr_covers: bool = False
     on_client: ClientAction | StepAction | None = None  # a fault on a client (target client:NAME), not on brokers
+    off_client: StepAction | None = None  # its heal on the client, where the client itself must undo it
     client_links: bool = False  # a network fault on one client's own links (target client:NAME)
     clients: frozenset[str] = frozenset()  # CLIENT_ROLES a client fault acts on
     on_member: tuple[str, str] | None = None  # a group member's process: (its method to apply, to heal)
@@ -365,6 +367,14 @@ def _send_one(client: object, f: PlannedFault) -> None:
     client.send_one(f.partition)  # type: ignore[attr-defined]
 
 
+def _skew_client(client: object, f: PlannedFault) -> None:
+    client.skew_clock(f.offset_s)  # type: ignore[attr-defined]
+
+
+def _unskew_client(client: object, f: PlannedFault) -> None:
+    client.skew_clock(0)  # type: ignore[attr-defined]
+
+
 
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start),
@@ -434,6 +444,11 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "#2ca02c", _no_broker, on_client=_send_one, clients=frozenset({"quiet"})),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
               _slow(_own_links), toxic=LATENCY_TOXIC, directional=True, client_links=True, clients=frozenset({"any"})),
+    FaultKind("client_clock_skew", "a plain producer's wall clock jumps by offset_s seconds and returns at the heal "
+              "(target client:NAME): the timestamps it stamps on records follow it, and a Java client's timeouts "
+              "that run on the wall clock too (libfaketime in its JVM); librdkafka reads the wall clock only to "
+              "stamp records, so its records are stamped from the moved clock", "#fd8d3c", _no_broker,
+              on_client=_skew_client, off_client=_unskew_client, clients=frozenset({"producer"})),
     FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",
               _cut(_own_links), toxic=CUT_TOXIC, directional=True, client_links=True, clients=frozenset({"any"})),
 )}

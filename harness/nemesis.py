@@ -198,6 +198,8 @@ class Nemesis:
         kind = FAULTS[f.kind]
         if a.member is not None:
             getattr(a.member, kind.on_member[1])()  # type: ignore[index]
+        elif kind.off_client is not None and self.clients is not None:
+            kind.off_client(self.clients(f.target.client), f)
         elif kind.heal is not None:
             for b in a.brokers:
                 kind.heal(self.c, a, b)

@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -40,7 +41,7 @@ from harness.versions import KAFKA_VERSIONS, upgrades_from
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
-              "copier", "quiet": "producers with quiet = true"}
+              "copier", "quiet": "producers with quiet = true", "producer": "plain (not transactional) producers"}
 
 
 def _props(v: object) -> object:
@@ -128,6 +129,13 @@ class ProducerSpec(_ClientTable):
     transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
     quiet: bool = Field(False, description="send nothing on its own: only `send` steps, one record each, "
                                            "acknowledged before the step ends (a quiet pipeline)")
+    # The instances a client_clock_skew aims at (the scenario marks them): a process-per-client
+    # driver must start those with a clock it can move.
+    _skewed_clocks: set[str] = PrivateAttr(default_factory=set)
+
+    def clock_skewed(self, instance: str) -> bool:
+        """Whether a client_clock_skew of the scenario aims at this instance."""
+        return instance in self._skewed_clocks
 
     @property
     def instance_names(self) -> list[str]:
@@ -325,7 +333,7 @@ class TriggerSpec(_Model):
 
 # The fault settings only some kinds take, and those kinds.
 KIND_KEYS = {"to": ("rolling_upgrade",), "feature": ("feature_upgrade",), "level": ("feature_upgrade",),
-             "offset_s": ("clock_skew",), "op": ("disk_error",),
+             "offset_s": ("clock_skew", "client_clock_skew"), "op": ("disk_error",),
              "dir": ("disk_full", "disk_error", "slow_disk", "log_dir_failure")}
 
 
@@ -348,8 +356,8 @@ class FaultSpec(_Model):
                                                   "transaction.version, ...)")
     level: int | None = Field(None, ge=0, description="feature_upgrade: the level (default: the newest production "
                                                       "level the running version has)")
-    offset_s: float | None = Field(None, description="clock_skew: how far the node's wall clock jumps (seconds, "
-                                                     "forward or back)")
+    offset_s: float | None = Field(None, description="clock_skew, client_clock_skew: how far the node's or the "
+                                                     "client's wall clock jumps (seconds, forward or back)")
     op: Literal["read", "write", "fsync"] | None = Field(None, description="disk_error: the operation that fails "
                                                                           "(default write)")
     dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
@@ -364,9 +372,9 @@ class FaultSpec(_Model):
                                  f"{self.kind}")
         if self.kind == "rolling_upgrade" and self.to is None:
             raise ValueError(f"to: rolling_upgrade needs the version to move to (allowed: {', '.join(KAFKA_VERSIONS)})")
-        if self.kind == "clock_skew" and not self.offset_s:
-            raise ValueError("offset_s: clock_skew needs how far the clock jumps, in seconds (allowed: any number but "
-                             "0, e.g. 3600 forward or -600 back)")
+        if self.kind in KIND_KEYS["offset_s"] and not self.offset_s:
+            raise ValueError(f"offset_s: {self.kind} needs how far the clock jumps, in seconds (allowed: any number "
+                             "but 0, e.g. 3600 forward or -600 back)")
         if self.kind == "feature_upgrade" and self.feature is None:
             raise ValueError("feature: feature_upgrade needs the feature to upgrade (allowed: a feature the version "
                              "has, e.g. metadata.version, transaction.version, group.version, share.version)")
@@ -550,6 +558,9 @@ class Scenario(_Model):
             raise ValueError(f"producers: names must differ (got {names})")
         self._check_copier(names)
         self._check_groups()
+        skewed = {f.target.client for f in self.faults if f.kind == "client_clock_skew"}
+        for p in self.producers:
+            p._skewed_clocks = skewed & set(p.instance_names)
         try:
             self.cluster_settings()  # validates the cluster table too
         except ValidationError as e:
@@ -706,7 +717,8 @@ class Scenario(_Model):
         quiet = {n for p in self.producers if p.quiet for n in p.instance_names}
         roles = {"any"} | ({"member"} if name in self.member_names else set())
         roles |= {"transactional"} if name in self.transactional_clients else set()
-        return roles | ({"quiet"} if name in quiet else set())
+        plain = {n for p in self.producers if not p.transactional for n in p.instance_names}
+        return roles | ({"quiet"} if name in quiet else set()) | ({"producer"} if name in plain else set())
 
     def _client_refuses(self, name: str, kind: str) -> str | None:
         """Why client ``name`` cannot take a ``kind`` fault, or None: the kind's registry entry names

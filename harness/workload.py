@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from itertools import islice
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, ProducerSpec
@@ -35,8 +35,10 @@ DEFINITELY_NOT_WRITTEN = {
     KafkaError._UNKNOWN_PARTITION,
     KafkaError._PURGE_QUEUE,  # dropped from the client's queue (an abort, a client that died) before it was sent
 }
-# Refused before the append, so definite, but only when no earlier attempt could have landed.
-REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS}
+# Refused before the append, so definite, but only when no earlier attempt could have landed (a
+# timestamp outside the broker's window, log.message.timestamp.before/after.max.ms, may have been
+# inside it at an earlier attempt).
+REFUSED_BEFORE_APPEND = {KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.INVALID_TIMESTAMP}
 
 
 UNLIMITED_RATE = 1e6  # a rate this high means as fast as the client goes
@@ -114,6 +116,7 @@ class RecordingProducer(threading.Thread):
         self.failure: BaseException | None = None
         self._msgs: list[dict] = [{"value": None} for _ in range(CHUNK_MAX)]  # see _send
         self._steps: queue.Queue[tuple[int, threading.Event]] = queue.Queue()  # send steps of a quiet producer
+        self._clock_offset_ms = 0  # client_clock_skew: how far this client's wall clock is moved
 
     @property
     def sent(self) -> int:
@@ -216,6 +219,14 @@ class RecordingProducer(threading.Thread):
         finally:
             self._mark()  # reports served anywhere else (none expected) arrived by now
 
+    def skew_clock(self, offset_s: float) -> None:
+        """client_clock_skew: this client's wall clock runs ``offset_s`` off the true time from now
+        (0: true again). librdkafka reads the wall clock only to stamp a record's CreateTime
+        (rd_kafka_msg_new0: rd_uclock); its timeouts and backoffs run on the monotonic clock. The
+        client shares the harness's process, whose clock the history is stamped with, so the moved
+        clock is given to librdkafka as each record's timestamp instead of moving the process's."""
+        self._clock_offset_ms = round(offset_s * 1000)
+
     def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
         """Hand records seq..seq+n-1 to the client for one partition, recording the run."""
         prefix = f"{self.pname}-"
@@ -224,14 +235,31 @@ class RecordingProducer(threading.Thread):
         msgs = self._msgs if n == len(self._msgs) else self._msgs[:n]
         for m, i in zip(msgs, range(seq, seq + n), strict=True):
             m["value"] = f"{prefix}{i}"
-        self._runs.append((n, now_ms(), part))
+        sent_ms = now_ms()
+        self._runs.append((n, sent_ms, part))
         self._sent += n
-        if p.produce_batch(self.topic, msgs, partition=part) != n:
+        if self._clock_offset_ms:  # produce_batch takes no timestamps: one produce() a record
+            queued = self._send_stamped(p, msgs, part, sent_ms + self._clock_offset_ms)
+        else:
+            queued = p.produce_batch(self.topic, msgs, partition=part)
+        if queued != n:
             # Not queued, so definitely not written (the queue has headroom, so this is rare).
             for i, m in enumerate(msgs, seq):
                 if "_error" in m:
                     err = m.pop("_error")
                     self._refused[i] = err.name() if isinstance(err, KafkaError) else str(err)
+
+    def _send_stamped(self, p: Producer, msgs: list[dict], part: int, stamp_ms: int) -> int:
+        """Hand ``msgs`` to the client one by one with CreateTime ``stamp_ms``; one it will not
+        queue gets an ``_error``, as produce_batch marks it. Returns how many were queued."""
+        queued = 0
+        for m in msgs:
+            try:
+                p.produce(self.topic, m["value"], partition=part, timestamp=stamp_ms)
+                queued += 1
+            except (BufferError, KafkaException) as e:
+                m["_error"] = e.args[0] if isinstance(e, KafkaException) else e
+        return queued
 
     def send_one(self, partition: int) -> None:
         """A workload step: send the next record to ``partition`` and return once it is acknowledged

@@ -133,6 +133,20 @@ def test_a_leader_two_hours_behind_refuses_records_from_kafka_4_on(tmp_path):
 
 
 @pytest.mark.chaos_long
+def test_a_producer_two_hours_ahead_is_refused_from_kafka_4_on(tmp_path):
+    """The client's side of KIP-1030: a producer whose clock runs 2 h ahead stamps its records 2 h
+    in the future; 4.x refuses them, 3.9 appends them with those stamps. Nothing acknowledged is lost."""
+    refused = {}
+    for version, mode in (("4.4.0", "kraft"), ("3.9.1", "zk")):
+        v, res = run(tmp_path / version, "client-clock-ahead", kafka_version=version, mode=mode)
+        assert v.verdict == "pass" and v.anomalies["lost"] == 0, v.anomalies
+        errors = pq.read_table(res.path / "produced.parquet", columns=["status", "error"]).to_pylist()
+        refused[version] = sum(1 for r in errors if r["status"] in ("fail", "info")
+                               and r["error"] in ("INVALID_RECORD", "INVALID_TIMESTAMP"))
+    assert refused["4.4.0"] > 0 and refused["3.9.1"] == 0, refused
+
+
+@pytest.mark.chaos_long
 def test_unclean_election_loses_acknowledged_writes(tmp_path):
     v, _ = run(tmp_path, "unclean-election")
     assert v.anomalies["lost"] > 0 and v.verdict == "pass"

@@ -36,7 +36,12 @@ def skew(**kw) -> dict:
 @pytest.mark.parametrize(("fault", "refused"), [
     (skew(), "offset_s: clock_skew needs how far the clock jumps, in seconds (allowed: any number but 0"),
     (skew(offset_s=0), "offset_s: clock_skew needs how far the clock jumps"),
-    ({"at_s": 2, "kind": "kill", "offset_s": 60}, "offset_s: only clock_skew takes offset_s, not kill"),
+    ({"at_s": 2, "kind": "kill", "offset_s": 60},
+     "offset_s: only clock_skew and client_clock_skew take offset_s, not kill"),
+    ({"at_s": 2, "kind": "client_clock_skew", "target": "client:all"},
+     "offset_s: client_clock_skew needs how far the clock jumps"),
+    ({"at_s": 2, "kind": "client_clock_skew", "target": "leader", "offset_s": 60},
+     "faults.0.target: client_clock_skew takes a client:NAME target"),
 ])
 def test_bad_clock_faults_are_refused_naming_the_key(fault, refused):
     with pytest.raises(ValidationError, match=refused.replace("(", r"\(")):
@@ -77,3 +82,28 @@ def test_draws_with_and_without_a_skew_share_one_cluster():
     skewed = with_node_faults(with_faults(skew(offset_s=60)), True, False)
     assert plain.cluster_settings() == skewed.cluster_settings()
     assert with_node_faults(with_faults(), False, False).cluster_settings() != plain.cluster_settings()
+
+
+def client_skew(**kw) -> dict:
+    return {"at_s": 2, "duration_s": 5, "kind": "client_clock_skew", "target": "client:all", "offset_s": -3600, **kw}
+
+
+def test_a_client_skew_aims_at_a_plain_producer_and_marks_it_for_a_movable_clock():
+    s = with_faults(client_skew())
+    (p,) = s.producers
+    assert p.clock_skewed("all") and not with_faults().producers[0].clock_skewed("all")
+    assert not s.cluster_settings().skewable_clocks, "a client's clock is the client's, not the nodes'"
+    (f,) = schedule.plan(s)
+    assert (f.kind, f.offset_s, str(f.target)) == ("client_clock_skew", -3600, "client:all")
+
+
+@pytest.mark.parametrize(("extra", "refused"), [
+    ({"producers": [{"name": "t", "transactional": True}]},
+     "client_clock_skew acts on plain (not transactional) producers, not 't' (allowed: none)"),
+    ({"groups": [{"name": "g", "members": 1}]}, "client_clock_skew acts on plain (not transactional) producers, "
+     "not 'g-1' (allowed: all)"),
+])
+def test_a_client_skew_on_a_client_other_than_a_plain_producer_is_refused(extra, refused):
+    target = "client:" + ("t" if "producers" in extra else "g-1")
+    with pytest.raises(ValidationError, match=refused.replace("(", r"\(").replace(")", r"\)")):
+        with_faults(client_skew(target=target), **extra)

@@ -121,3 +121,11 @@ BROKER_LOG = "\n".join([
 ])
 def test_a_directory_failed_only_where_the_brokers_log_names_it_failing(log, dirs, failed):
     assert disks.failed_dirs(log, dirs) == failed
+
+
+def test_a_halt_for_failed_disks_is_told_from_any_other_exit():
+    tail = ("[2026-11-26 19:44:25,831] WARN Stopping serving logs in dir /var/lib/kafka/data (kafka.log.LogManager)\n"
+            "[2026-11-26 19:44:25,840] ERROR Shutdown broker because all log dirs in /var/lib/kafka/data have failed "
+            "(kafka.log.LogManager)\n")
+    assert disks.halted_by_disks(tail)
+    assert not disks.halted_by_disks("[t] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)\n")

@@ -30,8 +30,9 @@ class JavaProducer(ProducerCounts, ClientProcess):
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, version: str):
-        super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec), topic=topic,
-                         partitions=partitions, rate=spec.rate, quiet=spec.quiet)
+        super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec),
+                         skewable_clock=spec.clock_skewed(name), topic=topic, partitions=partitions, rate=spec.rate,
+                         quiet=spec.quiet)
         self.pname, self.spec, self.topic = name, spec, topic
         self.sending_s = 0.0
         self._steps: list[threading.Event] = []

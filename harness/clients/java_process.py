@@ -8,8 +8,10 @@ through the ``kchaos.java`` logger). Every Java client (java.py, java_transactio
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,6 +19,7 @@ import threading
 from pathlib import Path
 
 from harness.cluster import KafkaCluster
+from harness.cluster.clocks import offset_text
 from harness.setup import java_driver
 
 LOG = logging.getLogger("kchaos.java")
@@ -27,11 +30,30 @@ START_S = 60  # a JVM and its client up, on a loaded two-core machine
 DEFINITELY_NOT_WRITTEN = {"RecordTooLargeException", "RecordBatchTooLargeException", "InvalidRecordException",
                           "TopicAuthorizationException", "SerializationException", "InvalidTopicException",
                           "TransactionAbortedException"}
-REFUSED_BEFORE_APPEND = {"NotEnoughReplicasException"}  # definite only when nothing was retried
+# Definite only when nothing was retried (workload.REFUSED_BEFORE_APPEND says why).
+REFUSED_BEFORE_APPEND = {"NotEnoughReplicasException", "InvalidTimestampException"}
+
+
+# libfaketime (Debian's faketime package), thread-safe build, as the brokers' JVMs load it
+# (docker/kafka/kchaos-entrypoint.sh, harness/cluster/clocks.py says why each setting).
+FAKETIME_LIB = "/usr/lib/*/faketime/libfaketimeMT.so.1"
+CLOCK_FILE = "clock-offset"
 
 
 class DriverProcessError(RuntimeError):
     """A Java client process could not start, or died: its name, exit code and the end of its log."""
+
+
+def faketime_env(clock_file: Path) -> dict[str, str]:
+    """The environment that starts a JVM on a wall clock kchaos moves by rewriting ``clock_file``
+    (true time to begin with)."""
+    libs = sorted(glob.glob(FAKETIME_LIB))
+    if not libs:
+        raise DriverProcessError(f"no libfaketime here ({FAKETIME_LIB}): client_clock_skew on a Java client needs "
+                                 "Debian's faketime package (scripts/setup.sh installs it)")
+    clock_file.write_text(offset_text(0) + "\n")
+    return {"LD_PRELOAD": libs[0], "FAKETIME_TIMESTAMP_FILE": str(clock_file), "FAKETIME_CACHE_DURATION": "0",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
 
 
 def classify(error: str | None, retries: int) -> str:
@@ -53,7 +75,7 @@ class ClientProcess:
     role = ""
 
     def __init__(self, name: str, cluster: KafkaCluster, version: str, stop: threading.Event, properties: dict,
-                 **fields):
+                 skewable_clock: bool = False, **fields):
         self.cname = name
         self.version = version
         self.stop_event = stop
@@ -64,9 +86,11 @@ class ClientProcess:
         self.history_path = self._dir / "history.jsonl"
         cfg = {"name": name, "history": str(self.history_path), "properties": properties, **fields}
         (self._dir / "config.json").write_text(json.dumps(cfg))
+        self.clock_file = self._dir / CLOCK_FILE if skewable_clock else None
         self.proc = subprocess.Popen(
             [*java_command(version, self.role), str(self._dir / "config.json")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            env=None if self.clock_file is None else {**os.environ, **faketime_env(self.clock_file)})
         self._reader = threading.Thread(target=self._read, name=f"java-{self.role}-{name}", daemon=True)
         self._reader.start()
         self._stderr = threading.Thread(target=self._log_stderr, name=f"java-{self.role}-{name}-log", daemon=True)
@@ -74,6 +98,14 @@ class ClientProcess:
         # Told to stop whenever ``stop`` is set, started or not: a run that ends before its workload
         # (a topic that could not be made) leaves no process waiting for "go".
         threading.Thread(target=self._stop_when_told, name=f"java-{self.role}-{name}-stop", daemon=True).start()
+
+    def skew_clock(self, offset_s: float) -> None:
+        """client_clock_skew: this JVM's wall clock runs ``offset_s`` off the true time from now (0:
+        true again), within about a second (libfaketime reads the file once a second); its monotonic
+        clock runs on, and its history is stamped from that (TrueClock.java)."""
+        if self.clock_file is None:
+            raise ValueError(f"{self.name} was started without a clock kchaos can move")
+        self.clock_file.write_text(offset_text(offset_s) + "\n")
 
     @property
     def name(self) -> str:

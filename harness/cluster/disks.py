@@ -38,6 +38,9 @@ DIR_OFFLINE = "Stopping serving replicas in dir "
 # (org.apache.kafka.storage.internals.log.LogDirFailureChannel)"; kafka.server.LogDirFailureChannel
 # before 3.7). ReplicaManager's DIR_OFFLINE line and the halt follow it on other threads.
 DIR_FAILED = "LogDirFailureChannel)"
+# LogManager, as it halts a broker whose every log directory failed: "Shutdown broker because all
+# log dirs in /var/lib/kafka/data have failed".
+ALL_DIRS_FAILED = "Shutdown broker because all log dirs in "
 # kchaos-diskfs looks at its control file every 50 ms: an operation that starts this long after
 # the file is rewritten sees the change.
 CONTROL_RELOAD_S = 0.15
@@ -85,6 +88,17 @@ class DiskFaults:
         for k in dirs:
             self._node(n).put_archive(CONTROL_DIR, one_file_tar(control_file(k), body))  # type: ignore[attr-defined]
 
+    def restart_if_disk_halted(self, n: int, log_tail: str) -> bool:
+        """Start node n again if Kafka halted it because its every log directory failed, in a cluster
+        whose disks kchaos fails; False (and nothing done) otherwise. The halt can come after the
+        heal that gave the disk back (seen: a broker halted after its heal had found it running and
+        nothing failed in its log), so a heal alone cannot promise the node serves again."""
+        if not self.settings.faultable_disks or not halted_by_disks(log_tail):  # type: ignore[attr-defined]
+            return False
+        self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
+        self.start_broker(n)  # type: ignore[attr-defined]
+        return True
+
     def heal_disk(self, n: int, dirs: list[int], since_ms: int) -> str:
         """Node n's log directories ``dirs`` work again, and the node serves them again: started if
         Kafka halted it ("started"), restarted if a directory went offline under it since
@@ -105,6 +119,11 @@ class DiskFaults:
             self.start_broker(n)  # type: ignore[attr-defined]
             return "restarted"
         return ""
+
+
+def halted_by_disks(log_tail: str) -> bool:
+    """Whether a node's last log lines say Kafka halted it because its every log directory failed."""
+    return ALL_DIRS_FAILED in log_tail
 
 
 def failed_dirs(broker_log: str, dirs: list[int]) -> list[int]:

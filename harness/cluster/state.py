@@ -122,15 +122,24 @@ class StateReads:
         until(ready, timeout_s, "brokers did not all register", error=ClusterError)
 
     def _raise_if_exited(self) -> None:
+        """Raise if a node the harness did not stop has exited, unless Kafka halted it for its failed
+        disks in a cluster whose disks kchaos fails: that one is started again."""
         stopped = {self.topo.node_key(n) for n in self._stopped}
+        nodes = {self.topo.node_key(n): n for n in [*self.settings.broker_ids, *self.settings.coordination_ids]}
         for key, c in self._containers.items():
             if key in stopped:
                 continue
             w = c.get_wrapped_container()
             w.reload()
-            if w.status == "exited":
-                raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n"
-                                   + why_exited(w.logs().decode(errors="replace")))
+            if w.status != "exited":
+                continue
+            if key in nodes and self.restart_if_disk_halted(  # type: ignore[attr-defined]
+                    nodes[key], w.logs(tail=40).decode(errors="replace")):
+                LOG.warning("%s: Kafka halted it for its failed log directories after the disk was given back; "
+                            "started again", key)
+                continue
+            raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n"
+                               + why_exited(w.logs().decode(errors="replace")))
 
     def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
         """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""

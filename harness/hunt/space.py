@@ -21,8 +21,10 @@ from harness.faults import FAULT_KINDS, FAULTS, Target
 from harness.scenario import HuntSpec, Scenario
 
 # Workload steps for quiet producers are a scenario's own script, and upgrades name a version or a
-# feature level only their user can choose: not faults to search over.
-NOT_DRAWN = ("send", "rolling_upgrade", "feature_upgrade")
+# feature level only their user can choose: not faults to search over. A producer's clock moves the
+# timestamps on its records, which decide when retention deletes them: deletions the checker reports
+# apart from loss, so no anomaly a hunt looks for.
+NOT_DRAWN = ("send", "rolling_upgrade", "feature_upgrade", "client_clock_skew")
 TRIGGER_DELAY_S = (0.0, 2.0)
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
 SETTLE_S = 3.0  # a drawn fault ends at least this long before the workload does

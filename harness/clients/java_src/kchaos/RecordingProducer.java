@@ -110,9 +110,9 @@ final class RecordingProducer {
   }
 
   private void send(KafkaProducer<String, String> p, long seq, int partition, CountDownLatch done) {
-    int i = sends.add(System.currentTimeMillis(), partition);
+    int i = sends.add(TrueClock.nowMs(), partition);
     p.send(new ProducerRecord<>(topic, partition, null, name + "-" + seq), (meta, err) -> {
-      sends.report(i, System.currentTimeMillis(), err == null && meta.hasOffset() ? meta.offset() : -1,
+      sends.report(i, TrueClock.nowMs(), err == null && meta.hasOffset() ? meta.offset() : -1,
           err == null ? null : err.getClass().getSimpleName() + ": " + err.getMessage());
       if (err == null) {
         acked.incrementAndGet();
