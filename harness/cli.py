@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.suites import QUICK
-from harness.versions import KAFKA_VERSIONS
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
 
 # Commands import what they need themselves: `kchaos check` must not pay for docker, the cluster and
 # the scenario models (about 0.4 s) before its Spark session starts.
@@ -100,8 +100,8 @@ def images_cmd(
 
 @app.command()
 def up(
-    kafka_version: str = typer.Option("3.9.1", "--kafka-version", help=f"one of {VERSIONS_HELP}"),
-    mode: str = typer.Option("zk", "--mode", help="zk | kraft"),
+    kafka_version: str = typer.Option(DEFAULT_VERSION, "--kafka-version", help=f"one of {VERSIONS_HELP}"),
+    mode: str = typer.Option("", "--mode", help="zk | kraft (default: the version's; KRaft from 4.0)"),
     brokers: int = typer.Option(3, "--brokers"),
     quorum: int = typer.Option(3, "--quorum", help="KRaft controllers (1, 3, 5) or ZooKeeper servers (1, 3)"),
 ) -> None:
@@ -112,6 +112,7 @@ def up(
     from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
     from harness.setup import cluster_images, engine
 
+    mode = mode or default_mode(kafka_version)
     size = {"controllers": quorum} if mode == "kraft" else {"zookeepers": quorum}
     try:
         settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers, **size)

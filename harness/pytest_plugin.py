@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
 
 if TYPE_CHECKING:
     from harness.checker.verdict import GroupVerdict, Verdict
@@ -70,7 +70,7 @@ def _targets(config: pytest.Config) -> list[tuple[str, str]]:
     for v in versions:
         if v not in KAFKA_VERSIONS:
             raise pytest.UsageError(f"--kafka-version {v}: no image recipe (allowed: {', '.join(KAFKA_VERSIONS)})")
-        modes = [m.strip() for m in modes_opt.split(",")] if modes_opt else [KAFKA_VERSIONS[v][0]]
+        modes = [m.strip() for m in modes_opt.split(",")] if modes_opt else [default_mode(v)]
         for m in modes:
             if m not in ("zk", "kraft"):
                 raise pytest.UsageError(f"--mode {m}: allowed: zk, kraft")

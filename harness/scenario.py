@@ -37,7 +37,7 @@ from harness.faults import (
     check_kind,
 )
 from harness.triggers import BROKER_EVENTS, EVENTS, PARTITION_EVENTS, Trigger, cycle
-from harness.versions import KAFKA_VERSIONS, upgrades_from
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode, upgrades_from
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
@@ -453,8 +453,8 @@ class HuntSpec(_Model):
 class Scenario(_Model):
     name: str
     description: str = ""
-    kafka_version: str = "3.9.1"
-    mode: Literal["zk", "kraft"] = "zk"
+    kafka_version: str = DEFAULT_VERSION
+    mode: Literal["zk", "kraft"] = Field("kraft", description="default: the version's (versions.default_mode)")
     brokers: int = Field(3, ge=1, le=9)
     log_dirs: int = Field(1, ge=1, le=4, description="log directories per broker (JBOD)")
     controllers: Literal[1, 3, 5] | None = Field(None, description="KRaft controllers (default 3)")
@@ -486,6 +486,14 @@ class Scenario(_Model):
     @classmethod
     def _library_name(cls, v: str) -> str:
         return canonical(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_mode(cls, data):
+        """A scenario that names no mode runs in its version's (ZooKeeper on 3.x, KRaft on 4.x)."""
+        if isinstance(data, dict) and "mode" not in data:
+            data = {**data, "mode": default_mode(str(data.get("kafka_version", DEFAULT_VERSION)))}
+        return data
 
     def library(self, table: _ClientTable) -> tuple[str, str]:
         """The client library a table's clients are made with, and its version: the table's own, else

@@ -57,9 +57,11 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
         target = _resolve_random(rng.choice(g.targets_for(kind, s.mode)), rng, s.brokers)
         partition = rng.randrange(s.topic.partitions)
         on = Trigger("fault_start", fault=out[-1].number, delay_s=delay) if chained else None
+        # which of a JBOD broker's directories fails (drawn only for this kind: other schedules keep their draws)
+        lost_dir = rng.randint(1, s.log_dirs) if kind == "log_dir_failure" else 0
         out.append(PlannedFault(out[-1].at_s if chained else round(t, 2), duration, kind, target, partition,
                                 g.latency_ms, g.jitter_ms, g.rate_kbps, on, number,
-                                offset_s=g.offset_s if kind == "clock_skew" else 0.0))
+                                offset_s=g.offset_s if kind == "clock_skew" else 0.0, dir=lost_dir))
         starts.append(start)
         number += 1
         t = max(t, start + duration) + (rng.uniform(*g.gap_s) if not chained else 0.0)

@@ -22,7 +22,15 @@ KAFKA_VERSIONS: dict[str, tuple[str, ...]] = {
     "4.4.0": ("kraft",),
 }
 
-DEFAULT_VERSION = "3.9.1"
+# The newest version that builds: what a scenario, `kchaos up` and the pytest plugin run when they
+# name none, and the image set-up builds before any command asks.
+DEFAULT_VERSION = "4.4.0"
+
+
+def default_mode(version: str) -> str:
+    """The mode a version runs in when none is named: ZooKeeper where the version has it (the mode
+    its scenarios were written for before KRaft), else KRaft."""
+    return KAFKA_VERSIONS[version][0] if version in KAFKA_VERSIONS else "kraft"
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ def test_inventory_and_remove_survive_a_container_removed_while_listing(monkeypa
 
 DISK_FAULT = """
 name = "killed-with-a-full-disk"
+kafka_version = "3.9.1"
 duration_s = 60
 zookeepers = 1
 [topic]

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.docker
 
 SKEWED = """
 name = "skewed"
+kafka_version = "3.9.1"
 duration_s = 12
 zookeepers = 1
 
@@ -91,6 +92,7 @@ def test_the_leaders_clock_jumps_an_hour_and_back_while_the_machines_does_not(tm
 
 CLIENT_SKEWED = """
 name = "client-skewed"
+kafka_version = "3.9.1"
 duration_s = 10
 zookeepers = 1
 

@@ -25,6 +25,7 @@ rate = 300
 
 DISKS = """
 name = "disks"
+kafka_version = "3.9.1"
 duration_s = 24
 zookeepers = 1
 
@@ -74,6 +75,7 @@ def test_full_failing_and_slow_disks_lose_nothing_acknowledged(tmp_path):
 
 JBOD = """
 name = "jbod"
+kafka_version = "3.9.1"
 duration_s = 18
 zookeepers = 1
 log_dirs = 2

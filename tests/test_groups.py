@@ -132,7 +132,8 @@ def test_no_member_outlives_a_killed_run(tmp_path):
     """Members are processes: a run killed with SIGKILL takes them with it (the kernel's
     parent-death signal), as the reaper takes its containers."""
     require_docker(["3.9.1"])
-    (tmp_path / "g.toml").write_text('name = "g"\nduration_s = 60\n[consumers]\ncount = 0\n[[groups]]\nmembers = 2\n')
+    (tmp_path / "g.toml").write_text('name = "g"\nkafka_version = "3.9.1"\nduration_s = 60\n'
+                                     '[consumers]\ncount = 0\n[[groups]]\nmembers = 2\n')
     run = subprocess.Popen([sys.executable, "-m", "harness", "run", str(tmp_path / "g.toml"), "--no-check", "--out",
                             str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.docker
 
 BASE = """
 name = "q"
+kafka_version = "3.9.1"
 brokers = 3
 duration_s = 12
 [topic]

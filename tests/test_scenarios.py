@@ -18,6 +18,7 @@ from harness.scenario import ScenarioError, load
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """
 name = "t"
+kafka_version = "3.9.1"
 brokers = 3
 duration_s = 30
 [topic]
@@ -27,6 +28,18 @@ min_insync_replicas = 2
 [[producers]]
 acks = "all"
 """
+
+
+def test_a_scenario_without_a_version_runs_the_newest_in_its_mode(tmp_path):
+    """No kafka_version: the default (the newest that builds), in KRaft; a version without a mode
+    runs in the version's first (ZooKeeper on 3.x, whose scenarios were written for it)."""
+    from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, version_key
+
+    s = load(write(tmp_path, GOOD.replace('kafka_version = "3.9.1"\n', "")))
+    assert (s.kafka_version, s.mode) == (DEFAULT_VERSION, "kraft")
+    assert max(KAFKA_VERSIONS, key=version_key) == DEFAULT_VERSION
+    assert load(write(tmp_path, GOOD)).mode == "zk"
+    assert load(write(tmp_path, GOOD), ["kafka_version=4.1.2"]).mode == "kraft"
 
 
 def write(tmp_path, text: str) -> Path:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.docker
 
 SCENARIO = """
 name = "triggered"
+kafka_version = "3.9.1"
 duration_s = 12
 zookeepers = 1  # the brokers' events are under test, not the ensemble's
 
@@ -85,6 +86,7 @@ def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercis
 
 TRUNCATED = """
 name = "truncated"
+kafka_version = "3.9.1"
 duration_s = 16
 zookeepers = 1
 
@@ -143,6 +145,7 @@ def test_a_fault_fires_on_a_replicas_truncation_as_its_log_records_it(tmp_path):
 
 QUIET = """
 name = "steps"
+kafka_version = "3.9.1"
 duration_s = 10
 zookeepers = 1
 [topic]

@@ -77,7 +77,7 @@ def test_a_private_client_has_a_proxy_per_broker_and_a_listener_of_its_own():
 
 
 def test_broker_properties_route_everything_through_proxies():
-    s = ClusterSettings(brokers=3, mode="zk", racks=["a", "b", "c"])
+    s = ClusterSettings(kafka_version="3.9.1", brokers=3, mode="zk", racks=["a", "b", "c"])
     p = broker_properties(s, 2, 40002)
     assert "advertised.listeners=CLIENT://127.0.0.1:40002,REPLICATION://kafka-2-repl:19102" in p
     assert "zookeeper.connect=zk-1:21811,zk-2:21812,zk-3:21813" in p
@@ -104,9 +104,9 @@ def test_a_dynamic_quorum_bootstraps_and_formats_its_voters_with_directory_ids()
 
 
 def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own():
-    cfg = zookeeper_config(ClusterSettings(mode="zk"))
+    cfg = zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk"))
     assert "server.2=zk-2:2882:3882" in cfg and "quorumListenOnAllIPs=true" in cfg
-    assert "server." not in zookeeper_config(ClusterSettings(mode="zk", zookeepers=1))
+    assert "server." not in zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk", zookeepers=1))
 
 
 @pytest.mark.parametrize(
@@ -122,9 +122,9 @@ def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own():
         ({"private_clients": ["a b"]}, "names must differ and use letters"),
         ({"private_clients": ["a", "b", "c", "d", "e"]}, "at most 4 items"),
         ({"mode": "kraft", "controllers": 2}, "Input should be 1, 3 or 5"),
-        ({"mode": "zk", "controllers": 3}, "controllers: KRaft only"),
+        ({"kafka_version": "3.9.1", "mode": "zk", "controllers": 3}, "controllers: KRaft only"),
         ({"mode": "kraft", "zookeepers": 3}, "zookeepers: ZooKeeper mode only"),
-        ({"mode": "zk", "zookeepers": 5}, "Input should be 1 or 3"),
+        ({"kafka_version": "3.9.1", "mode": "zk", "zookeepers": 5}, "Input should be 1 or 3"),
         ({"kafka_version": "2.8.2", "mode": "zk", "dynamic_quorum": True}, "dynamic_quorum needs KRaft on Kafka 3.9"),
         ({"mode": "kraft", "spare_controllers": 1}, "spare_controllers needs dynamic_quorum"),
     ],

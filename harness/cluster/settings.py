@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness import feature_levels
-from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
 
 ELR_FEATURE = "eligible.leader.replicas.version"
 CONTROLLER_ID_BASE = 100  # KRaft: controller K's node.id is 100+K
@@ -42,7 +42,7 @@ class ClusterSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kafka_version: str = DEFAULT_VERSION
-    mode: Literal["zk", "kraft"] = "zk"
+    mode: Literal["zk", "kraft"] = "kraft"  # without one: the version's (versions.default_mode)
     brokers: int = Field(3, ge=1, le=9)
     racks: list[str] | None = Field(None, description="broker.rack per broker, in broker-id order")
     replica_lag_time_max_ms: int = Field(3000, ge=100)
@@ -80,6 +80,14 @@ class ClusterSettings(BaseModel):
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/feature_levels.py); the rest get the version's defaults")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_mode(cls, data):
+        """Settings that name no mode run in their version's (ZooKeeper on 3.x, KRaft on 4.x)."""
+        if isinstance(data, dict) and "mode" not in data:
+            data = {**data, "mode": default_mode(str(data.get("kafka_version", DEFAULT_VERSION)))}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSettings:
