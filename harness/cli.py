@@ -194,8 +194,6 @@ def run(
     4: a triggered fault never fired (the run did not test what it is for)."""
     from harness import reaper, runner
     from harness import scenario as scenario_mod
-    from harness.cluster import ClusterError
-    from harness.setup import engine
 
     overrides = list(set_ or [])
     with _refusing_bad_input():
@@ -209,7 +207,7 @@ def run(
         warm.prestart()  # up by the time the run directory is complete
     try:
         res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
-    except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+    except runner.NOT_CARRIED_OUT as e:
         err.print(f"[red]the run could not be carried out:[/red] {e}")
         raise typer.Exit(EXIT_NOT_RUN) from e
     _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "

@@ -144,8 +144,6 @@ def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> li
     each on a topic of its own, unless ``fresh``. Returns the run directories of every finished
     cell (this call's and earlier calls')."""
     from harness import runner
-    from harness.cluster import ClusterError
-    from harness.setup import engine
 
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -167,7 +165,7 @@ def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> li
                            final=res.final)
                 announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
                                  f"({time.monotonic() - t0:.0f} s)")
-            except (runner.RunError, ClusterError, engine.EngineError, TimeoutError) as e:
+            except runner.NOT_CARRIED_OUT as e:
                 status.set(cell, "error", reason=str(e)[:2000])
                 announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
     return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]

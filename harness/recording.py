@@ -288,6 +288,8 @@ class Recording:
                 for e in events:
                     self.events.write(e)
         with self.phases.timed("replica_logs"):
+            if c.settings.faultable_disks:  # a broker Kafka halted for its disks since the heal: started again
+                c.wait_ready(120)
             replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
             checkpoints = read_checkpoints(c, topic.name)
         with self.phases.timed("container_logs"):

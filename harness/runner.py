@@ -8,8 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from docker.errors import DockerException
+
 from harness import logs, schedule
-from harness.cluster import KafkaCluster
+from harness.cluster import ClusterError, KafkaCluster
 from harness.events import EventLog
 from harness.history import EVENTS
 from harness.nemesis import Nemesis
@@ -17,8 +19,14 @@ from harness.recording import Recording
 from harness.run_directory import RunDirectory, RunError, RunResult, finish
 from harness.scenario import Scenario
 from harness.setup import cluster_images
+from harness.setup.engine import EngineError
 
 __all__ = ["RunError", "RunResult", "default_out", "execute", "reproduce_command"]
+
+# What a run that could not be carried out raises: the run failed (RunError), the cluster did not
+# come up or heal, the engine is missing, a wait ran out, or the engine refused a call (a container
+# that exited under it). A matrix, a hunt or `kchaos run` records it and goes on or exits 3.
+NOT_CARRIED_OUT = (RunError, ClusterError, EngineError, TimeoutError, DockerException)
 
 
 def reproduce_command(scenario_file: str | None, s: Scenario, overrides: list[str]) -> str:

@@ -16,6 +16,7 @@ KAFKA_VERSIONS: dict[str, tuple[str, ...]] = {
     "2.8.2": ("zk",),
     "3.9.1": ("zk", "kraft"),
     "3.9.2": ("zk", "kraft"),
+    "4.1.1": ("kraft",),  # before KAFKA-19888's fix (a wall clock stepped back fails coordinator events)
     "4.1.2": ("kraft",),
     "4.2.2": ("kraft",),
     "4.3.1": ("kraft",),

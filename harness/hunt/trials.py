@@ -76,14 +76,13 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
 
     def go(path: Path, s: Scenario, reuse: bool) -> Callable[[], Verdict]:
         from harness import runner
-        from harness.cluster import ClusterError
         from harness.setup import engine
 
         try:
             kept.execute(s, path, reuse, log=lambda m: None)
         except engine.EngineError as e:
             raise CannotRun(str(e)) from e
-        except (runner.RunError, ClusterError, TimeoutError) as e:
+        except runner.NOT_CARRIED_OUT as e:
             raise RunFailed(str(e)) from e
         return lambda: check(path, spark_master)
 
