@@ -330,26 +330,34 @@ def _dirs(c: KafkaCluster, a: Applied, b: int) -> list[int]:
 
 
 def _fill(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.full(), _dirs(c, a, b))
+    c.fail_disk(b, disks.full(), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _break(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.failing(a.fault.op), _dirs(c, a, b))
+    c.fail_disk(b, disks.failing(a.fault.op), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _slow_down(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms), _dirs(c, a, b))
+    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _lose_dir(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.broken(), [a.fault.dir or 1])
+    c.fail_disk(b, disks.broken(), _noted_dirs(a, [a.fault.dir or 1]))
+
+
+def _noted_dirs(a: Applied, dirs: list[int]) -> list[int]:
+    """``dirs``, noted in the fault's event (the report's timeline says which directory failed)."""
+    a.detail["dirs"] = dirs
+    return dirs
 
 
 def _mend(c: KafkaCluster, a: Applied, b: int) -> None:
     """Give the disk back; a broker Kafka halted (its every log directory failed) is started, one
-    that carried on without a failed directory is restarted (Kafka serves a directory again only
-    from a start)."""
-    if c.heal_disk(b, [a.fault.dir or 1] if a.fault.kind == "log_dir_failure" else _dirs(c, a, b), a.start_ms):
+    that carries on without a failed directory is restarted (Kafka serves a directory again only
+    from a start): always after a failed or full directory of several, since the directory may have
+    failed without the broker's log saying so yet."""
+    carries_on = a.fault.kind != "slow_disk" and b in c.settings.broker_ids and c.settings.log_dirs > 1
+    if c.heal_disk(b, a.detail.get("dirs") or _dirs(c, a, b), a.start_ms, restart=carries_on):
         a.detail.setdefault("restarted", []).append(b)
 
 

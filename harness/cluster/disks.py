@@ -99,11 +99,14 @@ class DiskFaults:
         self.start_broker(n)  # type: ignore[attr-defined]
         return True
 
-    def heal_disk(self, n: int, dirs: list[int], since_ms: int) -> str:
+    def heal_disk(self, n: int, dirs: list[int], since_ms: int, restart: bool = False) -> str:
         """Node n's log directories ``dirs`` work again, and the node serves them again: started if
-        Kafka halted it ("started"), restarted if a directory went offline under it since
-        ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"), else
-        left as it is ("")."""
+        Kafka halted it ("started"), restarted if ``restart`` or a directory went offline under it
+        since ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"),
+        else left as it is (""). ``restart`` is for a node that carries on without a failed
+        directory: whether one failed cannot be told from its log in time (a directory that fails
+        while the broker starts is logged only as it validates its directories, which can come
+        after the heal looked)."""
         self.fail_disk(n, {}, dirs)
         time.sleep(CONTROL_RELOAD_S)  # an error after this is not the fault's: it is Kafka's own
         w = self._node(n)  # type: ignore[attr-defined]
@@ -114,7 +117,7 @@ class DiskFaults:
             return "started"
         # A directory whose first error is logged may not be offline yet, or its broker not yet
         # halted: either comes on Kafka's own threads, after this check could have passed.
-        if failed_dirs(w.logs(since=since_ms // 1000).decode(errors="replace"), dirs):
+        if restart or failed_dirs(w.logs(since=since_ms // 1000).decode(errors="replace"), dirs):
             self.stop_broker(n)  # type: ignore[attr-defined]
             self.start_broker(n)  # type: ignore[attr-defined]
             return "restarted"
