@@ -2,4 +2,4 @@
 so the command line can name them without importing the runner and its dependencies."""
 
 # The quick suite: the safe configuration clean, a known loss, and power loss without and with ELR (~4 min).
-QUICK = ["smoke", "acks1-leader-kill", "power-loss", "power-loss@4.1.2:kraft"]
+QUICK = ["smoke", "acks1-leader-kill", "power-loss", "power-loss@4.4.0:kraft"]

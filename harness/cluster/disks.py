@@ -104,9 +104,7 @@ class DiskFaults:
         Kafka halted it ("started"), restarted if ``restart`` or a directory went offline under it
         since ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"),
         else left as it is (""). ``restart`` is for a node that carries on without a failed
-        directory: whether one failed cannot be told from its log in time (a directory that fails
-        while the broker starts is logged only as it validates its directories, which can come
-        after the heal looked)."""
+        directory: its log did not always say in time that one failed (docs/disks-and-clocks.md)."""
         self.fail_disk(n, {}, dirs)
         time.sleep(CONTROL_RELOAD_S)  # an error after this is not the fault's: it is Kafka's own
         w = self._node(n)  # type: ignore[attr-defined]
