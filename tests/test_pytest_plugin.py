@@ -73,7 +73,8 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
     assert "invalid choice: 2" in res.stderr.str()
     pytester.makepyfile(test_y="def test_y(chaos_run):\n    pass\n")
     res = pytester.runpytest_subprocess("--kchaos-client", "librdkafka,java", "--collect-only", "-q", "test_y.py")
-    assert "test_y[3.9.1-zk-librdkafka]" in res.stdout.str() and "test_y[3.9.1-zk-java]" in res.stdout.str()
+    # without --kafka-version: the default version in its mode (the newest, KRaft)
+    assert "test_y[4.4.0-kraft-librdkafka]" in res.stdout.str() and "test_y[4.4.0-kraft-java]" in res.stdout.str()
     res = pytester.runpytest_subprocess("--kchaos-client", "franz-go", "test_y.py")
     assert "--kchaos-client franz-go: no driver (allowed: librdkafka, java)" in res.stderr.str() + res.stdout.str()
 

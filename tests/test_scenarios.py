@@ -69,7 +69,7 @@ def test_unknown_keys_are_refused_naming_file_and_key(tmp_path, extra, message):
         ("topic.replication_factor=4", r"topic\.replication_factor: 4 is greater than brokers = 3 \(allowed: 1\.\.3\)"),
         ("producers.0.acks=2", r"producers\.0\.acks: '2' is not allowed \('0', '1' or 'all'\)"),
         ("kafka_version=1.0.0", r"kafka_version: '1\.0\.0' has no image recipe "
-                               r"\(allowed: 2\.8\.2, 3\.9\.1, 3\.9\.2, 4\.1\.2, 4\.2\.2, 4\.3\.1, 4\.4\.0\)"),
+                               r"\(allowed: 2\.8\.2, 3\.9\.1, 3\.9\.2, 4\.1\.1, 4\.1\.2, 4\.2\.2, 4\.3\.1, 4\.4\.0\)"),
         ("mode=kraft", None),
         ("producers.0.idempotence=true", None),
     ],
@@ -299,7 +299,8 @@ KRAFT = ["mode=kraft"]
         (_fault("remove_controller", "controller"), ["mode=kraft", "kafka_version=3.9.1"], None),
         (_fault("remove_controller", "controller"), [],
          r"faults\.0\.target: remove_controller needs KIP-853 \(KRaft on Kafka 3\.9 or later\), not zk on 3\.9\.1 "
-         r"\(allowed: mode = \"kraft\" with kafka_version 3\.9\.1, 3\.9\.2, 4\.1\.2, 4\.2\.2, 4\.3\.1, 4\.4\.0\)"),
+         r"\(allowed: mode = \"kraft\" with kafka_version 3\.9\.1, 3\.9\.2, 4\.1\.1, 4\.1\.2, 4\.2\.2, 4\.3\.1, "
+         r"4\.4\.0\)"),
         (_fault("remove_controller", "leader"), KRAFT,
          r"faults\.0\.target: remove_controller acts on a controller, not leader"),
         (_fault("add_controller", "controller:2"), KRAFT,

@@ -112,7 +112,7 @@ def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kafka_version": "0.10.0"}, "allowed: 2.8.2, 3.9.1, 3.9.2, 4.1.2, 4.2.2, 4.3.1, 4.4.0"),
+        ({"kafka_version": "0.10.0"}, "allowed: 2.8.2, 3.9.1, 3.9.2, 4.1.1, 4.1.2, 4.2.2, 4.3.1, 4.4.0"),
         ({"kafka_version": "4.1.2", "mode": "zk"}, "not available on Kafka 4.1.2; allowed: kraft"),
         ({"kafka_version": "2.8.2", "mode": "kraft"}, "allowed: zk"),
         ({"brokers": 3, "racks": ["a"]}, "racks lists 1 entries but brokers = 3"),

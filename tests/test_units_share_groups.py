@@ -29,7 +29,8 @@ def test_the_catalogues_share_group_is_java_and_its_members_are_fault_targets():
 
 @pytest.mark.parametrize(("sets", "refused"), [
     (["kafka_version=3.9.2"], 'share_groups: Kafka 3.9.2 kraft has no share groups (allowed: mode = "kraft" with '
-                              'kafka_version 4.1.2 (with features = { "share.version" = 1 }), 4.2.2, 4.3.1, 4.4.0)'),
+                              'kafka_version 4.1.1 (with features = { "share.version" = 1 }), 4.1.2 (with features = '
+                              '{ "share.version" = 1 }), 4.2.2, 4.3.1, 4.4.0)'),
     (["kafka_version=4.1.2"], "share_groups: Kafka 4.1.2 kraft at share.version 0 has no share groups"),
     (["kafka_version=4.4.0", "features.share.version=0"], "Kafka 4.4.0 kraft at share.version 0 has no share groups"),
     (['share_groups.0.client="librdkafka"'], "share_groups.0.client: 'librdkafka' has no share consumer here "
