@@ -159,7 +159,9 @@ def assert_transactions_recorded(produced: list[dict], txns: list[dict]) -> None
     outcome = {t["txn"]: t["outcome"] for t in txns}
     mine = [r for r in produced if r["producer"] == "t"]
     assert mine and all(r["txn"] in outcome for r in mine)
-    bad = [r for r in mine if not (r["status"] == "ok" or (outcome[r["txn"]] == "aborted" and r["status"] == "fail"))]
+    # A transaction the run's end caught open ends "unknown" and its sends indeterminate, as they are.
+    bad = [r for r in mine if not (r["status"] == "ok" or (outcome[r["txn"]] == "aborted" and r["status"] == "fail")
+                                   or (outcome[r["txn"]] == "unknown" and r["status"] == "info"))]
     assert not bad, (len(bad), bad[:3], [outcome[r["txn"]] for r in bad[:3]])
     assert {outcome[r["txn"]] for r in mine} == {"committed", "aborted"}
     committed = {r["value"] for r in produced if r["producer"] in ("a", "b") or (r["producer"] == "t" and
