@@ -37,7 +37,7 @@ from harness.faults import (
     check_kind,
 )
 from harness.triggers import BROKER_EVENTS, EVENTS, PARTITION_EVENTS, Trigger, cycle
-from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode, upgrades_from
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, upgrades_from, with_default_mode
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 ROLE_WORDS = {"any": "any client", "member": "group members", "transactional": "transactional producers and the "
@@ -491,9 +491,7 @@ class Scenario(_Model):
     @classmethod
     def _version_mode(cls, data):
         """A scenario that names no mode runs in its version's (ZooKeeper on 3.x, KRaft on 4.x)."""
-        if isinstance(data, dict) and "mode" not in data:
-            data = {**data, "mode": default_mode(str(data.get("kafka_version", DEFAULT_VERSION)))}
-        return data
+        return with_default_mode(data)
 
     def library(self, table: _ClientTable) -> tuple[str, str]:
         """The client library a table's clients are made with, and its version: the table's own, else

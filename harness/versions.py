@@ -100,3 +100,11 @@ def leader_epochs_on(version: str, broker_config: dict[str, str]) -> bool:
     inter.broker.protocol.version of 0.11 or later; before that they truncate to their HW."""
     ibp = str(broker_config.get("inter.broker.protocol.version", ""))
     return not (ibp.startswith(OLD_IBP_PREFIXES) or str(version).startswith(OLD_IBP_PREFIXES))
+
+
+def with_default_mode(data: object) -> object:
+    """A scenario's or cluster's raw fields with ``mode`` filled in when they name none: the mode of
+    their version (or of the default version), as ``default_mode`` says."""
+    if isinstance(data, dict) and "mode" not in data:
+        return {**data, "mode": default_mode(str(data.get("kafka_version", DEFAULT_VERSION)))}
+    return data

@@ -43,9 +43,9 @@ offset_s = 3600
 """
 
 
-def append_times(c: KafkaCluster, topic: str) -> dict[str, int]:
-    """Each record's value and the time its leader stamped on it when it appended it."""
-    consumer = Consumer(c.client_config(**{"group.id": "clock-test", "enable.auto.commit": False}))
+def record_times(c: KafkaCluster, topic: str, kind: int | None = None) -> dict[str, int]:
+    """Each record's value and its timestamp (of ``kind``, asserted, when given)."""
+    consumer = Consumer(c.client_config(**{"group.id": f"clock-test-{kind}", "enable.auto.commit": False}))
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         out: dict[str, int] = {}
@@ -55,8 +55,8 @@ def append_times(c: KafkaCluster, topic: str) -> dict[str, int]:
             idle = idle + 1 if not batch else 0
             for m in batch:
                 if m.error() is None:
-                    kind, ts = m.timestamp()
-                    assert kind == TIMESTAMP_LOG_APPEND_TIME
+                    got, ts = m.timestamp()
+                    assert kind is None or got == kind
                     out[m.value().decode()] = ts
         return out
     finally:
@@ -71,7 +71,7 @@ def test_the_leaders_clock_jumps_an_hour_and_back_while_the_machines_does_not(tm
     wall0, mono0 = time.time(), time.monotonic()
     with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
         res = runner.execute(s, tmp_path / "run", log=lambda m: None, cluster=c)
-        stamped = append_times(c, s.topic.name)
+        stamped = record_times(c, s.topic.name, TIMESTAMP_LOG_APPEND_TIME)
     assert abs((time.time() - wall0) - (time.monotonic() - mono0)) < 1.0, "the machine's clock did not move"
     events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
     (skew,) = [e for e in events if e["type"] == "fault"]
@@ -126,22 +126,6 @@ offset_s = -3600
 """
 
 
-def create_times(c: KafkaCluster, topic: str) -> dict[str, int]:
-    """Each record's value and the CreateTime its producer stamped on it."""
-    consumer = Consumer(c.client_config(**{"group.id": "client-clock-test", "enable.auto.commit": False}))
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        out: dict[str, int] = {}
-        idle = 0
-        while idle < 5:
-            batch = consumer.consume(500, timeout=1)
-            idle = idle + 1 if not batch else 0
-            out |= {m.value().decode(): m.timestamp()[1] for m in batch if m.error() is None}
-        return out
-    finally:
-        consumer.close()
-
-
 def test_a_producers_clock_moves_an_hour_back_and_returns_while_the_machines_does_not(tmp_path):
     """librdkafka's records are stamped from the moved clock; the Java producer's JVM runs on it
     (libfaketime): its own stamps move while the history it writes, and the machine, keep true time."""
@@ -151,7 +135,7 @@ def test_a_producers_clock_moves_an_hour_back_and_returns_while_the_machines_doe
     wall0, mono0 = time.time(), time.monotonic()
     with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version)) as c:
         res = runner.execute(s, tmp_path / "run", log=lambda m: None, cluster=c)
-        stamped = create_times(c, s.topic.name)
+        stamped = record_times(c, s.topic.name)
     assert abs((time.time() - wall0) - (time.monotonic() - mono0)) < 1.0, "the machine's clock did not move"
     events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
     windows = {e["target"]: (e["start_ms"], e["end_ms"]) for e in events if e["type"] == "fault"}

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness import feature_levels
-from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
+from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, with_default_mode
 
 ELR_FEATURE = "eligible.leader.replicas.version"
 CONTROLLER_ID_BASE = 100  # KRaft: controller K's node.id is 100+K
@@ -85,9 +85,7 @@ class ClusterSettings(BaseModel):
     @classmethod
     def _version_mode(cls, data):
         """Settings that name no mode run in their version's (ZooKeeper on 3.x, KRaft on 4.x)."""
-        if isinstance(data, dict) and "mode" not in data:
-            data = {**data, "mode": default_mode(str(data.get("kafka_version", DEFAULT_VERSION)))}
-        return data
+        return with_default_mode(data)
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSettings:
