@@ -121,6 +121,13 @@ class History:
         self.ts += 1
         return self
 
+    def leader(self, partition: int, broker: int, ts: int | None = None) -> History:
+        """A state sample of events.jsonl: ``partition`` of the topic led by ``broker``."""
+        self.events.append({"type": "state", "ts_ms": self.ts if ts is None else ts, "brokers": [1, 2, 3],
+                            "partitions": [{"partition": partition, "leader": broker, "replicas": [1, 2, 3],
+                                            "isr": [1, 2, 3]}]})
+        return self
+
     def deliver(self, group: str, member: str, value: str, offset: int, delivery_count: int | None = 1,
                 partition: int = 0, ts: int | None = None) -> History:
         """A row of deliveries.parquet: ``member`` of share group ``group`` was given the record."""

@@ -24,6 +24,11 @@ pytestmark = pytest.mark.spark
 
 SHARE_ANOMALIES = tuple(a for a in ANOMALIES if a.startswith("share_"))
 VALUES = [f"s{i}" for i in range(6)]
+# s1 given four times under a limit of 3, attempt 1 twice (710 ms apart): across a leader change of
+# its partition sampled 500 ms after s1 was first given, with a leader change sampled 5 s after (too
+# late to be the one between them), and with no leader change at all
+FORGOTTEN = {"forgotten-across-leader-change": 500, "repeated-count-change-seen-late": 5000,
+             "repeated-count-same-leader": None}
 
 
 def run_json(final_start_offset: int | None = 6) -> dict:
@@ -46,8 +51,16 @@ def share_history(plant: str | None = None, final_start_offset: int | None = 6) 
     if plant == "share_over_delivered":  # s1 released three times, then given a fourth time: the limit is 3
         for n in (1, 2, 3):
             h.deliver("sg", "m1", "s1", 1, delivery_count=n).ack("sg", "m1", "s1", 1, "release")
+    if plant in FORGOTTEN:  # s1 given at attempt 1, its leader changes (or not), given at attempt 1 again, then 2
+        first = h.ts
+        h.leader(0, 1).deliver("sg", "m1", "s1", 1, delivery_count=1)
+        if FORGOTTEN[plant] is not None:
+            h.leader(0, 2, ts=first + FORGOTTEN[plant])
+        h.ts += 700
+        for n in (1, 2):
+            h.deliver("sg", "m2", "s1", 1, delivery_count=n).ack("sg", "m2", "s1", 1, "release")
     for i, v in enumerate(VALUES[:2]):
-        n = 4 if plant == "share_over_delivered" and v == "s1" else 1
+        n = 4 if plant == "share_over_delivered" and v == "s1" else 3 if plant in FORGOTTEN and v == "s1" else 1
         h.deliver("sg", "m1", v, i, delivery_count=n).ack("sg", "m1", v, i)
     h.deliver("sg", "m1", "s2", 2).ack("sg", "m1", "s2", 2, "release")
     h.deliver("sg", "m2", "s2", 2, delivery_count=2).ack("sg", "m2", "s2", 2)
@@ -75,6 +88,7 @@ def planted(tmp_path_factory) -> dict:
     hs = {name: share_history(None if name == "clean" else name) for name in ("clean", *SHARE_ANOMALIES)}
     hs["unseen-not-yet-archived"] = share_history("share_unseen", final_start_offset=5)
     hs["no-final-start-offset"] = share_history("share_unseen", final_start_offset=None)
+    hs.update({name: share_history(name) for name in FORGOTTEN})
     verdicts = check_runs([h.write(root / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
         assert v.anomalies == h.reference(), f"{v.run_dir}: the Spark checker and the reference must agree"
@@ -128,3 +142,18 @@ def test_share_bad_input_names_the_file_and_the_rule(tmp_path, how, message):
     with pytest.raises(HistoryError) as e:
         check_runs([h.write(tmp_path / "bad")])
     assert message in str(e.value)
+
+
+def test_a_delivery_a_new_share_partition_leader_forgot_is_counted_but_not_held_against_the_limit(planted):
+    """KIP-932 keeps an acquisition in the share-partition leader's memory only: a delivery in flight
+    when the leadership moves is given again under the same delivery count. share_over_delivered
+    counts the value (four deliveries, limit 3); the verdict holds it only when the repeated count
+    was not given again across a leader change."""
+    v = planted["forgotten-across-leader-change"]
+    assert v.anomalies == {**dict.fromkeys(ANOMALIES, 0), "share_over_delivered": 1}
+    (row,) = v.by_group
+    assert row.verdict == "pass" and row.forgotten == 1 and row.expected == ["share_over_delivered"]
+    assert "leader change" in row.promises["share_over_delivered"].why
+    for name in ("repeated-count-change-seen-late", "repeated-count-same-leader"):
+        (row,) = planted[name].by_group
+        assert row.forgotten == 0 and row.broken == ["share_over_delivered"] and row.verdict == "fail", name

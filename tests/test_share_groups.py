@@ -38,7 +38,10 @@ def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932
     acked = {r["value"] for r in produced if r["status"] == "ok"}
     assert acked <= {d["value"] for d in deliveries}, "every acknowledged record was given to the group"
     assert {a["type"] for a in acks} == {"accept", "release", "reject"}
-    assert {d["member"] for d in deliveries} >= {"s-1", "s-2", "s-1.2"}, "the killed member came back as s-1.2"
+    assert {d["member"] for d in deliveries} >= {"s-1", "s-2"}
+    # The killed member came back as s-1.2; whether it is given anything depends on how soon its JVM
+    # starts against how soon s-2 drains the topic, so its start is what is asserted
+    assert '"t":"started"' in (res.path / "members" / "s" / "s-1.2.jsonl").read_text()
     assert max(d["delivery_count"] for d in deliveries) >= 2, "released records were given again"
     events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
     faults = [e for e in events if e["type"] == "fault"]
@@ -47,4 +50,7 @@ def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932
     assert faults[0]["target"] == "share_coordinator" and faults[0]["group"] == "s" and len(faults[0]["brokers"]) == 1
     (row,) = [r for r in v.by_group if r.group == "s"]
     assert row.settings["commit"] == "share" and row.verdict == "pass", (row.counts, row.broken)
-    assert all(n == 0 for a, n in v.anomalies.items() if a.startswith("share_")), v.anomalies
+    # A delivery in flight when the share coordinator's broker (often a partition's leader too) dies is
+    # given again under the same count (KIP-932 keeps an acquisition in memory): counted, not held
+    assert all(n == 0 for a, n in v.anomalies.items() if a.startswith("share_") and a != "share_over_delivered")
+    assert v.anomalies["share_over_delivered"] == row.forgotten, (v.anomalies, row.forgotten)

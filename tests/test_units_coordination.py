@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from harness.checker import coordination
 
 
@@ -59,3 +61,36 @@ def test_only_faults_on_the_coordination_layer_count_and_the_run_keeps_its_quoru
     assert spans["no_leader"] == [{"start_ms": 2000, "end_ms": 4000, "duration_ms": 2000}]
     assert coordination.quorum_spans([{"type": "state", "ts_ms": 1, "partitions": []}]) == {
         "no_leader": [], "no_majority": []}
+
+
+class _BrokersSilent:
+    """A cluster whose brokers do not answer the sampler's metadata request while its quorum does."""
+
+    def __init__(self, mode: str):
+        from types import SimpleNamespace
+        self.settings = SimpleNamespace(mode=mode)
+
+    def describe(self, *a, **k):
+        raise TimeoutError("metadata request timed out")
+
+    def quorum_state(self, timeout_s: float):
+        from harness.cluster.quorum import QuorumState
+        return QuorumState(103, 4, (101, 102, 103), (), True)
+
+
+def test_a_sample_the_brokers_did_not_answer_still_names_kraft_s_controller(tmp_path):
+    """KRaft's active controller is its quorum's leader: a failover is timed from the controllers'
+    answers even while the brokers' metadata times out. ZooKeeper mode's controller is a broker, so
+    there the sample leaves it unnamed."""
+    from harness.events import EventLog
+    from harness.nemesis import StateSampler
+    for mode, controller in (("kraft", 103), ("zookeeper", None)):
+        log = EventLog(tmp_path / f"{mode}.jsonl")
+        sampler = StateSampler(_BrokersSilent(mode), "t", log, interval_s=0.01)
+        sampler.start()
+        sampler.stop_event.wait(0.1)
+        sampler.stop_event.set()
+        sampler.join()
+        log.close()
+        first = json.loads((tmp_path / f"{mode}.jsonl").read_text().splitlines()[0])
+        assert first["error"] and first["quorum"]["leader"] == 103 and first.get("controller") == controller

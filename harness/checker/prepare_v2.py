@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from harness.checker.contract import raise_if_invalid_v2, share_breaches
-from harness.history import RunDir
+from harness.history import RunDir, read_events
 
 READ_COMMITTED = "read_committed"
 POLL_COLS = ["run", "consumer", "topic", "partition", "generation", "isolation", "seq", "offset", "value",
@@ -24,6 +24,9 @@ SHARE_GROUP_SCHEMA = T.StructType([
     T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
     T.StructField("start_offset", T.LongType()), T.StructField("end_offset", T.LongType()),
     T.StructField("limit", T.IntegerType()), T.StructField("isolation", T.StringType())])
+LEADER_CHANGE_SCHEMA = T.StructType([
+    T.StructField("run", T.IntegerType()), T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()), T.StructField("ts_ms", T.LongType())])
 COPIER_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("producer", T.StringType()),
                               T.StructField("group", T.StringType()), T.StructField("topic", T.StringType()),
                               T.StructField("role", T.StringType())])
@@ -41,6 +44,7 @@ class V2Inputs:
     deliveries: DataFrame | None = None  # deliveries.parquet: what share groups' members were given
     share_acks: DataFrame | None = None  # share_acks.parquet: what they acknowledged, and how it ended
     share_groups: DataFrame | None = None  # share_groups_frame: each share group's partitions, from run.json
+    leader_changes: DataFrame | None = None  # leader_changes_frame: when a share group's partitions changed leader
 
 
 def committed(outcome: str = "outcome") -> Column:
@@ -99,6 +103,36 @@ def share_groups_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | N
     return spark.createDataFrame(rows, SHARE_GROUP_SCHEMA) if rows else None
 
 
+def leader_changes(events: list[dict]) -> list[tuple[int, int]]:
+    """(partition, ts_ms) of each state sample showing a partition's live leader other than the last
+    one seen: the first sample after a leadership moved (a leaderless sample is skipped)."""
+    last: dict[int, int] = {}
+    out = []
+    for e in events:
+        if e.get("type") != "state" or not e.get("partitions"):
+            continue
+        for p in e["partitions"]:
+            part, leader = p["partition"], p["leader"]
+            if leader < 0:
+                continue
+            if part in last and last[part] != leader:
+                out.append((part, e["ts_ms"]))
+            last[part] = leader
+    return out
+
+
+def leader_changes_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
+    """For the runs with share groups: each leader change of the sampled topic's partitions (the state
+    samples of events.jsonl describe run.json's first topic). A share partition's state lives in its
+    leader's memory, so a change is when a share group's in-flight deliveries can be forgotten."""
+    rows = []
+    for i, r in enumerate(runs):
+        topics = r.run.get("topics") or []
+        if r.run.get("share_groups") and topics and isinstance(topics[0], dict):
+            rows += [(i, str(topics[0]["name"]), part, ts) for part, ts in leader_changes(read_events(r.path))]
+    return spark.createDataFrame(rows, LEADER_CHANGE_SCHEMA) if rows else None
+
+
 def transactional_sends(produced: DataFrame, txns: DataFrame | None) -> DataFrame | None:
     """Each value sent in a transaction, with its outcome and commit time (one row per value)."""
     if txns is None:
@@ -131,4 +165,4 @@ def prepare_v2(spark: SparkSession, runs: list[RunDir], produced: DataFrame, con
     polls = poll_marks(consumed.filter(F.col("phase") == "live"), by_generation)
     outcomes = transactional_sends(produced, txns)
     return V2Inputs(consumed, polls, final_log(offs_final, outcomes), outcomes, txns, offsets, copiers,
-                    deliveries, share_acks, shares)
+                    deliveries, share_acks, shares, leader_changes_frame(spark, runs) if shares is not None else None)

@@ -1,13 +1,15 @@
 """What a check reports beside the anomalies, each counted like one: indeterminate or failed writes
 that landed, acks=0 writes that did not, what a group returned twice, the reads counted only by
-uncommitted_read's hw rule whose records the final log holds (stale_hw_read), and the lost writes
-and the reads that retention deleted the records of (retention_deleted, retention_read)."""
+uncommitted_read's hw rule whose records the final log holds (stale_hw_read), the lost writes
+and the reads that retention deleted the records of (retention_deleted, retention_read), and the
+share deliveries a new share-partition leader gave again as the same attempt (share_forgotten_delivery)."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from harness.checker.anomaly.share_over_delivered import deliveries_with_limits
 from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads, uncommitted_first_reads
 from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final
 
@@ -64,6 +66,50 @@ def retention_read(i: Inputs) -> DataFrame | None:
                                                   "consumer", "poll_ts_ms"), "topic", "poll_ts_ms")
 
 
+CHANGE_SEEN_MS = 1000  # a leader change is sampled every 250 ms: it may be seen just after the delivery it explains
+
+
+def share_forgotten_delivery(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the (group, value) pairs share_over_delivered counts for
+    more deliveries than the limit whose delivery counts, as the brokers numbered them, stay within
+    it: no count above the limit, no more distinct counts than the limit, and every count given more
+    than once given again across a leader change of the value's partition (sampled up to
+    CHANGE_SEEN_MS after the later delivery).
+
+    A share partition's leader raises a record's delivery count in memory when a member acquires it
+    and writes it to the share coordinator only when the record is acknowledged, released or its
+    lock runs out (SharePartition.acquire; writeShareGroupState). A new leader loads the state
+    written before it, so a delivery in flight when the leadership moved is given again under the
+    same count: KIP-932's share-partition state does not record Acquired, "in the unlikely event of
+    a share-partition leader crash, memory of the in-flight delivery will be lost". The judge does
+    not hold such pairs against the attempt limit; a count given twice without a leader change, or
+    a delivery count above the limit, still is."""
+    d = deliveries_with_limits(i)
+    if d is None or i.v2.leader_changes is None:
+        return None
+    per_count = (d.groupBy("run", "group", "value", "topic", "partition", "delivery_count")
+                 .agg(F.count(F.lit(1)).alias("n"), F.min("ts_ms").alias("first_ts"), F.max("ts_ms").alias("last_ts"),
+                      F.first("limit").alias("limit")))
+    repeated = per_count.filter((F.col("n") > 1) & F.col("delivery_count").isNotNull())
+    changes = F.broadcast(i.v2.leader_changes.withColumnRenamed("ts_ms", "change_ts"))
+    across = (repeated.join(changes, on=["run", "topic", "partition"], how="inner")
+              .filter((F.col("change_ts") > F.col("first_ts"))
+                      & (F.col("change_ts") <= F.col("last_ts") + CHANGE_SEEN_MS))
+              .select("run", "group", "value", "delivery_count").distinct()
+              .withColumn("across", F.lit(1)))
+    per_value = (per_count.join(across, on=["run", "group", "value", "delivery_count"], how="left")
+                 .groupBy("run", "group", "value")
+                 .agg(F.sum("n").alias("deliveries"), F.count(F.lit(1)).alias("counts"),
+                      F.max("delivery_count").alias("max_delivery_count"), F.first("limit").alias("limit"),
+                      F.sum(F.when(F.col("delivery_count").isNull(), 1).otherwise(0)).alias("unnumbered"),
+                      F.sum(F.when((F.col("n") > 1) & F.col("across").isNull(), 1).otherwise(0)).alias("unexplained"),
+                      F.min("first_ts").alias("first_ts_ms")))
+    limit = F.col("limit")
+    forgotten = per_value.filter((F.col("deliveries") > limit) & (F.col("max_delivery_count") <= limit)
+                                 & (F.col("counts") <= limit) & (F.col("unnumbered") + F.col("unexplained") == 0))
+    return finding("share_forgotten_delivery", forgotten.drop("unnumbered", "unexplained"), "group", "first_ts_ms")
+
+
 def _landed(i: Inputs, kind: str) -> DataFrame:
     landed = (i.sends.filter(F.col("kind") == kind).groupBy("run", "value")
               .agg(F.first("producer").alias("producer"), F.first("topic").alias("topic"),
@@ -110,4 +156,5 @@ REPORTED_FINDINGS: dict[str, Finder] = {
     "retention_deleted": retention_deleted,
     "retention_read": retention_read,
     "group_redelivered": group_redelivered,
+    "share_forgotten_delivery": share_forgotten_delivery,
 }

@@ -50,6 +50,9 @@ class GroupVerdict(_Model):
     broken: list[str]
     expected: list[str]
     redelivered: int  # distinct values the group returned more than once
+    # share groups: distinct values given beyond the attempt limit only by repeating a delivery count
+    # across a leader change (a new share-partition leader forgot the delivery in flight; not held)
+    forgotten: int = 0
     verdict: Literal["pass", "fail"]
 
 

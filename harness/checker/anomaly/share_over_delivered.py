@@ -20,16 +20,23 @@ from harness.checker.prepare import Inputs
 from harness.checker.reference import Tables, share_partitions
 
 
+def deliveries_with_limits(i: Inputs) -> DataFrame | None:
+    """Every delivery to a share group's member, with its group's delivery attempt limit (``limit``)."""
+    if i.v2.deliveries is None or i.v2.share_groups is None:
+        return None
+    limits = i.v2.share_groups.select("run", "group", "topic", "partition", "limit").distinct()
+    return i.v2.deliveries.join(limits, on=["run", "group", "topic", "partition"], how="inner")
+
+
 def count(i: Inputs) -> DataFrame | None:
     """share_over_delivered: distinct (group, value) pairs with more deliveries than the group's limit,
     or one whose reported delivery_count exceeds it.
 
     The example gives the number of deliveries, the highest delivery_count reported and the limit."""
-    if i.v2.deliveries is None or i.v2.share_groups is None:
+    d = deliveries_with_limits(i)
+    if d is None:
         return None
-    limits = i.v2.share_groups.select("run", "group", "topic", "partition", "limit").distinct()
-    per_value = (i.v2.deliveries.join(limits, on=["run", "group", "topic", "partition"], how="inner")
-                 .groupBy("run", "group", "value")
+    per_value = (d.groupBy("run", "group", "value")
                  .agg(F.count(F.lit(1)).alias("deliveries"), F.max("delivery_count").alias("max_delivery_count"),
                       F.first("limit").alias("limit"), F.min("ts_ms").alias("first_ts_ms")))
     over = per_value.filter((F.col("deliveries") > F.col("limit"))
