@@ -35,13 +35,22 @@ def share_group_tables(d: Path, verdict: Verdict, run: dict) -> list[dict]:
         given = Counter(r["member"] for r in deliveries if r["group"] == g.group)
         again = Counter(r["member"] for r in deliveries if r["group"] == g.group and (r["delivery_count"] or 1) > 1)
         acked = Counter((r["member"], r["type"], r["outcome"]) for r in acks if r["group"] == g.group)
-        members = [{"member": m, "given": given[m], "again": again[m],
+        crashed = crashes(d / "members" / g.group)
+        members = [{"member": m, "given": given[m], "again": again[m], "crashed": crashed.get(m, 0),
                     "acks": ", ".join(f"{t} {o} {n}" for (mm, t, o), n in sorted(acked.items()) if mm == m)}
                    for m in sorted(given)]
         starts, ends = spec.get("start_offsets") or {}, spec.get("final_start_offsets") or {}
         parts = [{"partition": k, "start": starts.get(k), "end": ends.get(k), "log_end": final_end.get(k)}
                  for k in sorted(set(starts) | set(ends))]
         out.append({"verdict": g, "spec": spec, "members": members, "partitions": parts})
+    return out
+
+
+def crashes(members_dir: Path) -> Counter:
+    """Per member process: whether it died on a poison record (its ``crash`` line; 0 or 1)."""
+    out: Counter = Counter()
+    for path in members_dir.glob("*.jsonl"):
+        out[path.stem] = int('"t":"crash"' in path.read_text(errors="replace"))
     return out
 
 

@@ -246,6 +246,9 @@ class ShareGroupSpec(_ClientTable):
                                                               "redelivery")
     reject_ratio: float = Field(0.0, ge=0, le=1, description="explicit only: the share of deliveries rejected "
                                                              "(archived as unprocessable)")
+    crash_ratio: float = Field(0.0, ge=0, le=0.05, description="the share of records that are poison: a member "
+                               "given one dies before committing its poll, and is started again (chosen by the "
+                               "record's value, the same in every member)")
     delivery_count_limit: int = Field(5, ge=2, le=10, description="delivery attempts before a record is archived "
                                                                   "(group.share.delivery.count.limit)")
     lock_ms: int = Field(5000, ge=1000, le=3_600_000, description="how long a delivered record stays acquired "
@@ -264,7 +267,7 @@ class ShareGroupSpec(_ClientTable):
     def settings(self) -> dict:
         """What run.json says of the group (the offsets it started from and ended at are added by the run)."""
         return {"name": self.name, "members": self.members, "acknowledge": self.acknowledge,
-                "release_ratio": self.release_ratio, "reject_ratio": self.reject_ratio,
+                "release_ratio": self.release_ratio, "reject_ratio": self.reject_ratio, "crash_ratio": self.crash_ratio,
                 "delivery_count_limit": self.delivery_count_limit, "lock_ms": self.lock_ms,
                 "auto_offset_reset": self.auto_offset_reset, "isolation": self.isolation_level, "config": self.config}
 

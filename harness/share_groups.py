@@ -9,6 +9,13 @@ every record it was given (with the delivery count the client reports) and an ``
 acknowledgement once its outcome is known; ``ShareGroup.history`` turns them into
 deliveries.parquet's and share_acks.parquet's rows.
 
+A share of records can be poison (``crash_ratio``): a member given one dies at once, before
+committing anything of its poll, as an application that crashes on a record does (its ``crash``
+line, exit status CRASH_EXIT). Which records are poison depends on the value alone (``poison``), so
+every incarnation dies on the same ones; the group starts a member that died so again after
+CRASH_RESTART_S, unless a fault holds it down. KIP-932's delivery attempt limit is what ends such a
+loop: a poison record is archived after it.
+
 The group's share-partition start offsets (every offset below is archived) are read with the
 client's own Admin call (``kchaos.Driver share-offsets``) when the group starts (where it starts
 from) and after healing (where it ended): run.json's ``start_offsets`` and ``final_start_offsets``,
@@ -22,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -31,15 +39,23 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from harness.clients.java_process import bootstrap, java_command
-from harness.groups import Member, MemberProcesses
+from harness.groups import STOP_GRACE_S, Member, MemberProcesses
 from harness.scenario import ShareGroupSpec
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
 
+CRASH_EXIT = 3  # ShareMember.CRASH_EXIT: the member died on a poison record
+CRASH_RESTART_S = 0.5  # a crashed member is started again this long after it is seen dead
 INITIALIZED_S = 30.0  # how long the group has to initialize its share state on every partition after starting
 OFFSETS_TIMEOUT_S = 60.0
 QUIET_S = 3.0  # after healing: no member given anything for this long, and the group is drained
+
+
+def poison(value: str, crash_ratio: float) -> bool:
+    """Whether a member dies processing ``value``: its CRC-32 below ``crash_ratio`` of the range
+    (ShareMember.poison, the same answer in every process)."""
+    return zlib.crc32(value.encode()) < crash_ratio * 2**32
 
 
 class ShareMember(Member):
@@ -49,20 +65,66 @@ class ShareMember(Member):
                  spawner: ThreadPoolExecutor, command: list[str], seed: int):
         super().__init__(name, spec, conf, topic, work, spawner, command)  # type: ignore[arg-type]
         self.seed = seed
+        self.held = False  # a fault stopped the process and starts it at its heal: not a crash to restart
+        self.crashed_at: float | None = None  # when the group saw the current process dead of a poison record
+        self.last_crash_at: float | None = None  # when a process of this member was last seen dead of one
 
     def start(self) -> None:
         with self._lock:
-            self.incarnation += 1
-            g: ShareGroupSpec = self.spec  # type: ignore[assignment]
-            cfg = {"group": g.name, "topic": self.topic, "conf": self.conf, "acknowledge": g.acknowledge,
-                   "release_ratio": g.release_ratio, "reject_ratio": g.reject_ratio,
-                   "seed": zlib.crc32(f"{self.seed}/{self.consumer}".encode()),
-                   "group_config": {"share.auto.offset.reset": g.auto_offset_reset,
-                                    "share.isolation.level": g.isolation_level},
-                   "out": str(self.work / f"{self.consumer}.jsonl")}
-            path = self.work / f"{self.consumer}.json"
-            path.write_text(json.dumps(cfg))
-            self.proc = self.spawner.submit(self._spawn, path).result()
+            self._start()
+
+    def _start(self) -> None:
+        self.incarnation += 1
+        self.held, self.crashed_at = False, None
+        g: ShareGroupSpec = self.spec  # type: ignore[assignment]
+        cfg = {"group": g.name, "topic": self.topic, "conf": self.conf, "acknowledge": g.acknowledge,
+               "release_ratio": g.release_ratio, "reject_ratio": g.reject_ratio, "crash_ratio": g.crash_ratio,
+               "seed": zlib.crc32(f"{self.seed}/{self.consumer}".encode()),
+               "group_config": {"share.auto.offset.reset": g.auto_offset_reset,
+                                "share.isolation.level": g.isolation_level},
+               "configure": self.incarnation == 1, "out": str(self.work / f"{self.consumer}.jsonl")}
+        path = self.work / f"{self.consumer}.json"
+        path.write_text(json.dumps(cfg))
+        self.proc = self.spawner.submit(self._spawn, path).result()
+
+    def kill(self) -> None:
+        with self._lock:
+            self.held = True
+        super().kill()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        with self._lock:
+            self.held = True
+        super().stop(grace_s)
+
+    def restart_if_crashed(self, now: float) -> bool:
+        """Start the member again CRASH_RESTART_S after its process was seen dead of a poison record,
+        unless a fault holds it down; whether it was started."""
+        with self._lock:
+            if self.held or self.proc is None or self.proc.poll() != CRASH_EXIT:
+                return False
+            if self.crashed_at is None:
+                self.crashed_at = self.last_crash_at = now
+            if now - self.crashed_at < CRASH_RESTART_S:
+                return False
+            self._start()
+            return True
+
+    def coming_back(self, now: float) -> bool:
+        """Whether the member is coming back from a poison record: dead and not started again yet,
+        starting (no ``started`` line yet), or within its session timeout of the death, while the
+        dead process's membership still holds its partitions. The group is not quiet meanwhile."""
+        if self.last_crash_at is None:
+            return False
+        with self._lock:
+            alive = self.proc is not None and self.proc.poll() is None
+            crashed = not self.held and self.proc is not None and self.proc.poll() == CRASH_EXIT
+        g: ShareGroupSpec = self.spec  # type: ignore[assignment]
+        return crashed or (alive and not self._started()) or now - self.last_crash_at < g.session_timeout_ms / 1000
+
+    def failure(self) -> str | None:
+        """A death on a poison record is the workload's, not a failure."""
+        return None if self.proc is not None and self.proc.poll() == CRASH_EXIT else super().failure()
 
 
 class ShareGroup(MemberProcesses):
@@ -80,6 +142,21 @@ class ShareGroup(MemberProcesses):
         self.start_offsets: dict[str, int] = {}
         self.final_start_offsets: dict[str, int] = {}
         self.last_answer = ""  # the coordinator's last answer (or error) while the group was awaited
+        self._stopping = threading.Event()
+        self._supervisor = threading.Thread(target=self._restart_crashed, name=f"share-{spec.name}-supervisor",
+                                            daemon=True)
+
+    def _restart_crashed(self) -> None:
+        """Until the group stops: every member that died of a poison record is started again."""
+        while not self._stopping.wait(0.1):
+            for m in self.members:
+                m.restart_if_crashed(time.monotonic())
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._supervisor.is_alive():
+            self._supervisor.join(5)
+        super().stop()
 
     # ------------------------------------------------------------------ the group's offsets
 
@@ -109,6 +186,8 @@ class ShareGroup(MemberProcesses):
         subscribed (its ``started`` line), so the workload does not begin before the group exists."""
         for m in self.members:
             m.start()
+        if self.spec.crash_ratio > 0:
+            self._supervisor.start()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not all(m._started() for m in self.members):
             time.sleep(0.1)
@@ -153,27 +232,31 @@ class ShareGroup(MemberProcesses):
 
     def wait_drained(self, timeout_s: float) -> bool:
         """Wait until the group has archived every partition to its high watermark (its start offset
-        there), or no member has been given anything for QUIET_S (the start offset the coordinator
-        reports is its persisted one, which may trail the last acknowledgements), keeping the last
+        there), or no member has been given anything for QUIET_S while none was coming back from a
+        poison record (the start offset the coordinator reports is its persisted one, which may
+        trail the last acknowledgements), keeping the last
         offsets read as ``final_start_offsets``; whether it archived everything in time."""
         c = Consumer(self.cluster.client_config(**{"group.id": f"kchaos-ends-{self.spec.name}"}))
         deadline = time.monotonic() + timeout_s
         seen, quiet_since = -1, time.monotonic()
         try:
             while True:
-                given = sum(1 for r in self.lines() if r["t"] == "delivery")
-                if given != seen:
-                    seen, quiet_since = given, time.monotonic()
+                read = False
                 with contextlib.suppress(RuntimeError, ValueError, KafkaException, subprocess.TimeoutExpired):
                     ends = {f"{self.topic}:{p}": c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)[1]
                             for p in range(self.partitions)}
                     found = self.offsets()
                     self.final_start_offsets = {k: int(v["start"]) for k, v in found.items() if k in ends}
+                    read = True
                     if all(self.final_start_offsets.get(k, -1) >= end for k, end in ends.items()):
                         return True
-                    if time.monotonic() - quiet_since >= QUIET_S:
-                        return False
-                if time.monotonic() > deadline:
+                # Counted after the read (a JVM's start, seconds): quiet means nothing given across it
+                given, now = sum(1 for r in self.lines() if r["t"] == "delivery"), time.monotonic()
+                if given != seen or any(m.coming_back(now) for m in self.members):
+                    seen, quiet_since = given, now
+                elif read and now - quiet_since >= QUIET_S:
+                    return False
+                if now > deadline:
                     return False
                 time.sleep(1.0)
         finally:

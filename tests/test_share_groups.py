@@ -14,6 +14,7 @@ from harness import runner
 from harness.checker import check_runs
 from harness.history import DELIVERIES, SHARE_ACKS
 from harness.scenario import load
+from harness.share_groups import poison
 from harness.versions import KAFKA_VERSIONS
 from tests.conftest import require_docker
 
@@ -54,3 +55,45 @@ def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932
     # given again under the same count (KIP-932 keeps an acquisition in memory): counted, not held
     assert all(n == 0 for a, n in v.anomalies.items() if a.startswith("share_") and a != "share_over_delivered")
     assert v.anomalies["share_over_delivered"] == row.forgotten, (v.anomalies, row.forgotten)
+
+
+def poison_run(tmp_path: Path, overrides: list[str]) -> tuple:
+    """share-poison-records run: its verdict, its share group's row, deliveries by value, and the
+    values members died on."""
+    s = load(SCENARIOS / "share-poison-records.toml", overrides)
+    require_docker([s.kafka_version])
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    (v,) = check_runs([res.path])
+    (row,) = [r for r in v.by_group if r.group == "s"]
+    given: dict[str, list[dict]] = {}
+    for d in pq.read_table(res.path / DELIVERIES).to_pylist():
+        given.setdefault(d["value"], []).append(d)
+    died = [json.loads(x)["value"] for f in (res.path / "members" / "s").glob("*.jsonl")
+            for x in f.read_text().splitlines() if '"t":"crash"' in x]
+    return s, v, row, given, died
+
+
+@pytest.mark.chaos_long
+def test_poison_records_are_archived_after_the_attempt_limit(tmp_path):
+    """Kafka 4.4.0: each poison record kills the member given it, and is given at most
+    delivery_count_limit times, each time under a higher count; then the group goes on."""
+    s, v, row, given, died = poison_run(tmp_path, [])
+    limit = s.share_groups[0].delivery_count_limit
+    assert died and all(poison(x, s.share_groups[0].crash_ratio) for x in died), "only poison records kill"
+    for value in set(died):
+        counts = sorted(d["delivery_count"] for d in given[value])
+        assert counts == list(range(1, len(counts) + 1)) and len(counts) <= limit, (value, counts)
+    assert row.verdict == "pass" and v.verdict == "pass" and all(n == 0 for n in row.counts.values()), row.counts
+
+
+@pytest.mark.chaos_long
+def test_kafka_4_1_gives_a_poison_record_again_under_the_same_count_kafka_19972(tmp_path):
+    """Kafka 4.1.2: a crashed member's records come back with their count lowered, so a poison
+    record is given past the limit under a count that never reaches it: share_over_delivered,
+    named as KAFKA-19972."""
+    s, v, row, given, died = poison_run(tmp_path, ["kafka_version=4.1.2", "features.share.version=1"])
+    limit = s.share_groups[0].delivery_count_limit
+    over = {x: [d["delivery_count"] for d in given[x]] for x in set(died) if len(given[x]) > limit}
+    assert over and all(max(c) <= limit for c in over.values()), over
+    assert row.broken == ["share_over_delivered"] and row.forgotten == 0
+    assert any(k.issue == "KAFKA-19972" for k in v.known_issues), v.known_issues

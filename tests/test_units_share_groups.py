@@ -40,6 +40,7 @@ def test_the_catalogues_share_group_is_java_and_its_members_are_fault_targets():
     (["share_groups.0.release_ratio=0.7", "share_groups.0.reject_ratio=0.6"],
      "share_groups.0: release_ratio + reject_ratio = 1.3 (allowed: at most 1)"),
     (["share_groups.0.delivery_count_limit=11"], "share_groups.0.delivery_count_limit"),
+    (["share_groups.0.crash_ratio=0.5"], "share_groups.0.crash_ratio"),
     (['faults.0.target="share_coordinator:t"'], "faults.0.target: share_coordinator:t needs a share group of this "
                                                 "scenario (allowed: s)"),
     (['share_groups.0.name="g"', 'groups=[{name="g", members=1}]', "faults=[]"], "share_groups: names must differ"),
@@ -100,3 +101,37 @@ def test_a_run_with_a_share_group_never_shares_a_cluster():
 
     assert not may_share_a_cluster(load())
     assert may_share_a_cluster(load("share_groups=[]", "faults=[]"))
+
+
+def test_a_member_dead_of_a_poison_record_is_started_again_unless_a_fault_holds_it(tmp_path):
+    """The member program here exits as the Java member does on a poison record (status 3): the group
+    starts it again CRASH_RESTART_S after it is seen dead, as a new incarnation; a member a fault
+    killed is left for the fault's heal to start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.share_groups import CRASH_EXIT, CRASH_RESTART_S, ShareMember
+    spawner = ThreadPoolExecutor(1)
+    m = ShareMember("s-1", ShareGroupSpec(crash_ratio=0.01), {}, "t", tmp_path, spawner,
+                    ["sh", "-c", f"exit {CRASH_EXIT}"], seed=1)
+    m.start()
+    m.proc.wait(10)
+    assert m.failure() is None and not m.restart_if_crashed(100.0), "seen dead: restarted only after a pause"
+    assert not m.restart_if_crashed(100.0 + CRASH_RESTART_S / 2)
+    assert m.restart_if_crashed(100.0 + CRASH_RESTART_S) and m.consumer == "s-1.2"
+    m.proc.wait(10)
+    assert m.coming_back(100.0 + CRASH_RESTART_S), "dead again: the group is not quiet"
+    m.kill()
+    assert not m.restart_if_crashed(200.0) and not m.restart_if_crashed(300.0) and m.consumer == "s-1.2"
+    assert not m.coming_back(300.0), "held by a fault, long past its session: quiet"
+    m.start()  # the fault's heal
+    assert m.consumer == "s-1.3" and json.loads((tmp_path / "s-1.3.json").read_text())["crash_ratio"] == 0.01
+    spawner.shutdown()
+
+
+def test_poison_records_are_chosen_by_value_alone_at_about_the_ratio():
+    from harness.share_groups import poison
+    values = [f"p-{i}" for i in range(100_000)]
+    chosen = [v for v in values if poison(v, 0.002)]
+    assert 150 < len(chosen) < 250 and chosen == [v for v in values if poison(v, 0.002)]
+    assert not any(poison(v, 0.0) for v in values)
+

@@ -329,6 +329,11 @@ KNOWN_ISSUES = (
      "connection lost meanwhile) is refused when the controller sends it again (\"bad ZK version\" in its "
      "log); the controller keeps the old ISR and the leader waits for metadata that never comes "
      "(docs/findings.md F2; not reported upstream)"),
+    ("KAFKA-19972", ("share_over_delivered",), "share_release_decrease",
+     "Kafka 4.1 gives a share-group member's acquired records back with their delivery count lowered when its "
+     "share session ends (a crash, a connection closed), so a record that kills every member given it is "
+     "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which raises "
+     "the count instead"),
     ("kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
      "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
      "after newer commits of the same partition; the coordinator keeps the last one it is given "
@@ -345,6 +350,7 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in cfgs.producers.values()),
             "zookeeper": run.get("mode") == "zk",
+            "share_release_decrease": bool(run.get("share_groups")) and _before(run.get("kafka_version"), (4, 2)),
             "librdkafka_async_commits": any(_librdkafka(client_label(g.get("client") or run.get("client")))
                                             and g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
     out = []
@@ -353,6 +359,12 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
         if seen and uses[needs]:
             out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
     return out
+
+
+def _before(version: object, line: tuple[int, int]) -> bool:
+    """Whether a Kafka version ("4.1.2") is older than a release line ((4, 2))."""
+    parts = str(version or "").split(".")
+    return len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) and (int(parts[0]), int(parts[1])) < line
 
 
 def speaks_transaction_v2(client: str, cluster_level: int) -> bool:

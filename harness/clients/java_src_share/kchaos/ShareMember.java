@@ -1,6 +1,7 @@
 package kchaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -11,6 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Random;
+import java.util.zip.CRC32;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -38,12 +40,18 @@ import sun.misc.Signal;
  * failed or the partition has no entry). Each line is written before the member goes on, so whatever a killed member
  * was given is on disk.
  *
+ * <p>With {@code crash_ratio} above 0, a share of records are poison: processing one kills the process at once
+ * ({@code crash} line, then {@code Runtime.halt(CRASH_EXIT)}, no clean leave), before anything of its poll is
+ * committed, as an application that crashes on a record does. Which records are poison is decided by the value's
+ * CRC-32 alone, so every incarnation of every member dies on the same ones; the harness starts a crashed member again.
+ *
  * <p>{@code Driver share-offsets CONFIG} prints the group's state as its coordinators answer instead (one JSON
  * object): {@code offsets}, "topic:partition" -> {"start", "lag"}, the share-partition start offsets the harness
  * reads after healing, and {@code assigned}, the "topic:partition"s the group coordinator has given a member (none
  * before the partition's share state is initialized), which the harness waits for before its workload.
  */
 final class ShareMember {
+  static final int CRASH_EXIT = 3; // share_groups.py's CRASH_EXIT: died on a poison record
   private static JsonLines out;
 
   private final JsonNode cfg;
@@ -52,6 +60,7 @@ final class ShareMember {
   private final boolean explicit;
   private final double releaseRatio;
   private final double rejectRatio;
+  private final double crashRatio;
   private final Random random;
   private volatile boolean stopping;
   private volatile boolean freezing;
@@ -63,6 +72,7 @@ final class ShareMember {
     this.explicit = cfg.get("acknowledge").asText().equals("explicit");
     this.releaseRatio = cfg.get("release_ratio").asDouble();
     this.rejectRatio = cfg.get("reject_ratio").asDouble();
+    this.crashRatio = cfg.has("crash_ratio") ? cfg.get("crash_ratio").asDouble() : 0.0;
     this.random = new Random(cfg.get("seed").asLong());
     out = new JsonLines(Path.of(cfg.get("out").asText()));
   }
@@ -86,7 +96,9 @@ final class ShareMember {
     props.put("share.acknowledgement.mode", explicit ? "explicit" : "implicit");
     props.put("key.deserializer", StringDeserializer.class.getName());
     props.put("value.deserializer", StringDeserializer.class.getName());
-    configureGroup(props);
+    if (!cfg.has("configure") || cfg.get("configure").asBoolean()) { // a later incarnation finds it configured
+      configureGroup(props);
+    }
     Signal.handle(new Signal("USR1"), s -> freezing = true);
     try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(props)) {
       Driver.onTerm(() -> { // SIGTERM: finish the batch, leave cleanly
@@ -109,9 +121,16 @@ final class ShareMember {
         Map<TopicPartition, List<Object[]>> given = new HashMap<>(); // partition -> (offset, value, type)
         for (ConsumerRecord<String, String> r : records) {
           Optional<Short> count = r.deliveryCount();
-          String value = r.value() == null ? "" : r.value();
           line(row("t", "delivery", "topic", r.topic(), "partition", r.partition(), "offset", r.offset(),
-              "value", value, "delivery_count", count.isPresent() ? (Object) count.get() : null, "ts_ms", ts));
+              "value", valueOf(r), "delivery_count", count.isPresent() ? (Object) count.get() : null, "ts_ms", ts));
+        }
+        for (ConsumerRecord<String, String> r : records) {
+          String value = valueOf(r);
+          if (poison(value)) {
+            line(row("t", "crash", "topic", r.topic(), "partition", r.partition(), "offset", r.offset(),
+                "value", value, "ts_ms", System.currentTimeMillis()));
+            Runtime.getRuntime().halt(CRASH_EXIT);
+          }
           AcknowledgeType type = explicit ? choose() : AcknowledgeType.ACCEPT;
           if (explicit) {
             consumer.acknowledge(r, type);
@@ -126,6 +145,18 @@ final class ShareMember {
         commit(consumer, given);
       }
     }
+  }
+
+  private static String valueOf(ConsumerRecord<String, String> r) {
+    return r.value() == null ? "" : r.value();
+  }
+
+  /** Whether processing this value kills the member: its CRC-32 below crash_ratio of the range (share_groups.py's
+   * ``poison``), the same answer in every process. */
+  private boolean poison(String value) {
+    CRC32 crc = new CRC32();
+    crc.update(value.getBytes(StandardCharsets.UTF_8));
+    return crc.getValue() < crashRatio * 4294967296.0;
   }
 
   private AcknowledgeType choose() {
