@@ -177,6 +177,15 @@ def _ensure_images(versions: list[str]) -> None:
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
+def _prefetch(versions: list[str]):
+    """The images of ``versions`` building in a thread (images.Prefetch), or None when there are none."""
+    if not versions:
+        return None
+    from harness.setup import engine, images
+
+    return images.Prefetch(lambda: engine.client(timeout=10), versions, log=_log)
+
+
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="scenario TOML file (see scenarios/)"),
@@ -324,7 +333,12 @@ def matrix(
     with _refusing_bad_input():
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_,
                             _csv(clients))
-        _ensure_images(sorted({s.kafka_version for _, s, _, _ in p.cells}))
+    # The first cell's image before anything starts; the other versions' build while the first runs go on
+    first, *later = list(dict.fromkeys(s.kafka_version for c, s, _, _ in p.cells
+                                       if not (out / "runs" / c.run_id).exists())) or [None]
+    if first is not None:
+        _ensure_images([first])
+    prefetch = _prefetch(later)
     for cell, why in p.skipped:
         _log(f"[dim]skip {cell.run_id}: {why}[/dim]")
     reaper.install_signal_handlers()
@@ -341,7 +355,8 @@ def matrix(
             bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
             bar.advance(task)
 
-        finished = matrix_mod.run_cells(p, out, announce, fresh=fresh_clusters)
+        finished = matrix_mod.run_cells(p, out, announce, fresh=fresh_clusters,
+                                        image_ready=prefetch.wait if prefetch is not None else None)
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)

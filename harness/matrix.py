@@ -137,13 +137,16 @@ class Status:
 Announce = Callable[[str, str], None]  # (what happened: "start", "done" or "error", the line to show)
 
 
-def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> list[Path]:
+def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False,
+              image_ready: Callable[[str], None] | None = None) -> list[Path]:
     """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
     matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
     Cells that may share a cluster (``kept_cluster``) run one after another on one kept cluster,
-    each on a topic of its own, unless ``fresh``. Returns the run directories of every finished
+    each on a topic of its own, unless ``fresh``. ``image_ready(version)`` returns once a cell's
+    Kafka image is built (images.Prefetch.wait). Returns the run directories of every finished
     cell (this call's and earlier calls')."""
     from harness import runner
+    from harness.setup.images import ImageError
 
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -159,13 +162,15 @@ def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False) -> li
             announce("start", cell.run_id)
             t0 = time.monotonic()
             try:
+                if image_ready is not None:
+                    image_ready(s.kafka_version)
                 res = kept.execute(s, runs_dir / cell.run_id, reuse, scenario_file=_as_given(path), overrides=ov,
                                    log=lambda m: None)
                 status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
                            final=res.final)
                 announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
                                  f"({time.monotonic() - t0:.0f} s)")
-            except runner.NOT_CARRIED_OUT as e:
+            except (*runner.NOT_CARRIED_OUT, ImageError) as e:
                 status.set(cell, "error", reason=str(e)[:2000])
                 announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
     return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]

@@ -332,3 +332,31 @@ def test_replicas_are_placed_from_the_seed_as_kafka_places_them():
     assert len({tuple(map(tuple, seeded_assignment(3, 3, brokers, s))) for s in range(1, 30)}) > 3
     assert seeded_assignment(4, 2, [1, 2, 3, 4, 5], 3) == seeded_assignment(4, 2, [1, 2, 3, 4, 5], 3)
     assert seeded_assignment(2, 1, [1], 9) == [[1], [1]]
+
+
+def test_images_prefetched_in_a_thread_are_waited_for_one_by_one_and_a_failed_one_is_an_error(monkeypatch):
+    """images.Prefetch builds later versions in order while the caller goes on: wait(v) returns once
+    v is built, at once for a version it was not asked for, and raises ImageError for a failed build."""
+    import threading
+
+    built: list[str] = []
+    gate = threading.Event()
+
+    def ensure(client, versions, log):
+        (v,) = versions
+        gate.wait(5)
+        if v == "bad":
+            raise images.ImageError("mvn: nothing resolved")
+        built.append(v)
+
+    monkeypatch.setattr(images, "ensure", ensure)
+    p = images.Prefetch(lambda: None, ["3.9.1", "bad", "4.1.2"], log=lambda m: None)
+    p.wait("2.8.2")  # not prefetched: nothing to wait for
+    assert built == []
+    gate.set()
+    p.wait("3.9.1")
+    assert built[0] == "3.9.1"
+    with pytest.raises(images.ImageError, match="bad's image could not be built: mvn: nothing resolved"):
+        p.wait("bad")
+    p.wait("4.1.2")
+    assert built == ["3.9.1", "4.1.2"]

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +286,37 @@ def build_all(client: docker.DockerClient, versions: list[str] | None = None, lo
             assert r.version is not None
             build_kafka(client, r.version, log)
     return refs
+
+
+class Prefetch:
+    """Kafka images built in a thread while a command's first runs go on: a matrix needs only its
+    first cell's image before it starts, and each later version's when that version's first cell
+    comes (``wait``). On a new machine the quick matrix's second version builds during its first
+    run instead of before it."""
+
+    def __init__(self, client: Callable[[], docker.DockerClient], versions: list[str], log: Log = print):
+        self._built = {v: threading.Event() for v in versions}
+        self._errors: dict[str, Exception] = {}
+        self._thread = threading.Thread(target=self._build, args=(client, list(versions), log),
+                                        name="image-prefetch", daemon=True)
+        self._thread.start()
+
+    def _build(self, client: Callable[[], docker.DockerClient], versions: list[str], log: Log) -> None:
+        for v in versions:
+            try:
+                ensure(client(), [v], log)
+            except Exception as e:  # kept for the cell that needs the image: it is recorded as not carried out
+                self._errors[v] = e
+            finally:
+                self._built[v].set()
+
+    def wait(self, version: str) -> None:
+        """Return once ``version``'s image is built (at once for a version not prefetched); raise
+        ImageError when its build failed."""
+        if version in self._built:
+            self._built[version].wait()
+        if version in self._errors:
+            raise ImageError(f"Kafka {version}'s image could not be built: {self._errors[version]}")
 
 
 def ensure(client: docker.DockerClient, versions: list[str], log: Log = print) -> None:
