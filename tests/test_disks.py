@@ -77,7 +77,6 @@ JBOD = """
 name = "jbod"
 kafka_version = "3.9.1"
 duration_s = 18
-zookeepers = 1
 log_dirs = 2
 
 [topic]
@@ -110,7 +109,7 @@ def jbod_run(tmp_path, **fields):
 def test_one_failed_log_directory_of_two_and_the_broker_carries_on(tmp_path):
     """Broker 1's second log directory fails: Kafka stops serving the replicas in it and the broker
     runs on with its first; the heal mends it and restarts the broker, which serves it again."""
-    fault, log, v = jbod_run(tmp_path)
+    fault, log, v = jbod_run(tmp_path, zookeepers=1)
     assert "Stopping serving replicas in dir /var/lib/kafka/data-2" in log
     assert "have failed" not in log, "the broker did not halt: its other directory was fine"
     assert fault["restarted"] == [1]
@@ -120,7 +119,7 @@ def test_one_failed_log_directory_of_two_and_the_broker_carries_on(tmp_path):
 @pytest.mark.chaos_long
 def test_one_failed_log_directory_of_two_in_kraft_jbod(tmp_path):
     """The same on KRaft (JBOD since 3.7, KIP-858): the controller learns of the failed directory."""
-    fault, log, v = jbod_run(tmp_path, kafka_version="4.1.2", mode="kraft", zookeepers=None)
+    fault, log, v = jbod_run(tmp_path, kafka_version="4.1.2", mode="kraft")
     assert "Stopping serving replicas in dir /var/lib/kafka/data-2" in log
     assert fault["restarted"] == [1]
     assert v.verdict == "pass" and not any(v.anomalies.values()), v.anomalies
