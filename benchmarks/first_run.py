@@ -66,7 +66,7 @@ def timed(checkout: Path, out: Path) -> None:
     wall = time.monotonic() - t0
     setup = first[0] if first else wall
     print("".join(errs[-40:]), end="")
-    print(f"exit {rc}: {wall:.0f} s to the report ({wall / 60:.0f} min {wall % 60:.0f} s); set-up {setup:.0f} s, "
+    print(f"exit {rc}: {wall:.0f} s to the report ({int(wall // 60)} min {wall % 60:.0f} s); set-up {setup:.0f} s, "
           f"the matrix {wall - setup:.0f} s")
 
 
