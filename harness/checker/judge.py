@@ -332,8 +332,8 @@ KNOWN_ISSUES = (
     ("KAFKA-19972", ("share_over_delivered",), "share_release_decrease",
      "Kafka 4.1 gives a share-group member's acquired records back with their delivery count lowered when its "
      "share session ends (a crash, a connection closed), so a record that kills every member given it is "
-     "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which raises "
-     "the count instead"),
+     "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which keeps "
+     "the count the acquisition raised"),
     ("kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
      "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
      "after newer commits of the same partition; the coordinator keeps the last one it is given "
