@@ -26,7 +26,8 @@ SHARE_GROUP_SCHEMA = T.StructType([
     T.StructField("limit", T.IntegerType()), T.StructField("isolation", T.StringType())])
 LEADER_CHANGE_SCHEMA = T.StructType([
     T.StructField("run", T.IntegerType()), T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()), T.StructField("ts_ms", T.LongType())])
+    T.StructField("partition", T.IntegerType()), T.StructField("ts_ms", T.LongType()),
+    T.StructField("before_ms", T.LongType())])
 COPIER_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("producer", T.StringType()),
                               T.StructField("group", T.StringType()), T.StructField("topic", T.StringType()),
                               T.StructField("role", T.StringType())])
@@ -103,10 +104,12 @@ def share_groups_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | N
     return spark.createDataFrame(rows, SHARE_GROUP_SCHEMA) if rows else None
 
 
-def leader_changes(events: list[dict]) -> list[tuple[int, int]]:
-    """(partition, ts_ms) of each state sample showing a partition's live leader other than the last
-    one seen: the first sample after a leadership moved (a leaderless sample is skipped)."""
-    last: dict[int, int] = {}
+def leader_changes(events: list[dict]) -> list[tuple[int, int, int]]:
+    """(partition, ts_ms, before_ms) of each state sample showing a partition's live leader other
+    than the last one seen (a leaderless sample is skipped): the leadership moved after before_ms,
+    the last sample that showed the old leader, and by ts_ms. Samples can be seconds apart while the
+    brokers do not answer, so the change is known only to lie in that span."""
+    last: dict[int, tuple[int, int]] = {}  # partition -> (leader, ts_ms of the last sample showing it)
     out = []
     for e in events:
         if e.get("type") != "state" or not e.get("partitions"):
@@ -115,9 +118,9 @@ def leader_changes(events: list[dict]) -> list[tuple[int, int]]:
             part, leader = p["partition"], p["leader"]
             if leader < 0:
                 continue
-            if part in last and last[part] != leader:
-                out.append((part, e["ts_ms"]))
-            last[part] = leader
+            if part in last and last[part][0] != leader:
+                out.append((part, e["ts_ms"], last[part][1]))
+            last[part] = (leader, e["ts_ms"])
     return out
 
 
@@ -129,7 +132,8 @@ def leader_changes_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame |
     for i, r in enumerate(runs):
         topics = r.run.get("topics") or []
         if r.run.get("share_groups") and topics and isinstance(topics[0], dict):
-            rows += [(i, str(topics[0]["name"]), part, ts) for part, ts in leader_changes(read_events(r.path))]
+            rows += [(i, str(topics[0]["name"]), part, ts, before)
+                     for part, ts, before in leader_changes(read_events(r.path))]
     return spark.createDataFrame(rows, LEADER_CHANGE_SCHEMA) if rows else None
 
 

@@ -66,15 +66,13 @@ def retention_read(i: Inputs) -> DataFrame | None:
                                                   "consumer", "poll_ts_ms"), "topic", "poll_ts_ms")
 
 
-CHANGE_SEEN_MS = 1000  # a leader change is sampled every 250 ms: it may be seen just after the delivery it explains
-
-
 def share_forgotten_delivery(i: Inputs) -> DataFrame | None:
     """Not an anomaly on its own, reported: the (group, value) pairs share_over_delivered counts for
     more deliveries than the limit whose delivery counts, as the brokers numbered them, stay within
     it: no count above the limit, no more distinct counts than the limit, and every count given more
-    than once given again across a leader change of the value's partition (sampled up to
-    CHANGE_SEEN_MS after the later delivery).
+    than once given again across a leader change of the value's partition (one the state samples
+    place between its first and its last delivery under that count: the last sample showing the old
+    leader came before the later delivery, the first showing the new one after the earlier).
 
     A share partition's leader raises a record's delivery count in memory when a member acquires it
     and writes it to the share coordinator only when the record is acknowledged, released or its
@@ -93,8 +91,7 @@ def share_forgotten_delivery(i: Inputs) -> DataFrame | None:
     repeated = per_count.filter((F.col("n") > 1) & F.col("delivery_count").isNotNull())
     changes = F.broadcast(i.v2.leader_changes.withColumnRenamed("ts_ms", "change_ts"))
     across = (repeated.join(changes, on=["run", "topic", "partition"], how="inner")
-              .filter((F.col("change_ts") > F.col("first_ts"))
-                      & (F.col("change_ts") <= F.col("last_ts") + CHANGE_SEEN_MS))
+              .filter((F.col("change_ts") > F.col("first_ts")) & (F.col("before_ms") < F.col("last_ts")))
               .select("run", "group", "value", "delivery_count").distinct()
               .withColumn("across", F.lit(1)))
     per_value = (per_count.join(across, on=["run", "group", "value", "delivery_count"], how="left")
