@@ -25,7 +25,7 @@ from harness.checker.verdict import (
     Verdict,
 )
 from harness.history import RunDir, read_events
-from harness.versions import leader_epochs_on
+from harness.versions import leader_epochs_on, version_key
 
 
 @dataclass
@@ -350,7 +350,8 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in cfgs.producers.values()),
             "zookeeper": run.get("mode") == "zk",
-            "share_release_decrease": bool(run.get("share_groups")) and _before(run.get("kafka_version"), (4, 2)),
+            "share_release_decrease": bool(run.get("share_groups")) and run.get("kafka_version") is not None
+                                      and version_key(str(run["kafka_version"])) < (4, 2),
             "librdkafka_async_commits": any(_librdkafka(client_label(g.get("client") or run.get("client")))
                                             and g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
     out = []
@@ -359,12 +360,6 @@ def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list
         if seen and uses[needs]:
             out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
     return out
-
-
-def _before(version: object, line: tuple[int, int]) -> bool:
-    """Whether a Kafka version ("4.1.2") is older than a release line ((4, 2))."""
-    parts = str(version or "").split(".")
-    return len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) and (int(parts[0]), int(parts[1])) < line
 
 
 def speaks_transaction_v2(client: str, cluster_level: int) -> bool:
