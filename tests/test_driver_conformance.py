@@ -159,11 +159,16 @@ def assert_transactions_recorded(produced: list[dict], txns: list[dict]) -> None
     outcome = {t["txn"]: t["outcome"] for t in txns}
     mine = [r for r in produced if r["producer"] == "t"]
     assert mine and all(r["txn"] in outcome for r in mine)
-    # A transaction the run's end caught open ends "unknown" and its sends indeterminate, as they are.
+    # A transaction whose commit or abort did not return in time, or that the run's end caught open,
+    # ends "unknown": its sends are indeterminate, or failed if the abort purged them from the queue
+    # before they were sent (on a loaded machine an abort can find all of them still queued).
     bad = [r for r in mine if not (r["status"] == "ok" or (outcome[r["txn"]] == "aborted" and r["status"] == "fail")
-                                   or (outcome[r["txn"]] == "unknown" and r["status"] == "info"))]
+                                   or (outcome[r["txn"]] == "unknown" and r["status"] in ("info", "fail")))]
     assert not bad, (len(bad), bad[:3], [outcome[r["txn"]] for r in bad[:3]])
-    assert {outcome[r["txn"]] for r in mine} == {"committed", "aborted"}
+    ended = {outcome[r["txn"]] for r in mine}
+    abort_tried = {t["outcome"] for t in txns if t["producer"] == "t" and t["commit_ts_ms"] is None
+                   and t["end_ts_ms"] is not None}
+    assert "committed" in ended and abort_tried and abort_tried <= {"aborted", "unknown"}, (ended, abort_tried)
     committed = {r["value"] for r in produced if r["producer"] in ("a", "b") or (r["producer"] == "t" and
                  outcome[r["txn"]] == "committed")}
     copies = [r for r in produced if r["producer"] == "copier" and r["status"] == "ok"]
