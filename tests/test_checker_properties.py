@@ -62,6 +62,7 @@ def build(p_rows, c_rows, r_rows) -> History:
 
 
 # 32 histories per run of the test, checked 16 at a time (each check costs seconds even for tiny histories).
+@pytest.mark.chaos_long  # the default tier checks each anomaly planted alone against the reference (test_checker.py)
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(history, min_size=16, max_size=16))
 def test_spark_counts_equal_the_reference(batch):
@@ -133,6 +134,7 @@ def build_v2(p_rows, c_rows, outcomes, o_rows, txn_of) -> History:
     return h
 
 
+@pytest.mark.chaos_long  # the default tier checks each v2 anomaly planted alone (test_checker_v2.py)
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(v2_history, min_size=8, max_size=8))
 def test_spark_v2_counts_equal_the_reference(batch):

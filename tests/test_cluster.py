@@ -15,7 +15,7 @@ from harness.events import EventLog
 from harness.faults import CUT_TOXIC, PlannedFault
 from harness.nemesis import Nemesis
 from harness.setup import cluster_images
-from harness.versions import KAFKA_VERSIONS, version_mode_pairs
+from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
 
 pytestmark = pytest.mark.docker
@@ -133,17 +133,15 @@ def test_replication_factor_above_broker_count_is_a_clear_error(cluster):
         cluster.create_topic(unique_topic("rf"), replication_factor=4, validate=False)
 
 
-# 3.9.1 in ZooKeeper mode is the shared cluster's (test_round_trip_all_acks). The default tier also
-# round-trips the newest version, so that a new release that cannot start fails the suite; every
-# other pair (KRaft on 3.9.1 and 4.1.2 also boot in tests/test_quorum.py and the transactional
-# catalogue run) round-trips in the long tier, beside the matrix that runs the catalogue on them.
-NEWEST = max(KAFKA_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
-IN_DEFAULT_TIER = {(NEWEST, "kraft")}
+# 3.9.1 in ZooKeeper mode is the shared cluster's (test_round_trip_all_acks). A new release that
+# cannot start fails the default tier in tests/test_share_groups.py, which runs on the newest version
+# in KRaft; every other pair (KRaft on 3.9.1 and 4.1.2 also boot in tests/test_quorum.py and the
+# transactional catalogue run) round-trips in the long tier, beside the matrix that runs the
+# catalogue on them.
 
 
 @pytest.mark.parametrize(("version", "mode"), [
-    p if p in IN_DEFAULT_TIER else pytest.param(*p, marks=pytest.mark.chaos_long)
-    for p in version_mode_pairs() if p != DEFAULT_PAIR], ids=lambda x: x)
+    pytest.param(*p, marks=pytest.mark.chaos_long) for p in version_mode_pairs() if p != DEFAULT_PAIR], ids=lambda x: x)
 def test_round_trip_on_every_version(version, mode):
     require_docker([version])
     with KafkaCluster(ClusterSettings(kafka_version=version, mode=mode), cluster_images(version)) as c:

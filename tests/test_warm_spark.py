@@ -1,8 +1,8 @@
 """The warm Spark Connect server checks share: the cold path starts it, the warm path reuses it, and a
 server that died, hangs or runs another Spark version is replaced, never waited on; two processes
 checking at once share one server and both get correct verdicts. Counts are the reference's (tests/histories.py).
-The default suite starts one server here (the shared cold start); the ways a server is replaced each
-start one more, in the long tier.
+Each test starts servers of its own, so they are in the long tier; the default suite's `kchaos`
+processes start and share the developer's warm server (tests/test_checker.py's CLI test among them).
 
 Every warm check runs in a `kchaos check` process of its own, as a user's does: this test process
 has run the rest of the suite (a browser among it), and what that leaves behind is not a user's."""
@@ -165,6 +165,7 @@ def test_a_server_nobody_recorded_is_stopped_before_a_new_one_starts(tmp_path, n
     assert servers() == [new.pid] and {k: counts[k] for k in expected} == expected
 
 
+@pytest.mark.chaos_long  # starts a server of its own: about a minute
 def test_an_idle_server_is_stopped_by_its_watcher(no_override):
     info = running()
     with warm.held():
