@@ -2,7 +2,7 @@
 
 ``chaos_quick`` ones run in the default suite (.ci/run); ``chaos_long`` ones with
 ``pytest -m chaos_long`` (and across Kafka versions in the GitHub Actions matrix). Rates over many
-seeds are measured by ``kchaos matrix --seeds 10`` (README, "Known results"), not asserted here:
+seeds are measured by ``kchaos matrix --seeds 10`` (docs/known-results.md), not asserted here:
 a test asserts only what holds in every run.
 """
 
@@ -38,7 +38,7 @@ def no_anomaly(v: dict) -> bool:
 @pytest.mark.chaos_quick
 def test_acks1_leader_kill_loses_acknowledged_writes_as_expected(tmp_path):
     """The leader is killed on a trigger, 1 s into its followers' cut, so loss shows in every run
-    (20 of 20, README "Known results"): one run must show it, and pass its promises."""
+    (20 of 20, docs/known-results.md, Replication): one run must show it, and pass its promises."""
     v, _ = run(tmp_path, "acks1-leader-kill", zookeepers=1)  # the leader's loss, not the ensemble's, is under test
     assert v.verdict == "pass", v.by_config
     assert v.anomalies["lost"] > 0, "no acknowledged write lost"
