@@ -24,7 +24,7 @@ import time
 
 from producer import SETTINGS, bench_cluster, peak_rss_kb, tool  # benchmarks/ is on the path when run as a script
 
-from harness.clients import DEFAULT_CLIENT, DRIVERS, driver
+from harness.clients import DEFAULT_CLIENT, LIBRARIES, driver
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec
 
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kafka-version", default="3.9.1")
     ap.add_argument("--mode", default="zk")
-    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(DRIVERS),
+    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(LIBRARIES),
                     help="the recording consumer's client library (java: the driver's JVM process)")
     a = ap.parse_args()
     ours: list[float] = []

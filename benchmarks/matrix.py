@@ -7,7 +7,7 @@ cells sharing a kept cluster (the default), then with ``--fresh-clusters``, and 
 runs per hour over the runs themselves, each run's overhead beyond its workload (matrix.json's
 seconds per cell: cluster up or reused, topic, workload, heal, read back, teardown) and the whole
 command's wall time, the one Spark check of every run and the report included. The scenario must be
-one whose runs may share a cluster (``harness/kept_cluster.py``), or both figures are the same.
+one whose runs may share a cluster (``harness/run/kept_cluster.py``), or both figures are the same.
 """
 
 from __future__ import annotations

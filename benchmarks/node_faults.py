@@ -14,8 +14,7 @@ import argparse
 import statistics
 
 from benchmarks.producer import recording_producer
-from harness import reaper
-from harness.cluster import ClusterSettings, KafkaCluster
+from harness.cluster import ClusterSettings, KafkaCluster, reaper
 from harness.setup import cluster_images
 
 KINDS = {"plain": {}, "skewable clocks": {"skewable_clocks": True}, "faultable disks": {"faultable_disks": True}}

@@ -30,9 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import reaper
-from harness.clients import DEFAULT_CLIENT, DRIVERS, driver
-from harness.cluster import ClusterSettings, KafkaCluster
+from harness.clients import DEFAULT_CLIENT, LIBRARIES, driver
+from harness.cluster import ClusterSettings, KafkaCluster, reaper
 from harness.scenario import ProducerSpec
 from harness.setup import cluster_images, engine, images
 
@@ -110,7 +109,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--kafka-version", default="3.9.1")
     ap.add_argument("--mode", default="zk")
-    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(DRIVERS),
+    ap.add_argument("--client", default=DEFAULT_CLIENT, choices=sorted(LIBRARIES),
                     help="the recording producer's client library (java: the driver's JVM process)")
     a = ap.parse_args()
     ours: list[float] = []

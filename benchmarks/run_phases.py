@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import logs, reaper, runner
 from harness import scenario as scenario_mod
 from harness.checker import warm
+from harness.cluster import reaper
+from harness.run import logs, runner
 
 
 def timed_check(run_dir: Path, *args: str) -> float:

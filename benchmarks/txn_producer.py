@@ -22,10 +22,10 @@ import time
 
 from producer import SETTINGS, bench_cluster, perf_test  # benchmarks/ is on the path when run as a script
 
+from harness.clients.librdkafka.transactions import TransactionalProducer
 from harness.cluster import KafkaCluster
+from harness.history.events import now_ms
 from harness.scenario import ProducerSpec
-from harness.transactions import TransactionalProducer
-from harness.workload import now_ms
 
 
 def kchaos_txn(c: KafkaCluster, topic: str, seconds: float, txn_records: int) -> tuple[int, float, int, int]:

@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.suites import QUICK
+from harness.clients.registry import BuildError
+from harness.clients.registry import names as library_names
+from harness.scenario.suites import QUICK
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
 
 # Commands import what they need themselves: `kchaos check` must not pay for docker, the cluster and
@@ -24,6 +26,7 @@ err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, for people
 
 EXIT_OK, EXIT_BROKEN, EXIT_BAD_INPUT, EXIT_NOT_RUN, EXIT_NOT_EXERCISED = 0, 1, 2, 3, 4
 VERSIONS_HELP = ", ".join(KAFKA_VERSIONS)
+LIBRARY_NAMES = library_names()
 SPARK_MASTER_HELP = ("where to check: the warm local Spark Connect server by default (`kchaos spark` shows it), "
                      "local[*] for an embedded driver, sc://HOST:PORT for any Spark Connect endpoint, "
                      "spark://HOST:PORT for a standalone cluster")
@@ -33,7 +36,7 @@ SPARK_MASTER_HELP = ("where to check: the warm local Spark Connect server by def
 @app.callback()
 def _options(verbose: bool = typer.Option(False, "--verbose", help="client-library and kchaos log lines on stderr "
                                           "too (they always go to the run directory's logs/clients.log)")) -> None:
-    from harness import logs
+    from harness.run import logs
 
     logs.set_verbose(verbose)
     logs.quiet_clients()
@@ -50,12 +53,12 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
                                            help="leave the warm Spark server running (scripts/setup.sh)")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
     from harness.setup import doctor as doctor_mod
-    from harness.setup import engine, images, java_driver
+    from harness.setup import engine, images
 
     if fix:
         try:
             doctor_mod.fix(log=_log, stop_spark=not keep_spark)
-        except (engine.EngineError, images.ImageError, java_driver.DriverBuildError) as e:
+        except (engine.EngineError, images.ImageError, BuildError) as e:
             err.print(f"[red]could not fix:[/red] {e}")
             raise typer.Exit(EXIT_NOT_RUN) from e
     checks = doctor_mod.run_checks()
@@ -108,8 +111,7 @@ def up(
     """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
     from pydantic import ValidationError
 
-    from harness import reaper
-    from harness.cluster import ClusterError, ClusterSettings, KafkaCluster
+    from harness.cluster import ClusterError, ClusterSettings, KafkaCluster, reaper
     from harness.setup import cluster_images, engine
 
     mode = mode or default_mode(kafka_version)
@@ -201,8 +203,9 @@ def run(
 
     Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed;
     4: a triggered fault never fired (the run did not test what it is for)."""
-    from harness import reaper, runner
     from harness import scenario as scenario_mod
+    from harness.cluster import reaper
+    from harness.run import runner
 
     overrides = list(set_ or [])
     with _refusing_bad_input():
@@ -257,7 +260,7 @@ def check(
 
 def print_verdicts(verdicts: list, summary: list[dict]) -> None:
     """What broke a promise, then what else was counted, per run and per configuration (tables.py)."""
-    from harness.tables import configs_table, runs_table
+    from harness.report.terminal import configs_table, runs_table
 
     console.print(runs_table(verdicts))
     console.print(configs_table(summary))
@@ -272,8 +275,8 @@ def report(
     title: str = typer.Option("kchaos durability report", "--title"),
 ) -> None:
     """Write the self-contained HTML durability report (runs without verdict.json are checked first)."""
-    from harness import report as report_mod
     from harness.history import VERDICT_JSON, HistoryError, find_run_dirs
+    from harness.report import page as report_mod
 
     try:
         unchecked = [d for d in find_run_dirs(run_dirs) if not (d / VERDICT_JSON).exists()]
@@ -309,7 +312,7 @@ def matrix(
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft; default: the scenario's, or every mode of "
                                     "the version when --versions is given"),
     acks: list[str] = typer.Option(None, "--acks", help="override every producer's acks: 0, 1, all"),
-    clients: list[str] = typer.Option(None, "--clients", help="client libraries: librdkafka, java (each scenario's "
+    clients: list[str] = typer.Option(None, "--clients", help=f"client libraries: {LIBRARY_NAMES} (each scenario's "
                                       "client: every table that names none); default: each scenario's own"),
     set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario (e.g. "
                                    "groups.0.protocol=consumer); repeatable; part of the run ids"),
@@ -326,8 +329,8 @@ def matrix(
     Finished runs are kept, so a second call after an interruption resumes where it stopped."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness import matrix as matrix_mod
-    from harness import reaper
+    from harness.cluster import reaper
+    from harness.run import matrix as matrix_mod
 
     names = _csv(scenarios) or (QUICK if quick else sorted(p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
@@ -397,7 +400,7 @@ def hunt(
     shrink_runs: int = typer.Option(20, "--shrink-runs", help="candidates shrinking may judge per finding"),
     versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP})"),
     modes: list[str] = typer.Option(None, "--modes", help="zk, kraft"),
-    clients: list[str] = typer.Option(None, "--clients", help="client libraries: librdkafka, java"),
+    clients: list[str] = typer.Option(None, "--clients", help=f"client libraries: {LIBRARY_NAMES}"),
     set_: list[str] = typer.Option(None, "--set", help="KEY=VALUE override of every scenario; repeatable"),
     shard: str = typer.Option("1/1", "--shard", help="K/N: draw every N-th schedule from the K-th (N machines)"),
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
@@ -411,7 +414,7 @@ def hunt(
     Exit 0 no finding, 1 findings, 2 bad input, 3 could not run."""
     if merge:
         _merge_hunts([Path(d) for d in scenarios], out)
-    from harness import reaper
+    from harness.cluster import reaper
     from harness.hunt.goal import Goal
     from harness.hunt.loop import Hunt, HuntOptions, bases, parse_budget
     from harness.hunt.merge import refuse_a_hunts_own_directory

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.clients.registry import DEFAULT_CLIENT, names
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
 
 if TYPE_CHECKING:
@@ -40,8 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kafka-version", default=None,
                 help=f"Kafka version(s), comma-separated ({', '.join(KAFKA_VERSIONS)}); default {DEFAULT_VERSION}")
     g.addoption("--mode", dest="kchaos_mode", default=None, help="zk, kraft or both (comma-separated)")
-    g.addoption("--kchaos-client", default=None, help="client libraries, comma-separated (librdkafka, java): "
-                "chaos_run and workload run once with each (default: the scenario's own, librdkafka for a workload)")
+    g.addoption("--kchaos-client", default=None, help=f"client libraries, comma-separated ({names()}): "
+                f"chaos_run and workload run once with each (default: the scenario's own, {DEFAULT_CLIENT} for a "
+                "workload)")
     g.addoption("--kchaos-out", default=None, help="keep run directories here (default: pytest's tmp dirs)")
     g.addoption("--kafka-quorum", type=int, default=None, choices=(1, 3, 5),
                 help="KRaft controllers or ZooKeeper servers of kafka_cluster and chaos_run's clusters (default 3; "
@@ -82,13 +84,13 @@ def _targets(config: pytest.Config) -> list[tuple[str, str]]:
 
 
 def _clients(config: pytest.Config) -> list[str]:
-    from harness.clients.registry import DRIVERS, canonical
+    from harness.clients.registry import LIBRARIES, canonical
 
-    names = [canonical(c.strip()) for c in (config.getoption("--kchaos-client") or "").split(",") if c.strip()]
-    for c in names:
-        if c not in DRIVERS:
-            raise pytest.UsageError(f"--kchaos-client {c}: no driver (allowed: {', '.join(DRIVERS)})")
-    return names
+    chosen = [canonical(c.strip()) for c in (config.getoption("--kchaos-client") or "").split(",") if c.strip()]
+    for c in chosen:
+        if c not in LIBRARIES:
+            raise pytest.UsageError(f"--kchaos-client {c}: no driver (allowed: {names()})")
+    return chosen
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -154,7 +156,7 @@ def kafka_cluster(kafka_target, request):
 @pytest.fixture
 def kchaos_events(tmp_path):
     """The events log a test's nemesis and workload share (faults, samples, workload start and end)."""
-    from harness.events import EventLog
+    from harness.history.events import EventLog
 
     events = EventLog(tmp_path / "events.jsonl")
     yield events
@@ -198,7 +200,7 @@ class _Nemesis:
         return _Armed(self, TriggerSpec(event=event, **params).trigger())
 
     def _nemesis(self, topic: str):
-        from harness.nemesis import Nemesis
+        from harness.run.nemesis import Nemesis
 
         return Nemesis(self.cluster, topic, self.events, **self.handles)
 
@@ -317,9 +319,9 @@ class Workload:
         ``consumers``: the ``[consumers]`` table (``{"count": 1, "isolation_level": "both"}``) or a
         count; ``groups``: ``[[groups]]`` tables (``{"name": "g", "members": 3}``; the workload waits
         until they have formed); ``copier``: the ``[copier]`` table."""
-        from harness import logs
-        from harness.recording import Recording
-        from harness.run_directory import RunDirectory
+        from harness.run import logs
+        from harness.run.directory import RunDirectory
+        from harness.run.recording import Recording
         from harness.scenario import validate_tables
 
         if self.recording is not None:
@@ -349,7 +351,7 @@ class Workload:
     def stop(self) -> ChaosResult:
         """Stop sending, heal every fault, read back what survived, write and check the run directory."""
         from harness.checker import check_runs
-        from harness.run_directory import finish
+        from harness.run.directory import finish
 
         rec, d = self.recording, self._dir
         if rec is None or d is None:
@@ -403,9 +405,9 @@ def workload(kafka_cluster, nemesis, tmp_path, kchaos_client):
 def chaos_run(kafka_target, request, tmp_path, kchaos_client):
     """Factory: ``chaos_run(scenario_file, seed=None, overrides=[...])`` runs and checks a whole scenario
     on this test's Kafka version and mode, and returns a ChaosResult."""
-    from harness import runner
     from harness import scenario as scenario_mod
     from harness.checker import check_runs
+    from harness.run import runner
 
     _require_engine()
     version, mode = kafka_target

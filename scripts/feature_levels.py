@@ -1,4 +1,4 @@
-"""Write harness/feature_levels.json: the feature levels each KRaft-capable Kafka version can format a
+"""Write harness/cluster/feature_levels.json: the feature levels each KRaft-capable Kafka version can format a
 cluster with, read from that version's own jars (Maven Central) by FeatureLevels.java.
 
     python scripts/feature_levels.py [--check]
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.feature_levels import TABLE  # noqa: E402
+from harness.cluster.feature_levels import TABLE  # noqa: E402
 from harness.setup.tools import resolve_jars, run_tool  # noqa: E402
 from harness.versions import all_versions  # noqa: E402
 

@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 from harness.checker import session
+from harness.clients.librdkafka.workload import ACKS0_LINGER_S
 from harness.cluster import ClusterSettings, KafkaCluster
 from harness.setup import cluster_images, engine, images
-from harness.workload import ACKS0_LINGER_S
 
 # The checker's own tests check on an embedded driver in this process: they assert what a check
 # leaves cached in its caller's session, which only an embedded session shows. test_warm_spark.py

@@ -14,9 +14,9 @@ import re
 import pyarrow.parquet as pq
 import pytest
 
-from harness import matrix, runner
 from harness import scenario as scenario_mod
 from harness.checker import check_runs
+from harness.run import matrix, runner
 from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker

@@ -338,7 +338,7 @@ def test_bad_copiers_in_run_json_are_bad_input(tmp_path):
 
 @pytest.mark.parametrize(("commit", "state"), [("auto", "expected"), ("sync", "broke")])
 def test_the_report_matrix_judges_a_groups_anomaly_by_the_group(planted, commit, state):
-    from harness.report import matrix_rows
+    from harness.report.page import matrix_rows
 
     rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": {}}])
     cells = [cell for row in rows for cell in row["cells"] if cell["anomaly"] == "group_unseen"]

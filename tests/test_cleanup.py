@@ -13,7 +13,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import reaper
+from harness.cluster import reaper
 from harness.setup import engine, images
 from tests.conftest import require_docker
 

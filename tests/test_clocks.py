@@ -10,9 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
-from harness import history, runner
+from harness import history
 from harness.checker import check_runs
 from harness.cluster import KafkaCluster
+from harness.run import runner
 from harness.scenario import load
 from harness.setup import cluster_images, engine
 from tests.conftest import require_docker

@@ -11,9 +11,10 @@ from confluent_kafka import KafkaError
 
 from harness.cluster import ClusterSettings, KafkaCluster, TopicError
 from harness.cluster.links import STREAMS, toxic_name
-from harness.events import EventLog
-from harness.faults import CUT_TOXIC, PlannedFault
-from harness.nemesis import Nemesis
+from harness.cluster.toxiproxy import CUT_TOXIC
+from harness.faults import PlannedFault
+from harness.history.events import EventLog
+from harness.run.nemesis import Nemesis
 from harness.setup import cluster_images
 from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
@@ -255,7 +256,7 @@ def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_pat
     """An isolation puts toxics on its links one by one. When Toxiproxy refuses one on the last link
     (409: a toxic of that name is there, planted through its API first), the links already cut are
     healed before the error is raised, and no fault_start is logged for a fault that did not happen."""
-    import harness.nemesis as nemesis
+    import harness.run.nemesis as nemesis
     from harness.cluster.toxiproxy import ToxiproxyError
 
     topic = unique_topic("halfway")
@@ -310,7 +311,7 @@ def test_segment_reader_reads_what_dump_log_segments_reads(healed):
     plain, gzip-compressed and transactional batches (committed and aborted, their markers skipped)."""
     from confluent_kafka import Producer
 
-    from harness.replicas import dumped_log, replica_log
+    from harness.run.replicas import dumped_log, replica_log
 
     topic = unique_topic("seg")
     healed.create_topic(topic, partitions=2, replication_factor=3)

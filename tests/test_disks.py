@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 

@@ -32,7 +32,7 @@ def test_second_images_run_does_nothing():
 
 
 def test_the_run_directory_doc_shows_the_event_types_from_the_code():
-    from harness.events import doc_table
+    from harness.history.events import doc_table
 
     doc = (ROOT / "docs" / "run-directory.md").read_text()
     m = re.search(r"<!-- events-table:start -->\n(.*?)\n<!-- events-table:end -->", doc, re.S)
@@ -52,7 +52,7 @@ def test_the_ci_matrix_runs_the_catalogue_on_every_version_kchaos_has():
 @pytest.mark.docker
 @pytest.mark.chaos_long
 def test_the_feature_level_table_is_what_each_versions_jars_say():
-    """harness/feature_levels.json, read again from every KRaft version's jars on Maven Central (two
+    """harness/cluster/feature_levels.json, read again from every KRaft version's jars on Maven Central (two
     minutes on a clean machine: the long tier; tests/test_units_features.py checks every version has
     its row)."""
     r = subprocess.run([sys.executable, "scripts/feature_levels.py", "--check"], cwd=ROOT, capture_output=True,

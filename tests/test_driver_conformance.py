@@ -11,12 +11,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
 from harness.checker.excuses import client_label
-from harness.clients.registry import DRIVERS
+from harness.clients.java import build as java_driver
+from harness.clients.registry import LIBRARIES
+from harness.run import runner
 from harness.scenario import ScenarioError, load
-from harness.setup import java_driver
 from tests.conftest import assert_sends_recorded, require_docker
 
 pytestmark = pytest.mark.docker
@@ -77,7 +77,7 @@ def scenario(tmp_path, client: str) -> tuple[list[str], object]:
     """BASE with ``client`` as the scenario's library and producer b on another library beside it
     (a table's own ``client``); a Java run's group is a kafka-clients of another version than the
     broker's (a table's own ``client_version``)."""
-    other = next(c for c in DRIVERS if c != client)
+    other = next(c for c in LIBRARIES if c != client)
     sets = [f"client={client}", f"producers.1.client={other}"]
     if client == "java":
         sets.append("groups.0.client_version=4.1.2")
@@ -89,7 +89,7 @@ def scenario(tmp_path, client: str) -> tuple[list[str], object]:
         pytest.fail(f"{client}: {e}", pytrace=False)
 
 
-@pytest.mark.parametrize("client", list(DRIVERS))
+@pytest.mark.parametrize("client", list(LIBRARIES))
 def test_every_driver_records_the_contract(tmp_path, client):
     """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
     exactly-once copier and a group whose member's process is frozen for 2 s, made by ``client``;

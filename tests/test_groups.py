@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 
@@ -122,7 +122,7 @@ def member_pids(marker: str) -> list[int]:
                 cmd = (p / "cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if "harness.group_member" in cmd and marker in cmd:
+            if "harness.clients.librdkafka.member" in cmd and marker in cmd:
                 out.append(int(p.name))
     return out
 

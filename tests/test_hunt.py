@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reaper import LABEL_PID
+from harness.cluster.reaper import LABEL_PID
 from harness.scenario import load
 from harness.setup import engine
 from tests.conftest import require_docker

@@ -10,8 +10,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 from tests.test_driver_conformance import BASE, require_driver

@@ -9,8 +9,8 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 
@@ -144,9 +144,9 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
     """Each kind that acts on coordination nodes, on controller 2 of a live quorum: it hits that
     node's links or process alone, and after its heal the quorum has its three voters in touch."""
     from harness.cluster import ClusterSettings, KafkaCluster
-    from harness.events import EventLog
     from harness.faults import FAULTS, PlannedFault
-    from harness.nemesis import Nemesis
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
     from harness.setup import cluster_images
     from harness.waiting import until
 

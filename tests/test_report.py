@@ -10,7 +10,7 @@ import pytest
 
 from harness.checker import check_runs
 from harness.checker.verdict import Verdict
-from harness.report import write_report
+from harness.report.page import write_report
 from tests.browser import assert_report_page, open_report
 from tests.histories import History
 
@@ -103,7 +103,7 @@ def test_report_of_transactions_shows_their_panel_records_and_known_issue(checke
 
 @pytest.mark.spark
 def test_report_draws_the_quorum_lane_and_each_controller_failover(checked, tmp_path):
-    from harness import known_results
+    from harness.report import known_results
 
     t0 = T0
     d, v = checked["quorum"]

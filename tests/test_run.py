@@ -10,9 +10,9 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
-from harness.report import write_report
+from harness.report.page import write_report
+from harness.run import runner
 from harness.scenario import load
 from tests.browser import assert_report_page
 from tests.conftest import assert_sends_recorded, require_docker

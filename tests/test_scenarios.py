@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import schedule
 from harness.faults import CLIENT_FAULTS
+from harness.run import schedule
 from harness.scenario import ScenarioError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +210,7 @@ def test_a_client_aimed_at_by_a_link_fault_gets_links_of_its_own(tmp_path):
 
 def test_txn_state_partition_is_kafkas():
     """Partitions Kafka itself reported for these ids (its log: "Initialized transactionalId ...")."""
-    from harness.nemesis import txn_state_partition
+    from harness.run.nemesis import txn_state_partition
 
     assert txn_state_partition("kchaos-t", 3) == 0 and txn_state_partition("kchaos-copier", 3) == 2
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
+from harness.clients.java.share_groups import poison
 from harness.history import DELIVERIES, SHARE_ACKS
+from harness.run import runner
 from harness.scenario import load
-from harness.share_groups import poison
 from harness.versions import KAFKA_VERSIONS
 from tests.conftest import require_docker
 

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
 from harness.cluster.broker_log import truncation
-from harness.report import write_report
+from harness.report.page import write_report
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 

@@ -8,11 +8,13 @@ import tarfile
 
 import pytest
 
-from harness import known_results, matrix, scenario
+from harness import scenario
 from harness.checker.judge import elections
 from harness.checker.verdict import Verdict
 from harness.cluster.powerloss import cut_segment, entries, plan_from_tar, script
 from harness.cluster.settings import ClusterSettings
+from harness.report import known_results
+from harness.run import matrix
 
 
 def segment(batches: list[tuple[int, int]]) -> bytes:
@@ -113,7 +115,7 @@ def test_known_results_count_runs_not_records():
 
 
 def test_a_transaction_spreads_its_records_over_the_partitions():
-    from harness.transactions import _spread
+    from harness.clients.librdkafka.transactions import _spread
 
     assert _spread(10, 3) == [4, 3, 3] and _spread(2, 3) == [1, 1] and sum(_spread(15694, 3)) == 15694
 
@@ -138,7 +140,7 @@ def test_new_targets_and_kinds_are_validated(tmp_path):
 @pytest.mark.parametrize("path", sorted(matrix.SCENARIO_DIR.glob("*.toml")), ids=lambda p: p.stem)
 def test_every_catalogue_scenario_loads_and_plans(path):
     s = scenario.load(path)
-    from harness import schedule
+    from harness.run import schedule
 
     assert schedule.plan(s) == schedule.plan(s), "same seed, same schedule"
     assert s.description, "every scenario says what it shows"

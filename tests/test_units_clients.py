@@ -9,11 +9,11 @@ import pytest
 
 from harness import clients
 from harness.clients import ClientDriver, ConsumerClient, CopierClient, GroupClient, GroupMember, ProducerClient
-from harness.clients.java import JavaConsumer, JavaDriver, JavaProducer
-from harness.groups import Group, Member
+from harness.clients.groups import Group, Member
+from harness.clients.java.driver import JavaConsumer, JavaDriver, JavaProducer
+from harness.clients.librdkafka.transactions import Copier, TransactionalProducer
+from harness.clients.librdkafka.workload import RecordingConsumer, RecordingProducer
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
-from harness.transactions import Copier, TransactionalProducer
-from harness.workload import RecordingConsumer, RecordingProducer
 
 
 def methods(protocol: type) -> set[str]:
@@ -67,7 +67,7 @@ def _process(monkeypatch, program: str):
     import sys
     import threading
 
-    from harness.clients import java_process as java
+    from harness.clients.java import process as java
 
     monkeypatch.setattr(java, "java_command", lambda version, role: [sys.executable, "-c", program])
 
@@ -109,7 +109,7 @@ def test_a_driver_process_never_started_is_stopped_with_the_run(monkeypatch, tmp
 def test_a_java_sends_status_follows_what_its_exception_says_of_the_write():
     """"fail" only where the record was definitely not written; a timeout or a refusal after a
     retry leaves it unknown ("info"), never counted as lost."""
-    from harness.clients.java_process import classify
+    from harness.clients.java.process import classify
 
     assert classify(None, 3) == "ok"
     assert classify("RecordTooLargeException: The message is 2000000 bytes", 3) == "fail"

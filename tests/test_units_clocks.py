@@ -14,11 +14,11 @@ import pytest
 from pydantic import ValidationError
 
 from harness import scenario as scenario_mod
-from harness import schedule
 from harness.cluster.archive import one_file_tar
 from harness.cluster.clocks import offset_text
 from harness.hunt.space import draw, vocabulary
-from harness.kept_cluster import with_node_faults
+from harness.run import schedule
+from harness.run.kept_cluster import with_node_faults
 from harness.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

@@ -82,8 +82,8 @@ def test_a_sample_the_brokers_did_not_answer_still_names_kraft_s_controller(tmp_
     """KRaft's active controller is its quorum's leader: a failover is timed from the controllers'
     answers even while the brokers' metadata times out. ZooKeeper mode's controller is a broker, so
     there the sample leaves it unnamed."""
-    from harness.events import EventLog
-    from harness.nemesis import StateSampler
+    from harness.history.events import EventLog
+    from harness.run.nemesis import StateSampler
     for mode, controller in (("kraft", 103), ("zookeeper", None)):
         log = EventLog(tmp_path / f"{mode}.jsonl")
         sampler = StateSampler(_BrokersSilent(mode), "t", log, interval_s=0.01)

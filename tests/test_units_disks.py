@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from harness import scenario as scenario_mod
-from harness import schedule
 from harness.cluster import disks
 from harness.cluster.settings import ClusterSettings, broker_properties
+from harness.run import schedule
 from harness.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from harness import events
-from harness.events import (
+from harness.history import HistoryError, events, read_events
+from harness.history.events import (
     CommitRefused,
     EventLog,
     Fault,
@@ -25,7 +25,6 @@ from harness.events import (
     WorkloadEnd,
     WorkloadStart,
 )
-from harness.history import HistoryError, read_events
 from tests.histories import History
 
 ONE_OF_EACH = [

@@ -4,9 +4,9 @@ ask of its kind."""
 from __future__ import annotations
 
 from harness.checker.excuses import Config, partition_excuse
+from harness.clients.groups import Member
 from harness.cluster.toxiproxy import CUT_TOXIC, LATENCY_TOXIC
 from harness.faults import CLIENT_ROLES, FAULTS
-from harness.groups import Member
 
 
 def test_every_entry_is_consistent():

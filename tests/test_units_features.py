@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import feature_levels
 from harness import scenario as scenario_mod
 from harness.checker.judge import eligible_leader_replicas, known_issues, resolve_configs, speaks_transaction_v2
+from harness.cluster import feature_levels
 from harness.cluster.settings import ClusterSettings
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.events import as_line
-from harness.groups import Group, member_conf
-from harness.matrix import Cell
-from harness.report_groups import held_spans
+from harness.clients.groups import Group, member_conf
+from harness.history.events import as_line
+from harness.report.groups import held_spans
+from harness.run.matrix import Cell
 from harness.scenario import GroupSpec
 
 
@@ -91,7 +91,7 @@ def test_matrix_overrides_are_part_of_the_run_id():
 
 def test_the_coordinators_commit_log_is_read_in_the_order_it_was_written():
     """Lines as Kafka 3.9's DumpLogSegments --offsets-decoder prints them (taken from a run)."""
-    from harness.coordinator_log import commits_of, parse
+    from harness.run.coordinator_log import commits_of, parse
 
     text = "\n".join([
         "Dumping /var/lib/kafka/data/__consumer_offsets-1/00000000000000000000.log",
@@ -124,7 +124,7 @@ def test_a_members_numbered_acknowledgements_are_taken_in_call_order(tmp_path):
     member's own regression in call order, and unnumbered lines (librdkafka's), stay as they came."""
     from harness.checker.anomaly import offset_regression
     from harness.checker.reference import Tables
-    from harness.groups import acknowledged_in_call_order
+    from harness.clients.groups import acknowledged_in_call_order
 
     def commit(offset: int, ts: int, call: int | None = None, member: str = "g-1") -> dict:
         return {"t": "commit", "topic": "chaos", "partition": 1, "offset": offset, "ts_ms": ts, "member_file": member,

@@ -356,7 +356,7 @@ def test_draws_with_and_without_client_faults_have_one_clusters_settings(tmp_pat
 
 
 def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
-    from harness.kept_cluster import may_share_a_cluster
+    from harness.run.kept_cluster import may_share_a_cluster
 
     assert may_share_a_cluster(scenario(faults=[fault("kill"), fault("power_loss", 5)]))
     for name in ("txn-clean", "group-clean", "txn-copier-crash"):

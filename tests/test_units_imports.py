@@ -77,3 +77,78 @@ def test_harness_has_no_import_circle():
     assert "harness.faults" in graph and "harness.cluster.kafka_cluster" in graph["harness.cluster"]
     found = circles(graph)
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+# The stages of the data flow, lowest first. A module may import modules of its own stage and of
+# the stages before it, never of a later one: the cluster never calls into a run, the checker never
+# into the cluster or a run, the report never into the checker's Spark session. A module belongs to
+# the stage of the longest prefix below that names it.
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("harness", "harness.versions", "harness.waiting")),
+    ("history", ("harness.history",)),
+    ("machine tools", ("harness.setup", "harness.setup.engine", "harness.setup.images", "harness.setup.java",
+                       "harness.setup.tools", "harness.setup.cds")),
+    ("cluster", ("harness.cluster",)),
+    ("faults", ("harness.faults",)),
+    ("client registry", ("harness.clients.registry", "harness.clients.owned")),
+    ("scenario", ("harness.scenario",)),
+    ("clients", ("harness.clients",)),
+    ("run", ("harness.run",)),
+    ("checker", ("harness.checker",)),
+    ("report", ("harness.report",)),
+    ("campaigns", ("harness.run.matrix", "harness.hunt")),
+    ("entry points", ("harness.cli", "harness.__main__", "harness.pytest_plugin", "harness.setup.doctor",
+                      "harness.setup.cds_training")),
+]
+
+
+def stage_of(module: str) -> int:
+    best, rank = "", -1
+    for i, (_, prefixes) in enumerate(STAGES):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > len(best):
+                best, rank = p, i
+    assert rank >= 0, f"{module} is in no stage: add it to STAGES"
+    return rank
+
+
+def calls_up(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a module into a later stage than its own."""
+    return sorted(f"{m} ({STAGES[stage_of(m)][0]}) -> {d} ({STAGES[stage_of(d)][0]})"
+                  for m, deps in graph.items() for d in deps if stage_of(d) > stage_of(m))
+
+
+def test_calls_up_finds_a_planted_call():
+    assert calls_up({"harness.cluster.nodes": {"harness.run.runner"}}) == [
+        "harness.cluster.nodes (cluster) -> harness.run.runner (run)"]
+    assert calls_up({"harness.run.runner": {"harness.cluster.nodes"}}) == []
+
+
+def test_no_stage_imports_a_later_one():
+    found = calls_up(import_graph())
+    assert not found, "imports into a later stage:\n" + "\n".join(found)
+
+
+# A client library is one folder under harness/clients/: nothing outside it names its modules (the
+# registry finds a driver by its module's name, as a string).
+LIBRARY_FOLDERS = ("harness.clients.librdkafka", "harness.clients.java")
+
+
+def library_crossings(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for m, deps in graph.items():
+        for d in deps:
+            lib = next((f for f in LIBRARY_FOLDERS if d == f or d.startswith(f + ".")), None)
+            if lib and not (m == lib or m.startswith(lib + ".")):
+                out.append(f"{m} -> {d}")
+    return sorted(out)
+
+
+def test_library_crossings_finds_a_planted_one():
+    assert library_crossings({"harness.run.nemesis": {"harness.clients.java.process"}}) == [
+        "harness.run.nemesis -> harness.clients.java.process"]
+
+
+def test_no_module_outside_a_client_library_names_its_modules():
+    found = library_crossings(import_graph())
+    assert not found, "modules that reach into a client library's folder:\n" + "\n".join(found)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import scenario as scenario_mod
+from harness.clients.java.share_groups import ShareGroup
 from harness.scenario import ShareGroupSpec, share_broker_config
-from harness.share_groups import ShareGroup
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -88,7 +88,7 @@ def test_a_share_partitions_coordinator_key_maps_as_kafkas_string_hash_does():
     """Kafka's ShareCoordinatorService.partitionFor: Utils.abs("GROUP:TOPIC_ID:PARTITION".hashCode()) %
     partitions. Java's own values: "hello".hashCode() is 99162322; "polygenelubricants".hashCode() is
     Integer.MIN_VALUE, which Utils.abs makes 0."""
-    from harness.nemesis import txn_state_partition
+    from harness.run.nemesis import txn_state_partition
 
     assert txn_state_partition("hello", 50) == 99162322 % 50
     assert txn_state_partition("polygenelubricants", 50) == 0
@@ -97,7 +97,7 @@ def test_a_share_partitions_coordinator_key_maps_as_kafkas_string_hash_does():
 def test_a_run_with_a_share_group_never_shares_a_cluster():
     """Its group configuration and share state stay in the cluster: a later run of a group of the
     same name would start from them."""
-    from harness.kept_cluster import may_share_a_cluster
+    from harness.run.kept_cluster import may_share_a_cluster
 
     assert not may_share_a_cluster(load())
     assert may_share_a_cluster(load("share_groups=[]", "faults=[]"))
@@ -109,7 +109,7 @@ def test_a_member_dead_of_a_poison_record_is_started_again_unless_a_fault_holds_
     killed is left for the fault's heal to start."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from harness.share_groups import CRASH_EXIT, CRASH_RESTART_S, ShareMember
+    from harness.clients.java.share_groups import CRASH_EXIT, CRASH_RESTART_S, ShareMember
     spawner = ThreadPoolExecutor(1)
     m = ShareMember("s-1", ShareGroupSpec(crash_ratio=0.01), {}, "t", tmp_path, spawner,
                     ["sh", "-c", f"exit {CRASH_EXIT}"], seed=1)
@@ -129,7 +129,7 @@ def test_a_member_dead_of_a_poison_record_is_started_again_unless_a_fault_holds_
 
 
 def test_poison_records_are_chosen_by_value_alone_at_about_the_ratio():
-    from harness.share_groups import poison
+    from harness.clients.java.share_groups import poison
     values = [f"p-{i}" for i in range(100_000)]
     chosen = [v for v in values if poison(v, 0.002)]
     assert 150 < len(chosen) < 250 and chosen == [v for v in values if poison(v, 0.002)]

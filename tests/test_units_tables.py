@@ -6,7 +6,7 @@ from rich.console import Console
 
 from harness.checker import ANOMALIES, summarize
 from harness.checker.verdict import Verdict
-from harness.tables import configs_table, runs_table
+from harness.report.terminal import configs_table, runs_table
 
 LABEL = "acks=all min.insync=2 rf=3 unclean=off idempotent=yes txn elr=on +power_loss"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import schedule
+from harness.faults.triggers import Observation, Trigger, cycle, fired
+from harness.run import schedule
 from harness.scenario import ScenarioError, load
-from harness.triggers import Observation, Trigger, cycle, fired
 from tests.test_scenarios import GOOD, write
 
 ARMED = Observation(acked=10, leader=1, isr=(1, 2, 3), hw=100)
@@ -153,9 +153,9 @@ def test_a_slow_trigger_does_not_delay_another(tmp_path):
     (a broker slow to answer), a leader change on partition 1 still fires its fault within a few polls."""
     import time
 
-    from harness.events import EventLog
     from harness.faults import PlannedFault
-    from harness.nemesis import Nemesis
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
 
     c = _Cluster()
     events = EventLog(tmp_path / "events.jsonl")
@@ -183,9 +183,9 @@ def test_a_triggered_fault_in_flight_when_the_run_stops_is_finished_and_healed_b
     written to a closed event log)."""
     import time
 
-    from harness.events import EventLog
     from harness.faults import PlannedFault
-    from harness.nemesis import Nemesis
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
 
     c = _Cluster()
     resumed: list[int] = []

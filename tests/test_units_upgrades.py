@@ -11,7 +11,7 @@ import pytest
 
 from harness import scenario as scenario_mod
 from harness.cluster.upgrades import marker_tar, roll_order
-from harness.kept_cluster import may_share_a_cluster
+from harness.run.kept_cluster import may_share_a_cluster
 from harness.scenario import Scenario
 from harness.setup import images
 
@@ -108,7 +108,7 @@ def test_an_upgraded_cluster_is_never_shared_with_a_later_run():
 
 
 def test_the_reports_upgrades_table_has_each_node_in_turn_and_each_level_raised():
-    from harness.report_upgrades import upgrade_rows
+    from harness.report.upgrades import upgrade_rows
 
     t0 = 1_000_000
     roll_line = {"kind": "rolling_upgrade", "start_ms": t0 + 3_000, "end_ms": t0 + 40_000, "upgrade": [

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
 from harness.checker import check_runs
-from harness.report import write_report
+from harness.report.page import write_report
+from harness.run import runner
 from harness.scenario import load
 from tests.conftest import require_docker
 from tests.test_quorum import durable

@@ -62,7 +62,7 @@ def partition_excuse(c: Config) -> str | None:
         return "unclean.leader.election.enable=true: an out-of-sync replica may become leader"
     if not c.leader_epochs:
         return "leader epochs off (inter.broker.protocol.version < 0.11): followers truncate to their HW"
-    for kind in sorted(c.faults & BEYOND_KAFKA_FAULTS):  # the fault kind's own excuse (harness/faults.py)
+    for kind in sorted(c.faults & BEYOND_KAFKA_FAULTS):  # the fault kind's own excuse (harness/faults/registry.py)
         if not (FAULTS[kind].elr_covers and c.eligible_leader_replicas):
             return FAULTS[kind].excuse
     return None

@@ -1,5 +1,5 @@
 """What the anomaly classes' reference counts share: a small in-memory reading of the contract,
-written to be obviously equal to the text of history-contract.md, not fast. Each class's own
+written to be obviously equal to the text of docs/history-contract.md, not fast. Each class's own
 ``reference`` (harness/checker/anomaly/) counts it over these; the tests compare the Spark checker
 against them on the histories they build and on generated ones."""
 

@@ -1,15 +1,16 @@
-"""The client-driver seam: every producer, consumer, consumer group, copier and final read of a run
-is made through a ``ClientDriver``, chosen by the scenario's ``client``. confluent-kafka (librdkafka)
-is the first driver (``confluent.py``), Apache Kafka's Java client the second (``java.py``, a JVM
-process per client); another client library is a driver module of its own and its line in
-``DRIVERS``: the checker, the nemesis, the triggers and the report do not change.
+"""The client-driver seam: every producer, consumer, consumer group, copier and share group of a
+run is made through a ``ClientDriver``, chosen by the scenario's ``client``. Each library is a folder
+of its own (``librdkafka/``: confluent-kafka; ``java/``: Apache Kafka's Java client, a JVM process
+per client) and one line in ``registry.LIBRARIES``: the checker, the nemesis, the triggers and the
+report do not change. The harness's own reads of the brokers after healing (``HarnessReader``) are
+made with ``registry.READER``'s library, whatever library is under test.
 
 What a run needs of the clients a driver makes, and what client faults act on, is the protocols
 below: the recording reads their histories as the contract's rows, the nemesis calls ``kill``,
 ``send_one`` and a group member's ``kill``/``start``/``pause``/``resume``/``stop``.
 
 This module is light: a driver's modules are imported when a run or a scenario asks for them
-(registry.py holds the names, and the config check scenarios ask for).
+(registry.py holds the records: names, modules, tables, builds).
 """
 
 from __future__ import annotations
@@ -19,15 +20,27 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.clients.registry import DEFAULT_CLIENT, DRIVERS, canonical, refusal
+from harness.clients.registry import DEFAULT_CLIENT, LIBRARIES, READER, canonical, refusal
 
-__all__ = ["DEFAULT_CLIENT", "DRIVERS", "ClientDriver", "ConsumerClient", "CopierClient", "GroupClient", "GroupMember",
-           "ProducerClient", "driver", "refusal"]
+__all__ = [
+    "DEFAULT_CLIENT",
+    "LIBRARIES",
+    "ClientDriver",
+    "ConsumerClient",
+    "CopierClient",
+    "GroupClient",
+    "GroupMember",
+    "HarnessReader",
+    "ProducerClient",
+    "driver",
+    "reader",
+    "refusal",
+]
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
-    from harness.events import CommitRefused, Rebalance
-    from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
+    from harness.history.events import CommitRefused, Rebalance
+    from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
 
 class ProducerClient(Protocol):
@@ -70,6 +83,7 @@ class CopierClient(Protocol):
     """An exactly-once copier: its reads, its sends, its transactions and its group's commits."""
 
     spec: CopierSpec
+    input: str  # the topic it copies from
     consumed: list[dict]
     offsets: list[dict]
     failure: BaseException | None
@@ -78,7 +92,6 @@ class CopierClient(Protocol):
     def join(self, timeout: float | None = None) -> None: ...
     def sends(self) -> list[dict]: ...
     def txns(self) -> list[dict]: ...
-    def final_offsets(self) -> list[dict]: ...
     def kill(self) -> None: ...
 
 
@@ -123,16 +136,30 @@ class ClientDriver(Protocol):
                out_partitions: int, stop: threading.Event) -> CopierClient: ...
     def group(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int,
               work: Path) -> GroupClient: ...
+    def share_group(self, spec: ShareGroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
+                    seed: int) -> GroupClient:
+        """A share group's members (a library whose record has no "share_group" table never gets this call:
+        the scenario refuses it)."""
+
+
+class HarnessReader(Protocol):
+    """The harness's own reads of the brokers after healing, made with one library for every run."""
+
     def final_read(self, cluster: KafkaCluster, topic: str, partitions: int) -> list[dict]:
-        """After healing: every partition read from offset 0 to its end (phase "final")."""
+        """Every partition read from offset 0 to its end (phase "final")."""
     def group_final_offsets(self, cluster: KafkaCluster, group: str, topic: str) -> list[dict]:
-        """A group's committed offsets read after healing (offsets.parquet's "final" rows)."""
+        """A group's committed offsets (offsets.parquet's "final" rows)."""
 
 
 def driver(client: str = DEFAULT_CLIENT, kafka_version: str = "") -> ClientDriver:
     """The driver of a client library, by the name a scenario gives it, for brokers of
     ``kafka_version`` (a library built per Kafka version, as the Java client is, takes that one)."""
     client = canonical(client)
-    if client not in DRIVERS:
-        raise ValueError(f"client {client!r} has no driver (allowed: {', '.join(DRIVERS)})")
-    return importlib.import_module(DRIVERS[client][0]).driver_for(kafka_version)
+    if client not in LIBRARIES:
+        raise ValueError(f"client {client!r} has no driver (allowed: {', '.join(LIBRARIES)})")
+    return importlib.import_module(LIBRARIES[client].driver).driver_for(kafka_version)
+
+
+def reader() -> HarnessReader:
+    """The harness's reader of the brokers (``registry.READER``'s driver)."""
+    return importlib.import_module(LIBRARIES[READER].driver).driver_for("")

@@ -1,33 +1,83 @@
-"""The client libraries kchaos has a driver for, by the name a scenario's ``client`` gives them,
-the client versions each can run, and the check of a client table's ``config`` that scenario
-validation asks of the library."""
+"""The client libraries kchaos has a driver for, one record each: where its driver, its config check
+and its set-up build live, which scenario tables it makes clients for, and a line of help. A new
+library is a folder under harness/clients/ and one line in ``LIBRARIES``: the scenario's validation,
+the command line's help, the pytest plugin, set-up and doctor read it from here.
+
+This module imports no driver: a library's modules are imported by name when something asks them."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
+from types import ModuleType
 
-# client name (a table's or a scenario's `client`) -> (its driver's module, its config check's module)
-DRIVERS: dict[str, tuple[str, str]] = {
-    "librdkafka": ("harness.clients.confluent", "harness.clients.confluent_config"),
-    "java": ("harness.clients.java", "harness.clients.java_config"),
-}
+TABLE_KINDS = ("producer", "consumer", "group", "copier", "share_group")
+
+
+@dataclass(frozen=True)
+class Library:
+    """One client library. ``driver``: a module with ``driver_for(kafka_version) -> ClientDriver``;
+    ``config``: one with ``version_refusal(version)`` and ``refusal(table, version)``; ``build``: one
+    with ``built(version)``, ``build(version, log)`` and ``build_all(versions, log)``, raising
+    ``BuildError`` ("" when the library needs nothing built)."""
+
+    name: str
+    help: str
+    driver: str
+    config: str
+    tables: frozenset[str]
+    build: str = ""
+
+
+LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
+    Library("librdkafka", "librdkafka through confluent-kafka, the version pip installed",
+            "harness.clients.librdkafka.driver", "harness.clients.librdkafka.config",
+            frozenset({"producer", "consumer", "group", "copier"})),
+    Library("java", "Apache Kafka's Java client (kafka-clients), a JVM per client, the broker's version by default",
+            "harness.clients.java.driver", "harness.clients.java.config", frozenset(TABLE_KINDS),
+            build="harness.clients.java.build"),
+]}
 DEFAULT_CLIENT = "librdkafka"
+READER = "librdkafka"  # the harness's own reads of the brokers after healing, whatever library is under test
 ALIASES = {"confluent-kafka": "librdkafka"}  # the Python binding's name, which earlier runs recorded
 
 
+class BuildError(RuntimeError):
+    """A library's set-up build failed; the message says what to do."""
+
+
+def names() -> str:
+    """The libraries, for a help text or an "allowed:" list."""
+    return ", ".join(LIBRARIES)
+
+
 def canonical(client: str) -> str:
-    """A client's name as DRIVERS has it (an alias resolved; an unknown name as given)."""
+    """A client's name as LIBRARIES has it (an alias resolved; an unknown name as given)."""
     return ALIASES.get(client, client)
+
+
+def libraries_for(kind: str) -> list[str]:
+    """The libraries that make clients for a scenario table of ``kind`` (``TABLE_KINDS``)."""
+    return [lib.name for lib in LIBRARIES.values() if kind in lib.tables]
+
+
+def builds() -> dict[str, ModuleType]:
+    """Each library that set-up builds, with its build module."""
+    return {lib.name: importlib.import_module(lib.build) for lib in LIBRARIES.values() if lib.build}
 
 
 def version_refusal(client: str, version: str) -> str | None:
     """Why library ``client`` cannot run at ``version`` on this machine (a table's ``client_version``), or None."""
-    return importlib.import_module(DRIVERS[client][1]).version_refusal(version)
+    return importlib.import_module(LIBRARIES[client].config).version_refusal(version)
 
 
 def refusal(client: str, table, version: str) -> str | None:
     """Why library ``client`` at ``version`` (a Java client's: kafka-clients of that version;
     librdkafka is the one installed) cannot make the client ``table`` describes (a scenario's
-    producer, consumer, group or copier table: its kind, its ``config``), or None; asked before any
-    container starts."""
-    return importlib.import_module(DRIVERS[client][1]).refusal(table, version)
+    producer, consumer, group, copier or share group table: its kind, its ``config``), or None;
+    asked before any container starts."""
+    lib = LIBRARIES[client]
+    if table.kind not in lib.tables:
+        return (f"client: {client} makes no {table.kind.replace('_', ' ')} clients "
+                f"(allowed: {', '.join(libraries_for(table.kind))})")
+    return importlib.import_module(lib.config).refusal(table, version)

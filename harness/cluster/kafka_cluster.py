@@ -18,7 +18,7 @@ import docker
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-# Ryuk cannot be pulled on these machines; harness.reaper does its job by label.
+# Ryuk cannot be pulled on these machines; harness.cluster.reaper does its job by label.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
@@ -26,7 +26,7 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness import reaper
+from harness.cluster import reaper
 from harness.cluster.broker_log import TruncationFollower
 from harness.cluster.clocks import CLOCK_ENV, ClockFaults
 from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, LOG_DIRS_ENV, DiskFaults

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness import feature_levels
+from harness.cluster import feature_levels
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, with_default_mode
 
 ELR_FEATURE = "eligible.leader.replicas.version"
@@ -79,7 +79,7 @@ class ClusterSettings(BaseModel):
                            "fault can fill, fail or slow it (harness/cluster/disks.py)")
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
-                                          "(harness/feature_levels.py); the rest get the version's defaults")
+                                          "(harness/cluster/feature_levels.py); the rest get the version's defaults")
 
     @model_validator(mode="before")
     @classmethod

@@ -14,12 +14,12 @@ Mixed into KafkaCluster (kafka_cluster.py), whose settings, topology, containers
 from __future__ import annotations
 
 import logging
-import time
 
 from harness.cluster.archive import one_file_tar
 from harness.cluster.errors import ClusterError
 from harness.cluster.features import api_versions_features
 from harness.cluster.settings import controller_port
+from harness.history.events import now_ms
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
@@ -27,10 +27,6 @@ LOG = logging.getLogger("kchaos.cluster")
 VERSION_MARKER_DIR = "/var/lib/kafka"
 VERSION_MARKER = "kchaos-version"
 REJOIN_TIMEOUT_S = 60.0  # a node not back in every ISR by then: the roll stops with an error
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def marker_tar(version: str) -> bytes:
@@ -74,15 +70,15 @@ class Upgrades:
         """Node n stopped cleanly, moved to ``version`` and started; returns once it is back. ``step``
         records it as it goes."""
         before = self.node_version(n)
-        step.update({"node": self.topo.node_key(n), "before": before, "after": version, "begin_ms": _now_ms()})
+        step.update({"node": self.topo.node_key(n), "before": before, "after": version, "begin_ms": now_ms()})
         self.stop_broker(n)
-        step["stopped_ms"] = _now_ms()
+        step["stopped_ms"] = now_ms()
         self._node(n).put_archive(VERSION_MARKER_DIR, marker_tar(version))
         self.start_broker(n)
         self.node_versions[n] = version
-        step["started_ms"] = _now_ms()
+        step["started_ms"] = now_ms()
         self._await_rejoin(n)
-        step["rejoined_ms"] = _now_ms()
+        step["rejoined_ms"] = now_ms()
         LOG.info("upgraded %s from %s to %s", step["node"], before, version)
 
     def _await_rejoin(self, n: int) -> None:

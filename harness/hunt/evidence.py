@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import coordinator_log
 from harness.checker.verdict import Verdict
+from harness.run import coordinator_log
 
 MAX_LINES = 60
 # What librdkafka's debug=cgrp,protocol log says of commits and of the coordinator's connection:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import matrix
 from harness.faults import CLIENT_LINK_FAULTS, DISK_FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import precursors
@@ -35,7 +34,8 @@ from harness.hunt.trials import (
     run_and_check,
 )
 from harness.hunt.write_up import bug_md, scenario_toml
-from harness.kept_cluster import (
+from harness.run import matrix
+from harness.run.kept_cluster import (
     KeptCluster,
     may_share_a_cluster,
     on_a_topic_of_its_own,
@@ -351,7 +351,7 @@ class Hunt:
     def _write(self, f: Finding) -> None:
         """findings/ID: minimal.toml, bug.md, the original and a minimal run, one report of both;
         written beside and renamed into place, so a killed hunt leaves no half-written finding."""
-        from harness.report import write_report
+        from harness.report.page import write_report
 
         root = self.opts.out
         final = root / "findings" / f.id

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import reaper
+from harness.cluster import reaper
 from harness.hunt.loop import HuntOptions
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import RUN_JSON
-from harness.kept_cluster import KeptCluster
+from harness.run.kept_cluster import KeptCluster
 from harness.scenario import Scenario
 
 
@@ -75,7 +75,7 @@ def run_and_check(spark_master: str | None, kept: KeptCluster) -> RunAndCheck:
     it), then the check (the warm server by default)."""
 
     def go(path: Path, s: Scenario, reuse: bool) -> Callable[[], Verdict]:
-        from harness import runner
+        from harness.run import runner
         from harness.setup import engine
 
         try:

@@ -8,7 +8,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from harness import reaper
+from harness.cluster import reaper
 from harness.setup import engine, images
 
 PY_MODULES = {
@@ -127,21 +127,26 @@ def check_warm_spark() -> Check:
                  "kchaos spark stop (or kchaos doctor --fix) stops it")
 
 
-def check_java_driver() -> Check:
-    """The Java client driver, built per Kafka version (setup/java_driver.py): set-up builds the
-    default version's, a scenario naming another builds that one."""
-    from harness.setup import java_driver
+def check_client_builds() -> list[Check]:
+    """Each client library that set-up builds (its record's ``build`` in clients/registry.py), built
+    per Kafka version: set-up builds the default version's, a scenario naming another builds that one."""
+    from harness.clients.registry import builds
     from harness.versions import KAFKA_VERSIONS
 
-    missing = [v for v in images.set_up_versions() if not java_driver.built(v)]
-    if missing:
-        return Check("java driver", False, f"not built for kafka-clients {', '.join(missing)}", "kchaos doctor --fix")
-    have = [v for v in KAFKA_VERSIONS if java_driver.built(v)]
-    return Check("java driver", True, f"built for kafka-clients {', '.join(have)}; others on first use")
+    checks = []
+    for name, build in builds().items():
+        missing = [v for v in images.set_up_versions() if not build.built(v)]
+        if missing:
+            checks.append(Check(f"{name} driver", False, f"not built for Kafka {', '.join(missing)}",
+                                "kchaos doctor --fix"))
+            continue
+        have = [v for v in KAFKA_VERSIONS if build.built(v)]
+        checks.append(Check(f"{name} driver", True, f"built for Kafka {', '.join(have)}; others on first use"))
+    return checks
 
 
 def run_checks() -> list[Check]:
-    return [check_python(), check_tools(), check_engine(), check_images(), check_java_driver(), check_leftovers(),
+    return [check_python(), check_tools(), check_engine(), check_images(), *check_client_builds(), check_leftovers(),
             check_spark_archive(), check_warm_spark(), check_fuse()]
 
 
@@ -151,11 +156,12 @@ def fix(log=print, stop_spark: bool = True) -> None:
 
     After the Debian packages, the independent steps run side by side: the engine, then the base and
     the default Kafka image; Toxiproxy (its Go build needs no engine until its image); the disk
-    faults' pass-through (a Go build the Kafka image copies); the Java driver; the Spark start-up
+    faults' pass-through (a Go build the Kafka image copies); each client library's build; the Spark start-up
     cache. Each is idle much of its time (downloads, the engine), which is
     what two cores can overlap."""
     from harness.checker import warm
-    from harness.setup import cds, java_driver
+    from harness.clients.registry import builds
+    from harness.setup import cds
 
     engine.install_packages(engine.missing_packages(), log=log)
     if stop_spark and warm.stop():
@@ -166,7 +172,7 @@ def fix(log=print, stop_spark: bool = True) -> None:
             pool.submit(lambda: _base_and_kafka(client.result(), log)),
             pool.submit(lambda: images.build_toxiproxy(client.result(), log)),
             pool.submit(images.diskfs_binary, log),  # beside the base image: the Kafka image copies it
-            pool.submit(java_driver.build_all, images.set_up_versions(), log),
+            *(pool.submit(b.build_all, images.set_up_versions(), log) for b in builds().values()),
             pool.submit(cds.build, log=log),
         ]
         for step in steps:

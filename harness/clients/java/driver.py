@@ -1,0 +1,179 @@
+"""The driver for Apache Kafka's Java client (kafka-clients): every client is a JVM process of its own
+running ``src/kchaos/Driver.java``, built at set-up from Maven Central (clients/java/build.py)
+for the broker's Kafka version, talked to by the process protocol of docs/drivers.md (java_process.py).
+
+Producers (plain and idempotent), consumers, consumer-group members (GroupMember.java, acted on
+and read as librdkafka's members are: groups.py), and the transactional producer and the copier
+(transactions.py), and share-group members (share_groups.py) are built. The final read and a
+group's final offsets are the harness's own (``clients.reader``), whatever client is under test.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from harness.clients import CopierClient, ProducerClient
+from harness.clients.groups import Group
+from harness.clients.java.process import ClientProcess, ProducerCounts, bootstrap, classify, java_command
+from harness.clients.java.share_groups import ShareGroup
+from harness.clients.java.transactions import JavaCopier, JavaTransactionalProducer
+from harness.cluster import KafkaCluster
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
+
+
+class JavaProducer(ProducerCounts, ClientProcess):
+    """A recording producer in a JVM: produced.parquet's columns, as RecordingProducer's."""
+
+    role = "producer"
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, version: str):
+        super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec),
+                         skewable_clock=spec.clock_skewed(name), topic=topic, partitions=partitions, rate=spec.rate,
+                         quiet=spec.quiet)
+        self.pname, self.spec, self.topic = name, spec, topic
+        self.sending_s = 0.0
+        self._steps: list[threading.Event] = []
+        self._rows: list[list] = []
+
+    def on_line(self, line: dict) -> None:
+        self.count(line)
+        if line["t"] == "done":  # from "go" to the last callback, without the history's writing (benchmarks)
+            self.sending_s = line["sending_ms"] / 1000
+        elif line["t"] == "step" and self._steps:
+            self._steps.pop(0).set()
+
+    def read_history(self, rows: list[list]) -> None:
+        self._rows = rows
+
+    def txns(self) -> list[dict]:
+        return []
+
+    def kill(self) -> None:
+        raise ValueError(f"producer {self.pname} is not transactional; client_kill needs a transactional producer")
+
+    def send_one(self, partition: int) -> None:
+        """A quiet producer's step: one record to ``partition``, returned once its callback ran."""
+        if not self.spec.quiet:
+            raise ValueError(f"producer {self.pname} is not quiet; send steps need quiet = true")
+        done = threading.Event()
+        self._steps.append(done)
+        self.command(f"send {partition}")
+        if not done.wait(self.spec.delivery_timeout_ms / 1000 + 10):
+            raise TimeoutError(f"producer {self.pname}: the send step had no callback")
+
+    def columns(self) -> dict[str, list]:
+        rows = sorted(self._rows, key=lambda r: r[0])
+        n = len(rows)
+        status, error = [], []
+        for _, _, _, ack, _, err in rows:
+            if ack is None:
+                status.append("info")
+                error.append("run ended before a callback")
+            else:
+                status.append(classify(err, self.spec.retries))
+                error.append(err)
+        keep_offset = self.spec.acks != "0"
+        offset = [r[4] if keep_offset and s == "ok" else None for r, s in zip(rows, status, strict=True)]
+        return {
+            "value": [f"{self.pname}-{r[0]}" for r in rows], "producer": [self.pname] * n, "seq": [r[0] for r in rows],
+            "topic": [self.topic] * n, "partition": [r[1] for r in rows], "acks": [self.spec.acks] * n,
+            "status": status, "offset": offset,
+            "send_ts_ms": [r[2] for r in rows], "ack_ts_ms": [r[3] for r in rows], "error": error,
+        }
+
+
+class JavaConsumer(ClientProcess):
+    """A recording consumer in a JVM: consumed.parquet's rows, as RecordingConsumer's."""
+
+    role = "consumer"
+
+    def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, isolation: str, version: str):
+        props = {"bootstrap.servers": bootstrap(cluster, ""), "isolation.level": isolation, "fetch.max.wait.ms": "100",
+                 "metadata.max.age.ms": "2000", **spec.config}
+        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions)
+        self.topic, self.isolation = topic, isolation
+        self.rows: list[dict] = []
+
+    def read_history(self, rows: list) -> None:
+        """Each poll's partition ({"p", "ts", "hw"}) is followed by its records ([offset, value])."""
+        self.rows, at = [], {}
+        for row in rows:
+            if isinstance(row, dict):
+                at = row
+                continue
+            o, v = row
+            self.rows.append({"consumer": self.cname, "seq": len(self.rows), "topic": self.topic, "partition": at["p"],
+                              "offset": o, "value": v, "poll_ts_ms": at["ts"], "hw": at["hw"], "phase": "live",
+                              "isolation": self.isolation, "group": None, "generation": None})
+
+
+ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
+             "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+             "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
+
+
+def member_properties(g: GroupSpec, base: dict) -> dict:
+    """A group member's kafka-clients properties, as groups.member_conf's are librdkafka's."""
+    conf = {"bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
+            "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
+            "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
+            "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000}
+    if g.protocol == "consumer":  # session and heartbeat are the broker's settings
+        return {**conf, "group.protocol": "consumer", **g.config}
+    return {**conf, "group.protocol": "classic", "partition.assignment.strategy": ASSIGNORS[g.assignor],
+            "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6),
+            **g.config}
+
+
+def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) -> dict:
+    """The producer's table as kafka-clients properties; the request timeout leaves room in the
+    delivery timeout, which the Java client requires to cover linger and one request."""
+    return {
+        "bootstrap.servers": bootstrap(cluster, name), "acks": spec.acks, "enable.idempotence": spec.idempotence,
+        "retries": spec.retries, "max.in.flight.requests.per.connection": spec.max_in_flight,
+        "linger.ms": spec.linger_ms, "delivery.timeout.ms": spec.delivery_timeout_ms,
+        "request.timeout.ms": max(1, min(5000, spec.delivery_timeout_ms - spec.linger_ms)),
+        "metadata.max.age.ms": 5000, **spec.config,
+    }
+
+
+class JavaDriver:
+    """Makes a run's clients as kafka-clients processes of the broker's version."""
+
+    name = "java"
+
+    def __init__(self, kafka_version: str):
+        self.kafka_version = kafka_version
+        self.version = f"kafka-clients {kafka_version}"
+
+    def producer(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, seed: int) -> ProducerClient:
+        if spec.transactional:
+            return JavaTransactionalProducer(name, spec, cluster, topic, partitions, stop, seed, self.kafka_version)
+        return JavaProducer(name, spec, cluster, topic, partitions, stop, self.kafka_version)
+
+    def consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, isolation: str) -> JavaConsumer:
+        return JavaConsumer(name, spec, cluster, topic, partitions, stop, isolation, self.kafka_version)
+
+    def copier(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
+               out_partitions: int, stop: threading.Event) -> CopierClient:
+        return JavaCopier(spec, cluster, input_topic, output_topic, out_partitions, stop, self.kafka_version)
+
+    def group(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path) -> Group:
+        """Members are GroupMember.java processes, acted on and read as librdkafka's are (groups.py)."""
+        return Group(spec, cluster, topic, partitions, work, command=java_command(self.kafka_version, "member"),
+                     conf=member_properties)
+
+    def share_group(self, spec: ShareGroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
+                    seed: int) -> ShareGroup:
+        """Members are ShareMember.java processes (KafkaShareConsumer)."""
+        return ShareGroup(spec, cluster, topic, partitions, work, self.kafka_version, seed)
+
+
+def driver_for(kafka_version: str) -> JavaDriver:
+    """The driver of kafka-clients of the broker's version."""
+    return JavaDriver(kafka_version)

@@ -1,0 +1,583 @@
+"""Every fault kind in one place: its links, how it is applied and healed, whether Kafka promises to
+survive it, and its colour in the report; and targets, parsed once into a typed value.
+
+Scenario validation, the schedule, the nemesis, the promise table and the report all read this
+registry, so a new fault kind is one entry in FAULTS (with its apply function) and nothing else.
+Apply and heal act on one broker of a fault; a network fault's heal is always the same (its own
+toxics come off its links), so only process faults name a heal.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.cluster import disks
+from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.faults.triggers import Trigger
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+
+
+TARGET_HELP = ("leader | follower | follower:K | followers | controller | controller:K | zookeeper | "
+               "zookeeper:K | quorum_majority | random | broker:N | rack:NAME | "
+               "txn_coordinator | txn_coordinator:CLIENT | group_coordinator | group_coordinator:GROUP | "
+               "share_coordinator | share_coordinator:GROUP | client:CLIENT")
+COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator", "share_coordinator")
+PARTITION_ROLES = ("leader", "follower", "followers")
+# Roles that name coordination nodes: "controller" alone is Kafka's controller (in ZooKeeper mode a
+# broker), "controller:K" a KRaft controller, "zookeeper" the ensemble's leader or server K.
+QUORUM_ROLES = ("controller", "zookeeper", "quorum_majority")
+# What each spelling of TARGET_HELP means, for the fault reference (docs/faults.md).
+TARGET_DOCS = (
+    ("leader", "the partition's leader"),
+    ("follower, follower:K", "the partition's K-th follower (alone: the first) in AR order, ISR members first"),
+    ("followers", "every follower of the partition"),
+    ("controller", "ZooKeeper mode: the broker that is Kafka's controller; KRaft: the active controller"),
+    ("controller:K", "KRaft controller K; past `controllers`, a spare that add_controller adds"),
+    ("zookeeper", "the ZooKeeper ensemble's leader"),
+    ("zookeeper:K", "ZooKeeper server K"),
+    ("quorum_majority", "enough voters to lose the majority, followers first (the leader is left without one)"),
+    ("random", "a broker drawn at plan time from the seed"),
+    ("broker:N", "broker N"),
+    ("rack:NAME", "every broker of rack NAME"),
+    ("txn_coordinator, txn_coordinator:CLIENT", "the leader of the `__transaction_state` partition that client's "
+     "`transactional.id` maps to (alone: the first transactional client's)"),
+    ("group_coordinator, group_coordinator:GROUP", "the leader of the `__consumer_offsets` partition the group maps "
+     "to (alone: the first group's)"),
+    ("share_coordinator, share_coordinator:GROUP", "the leader of the `__share_group_state` partition the share "
+     "group's share-partition of the fault's partition maps to (alone: the first share group's)"),
+    ("client:CLIENT", "a producer instance, the copier or a group member, by the name the run gives it: client "
+     "faults take this target and no other, and no other fault takes it"),
+)
+TARGET_NOTE = ("A role is looked up when the fault fires, not when it is planned (only `random` is drawn at plan "
+               "time), and the nodes it named are logged with the fault (`fault_start` in events.jsonl). `partition` "
+               "says whose leader and followers the partition roles mean.")
+# What `stream` does, for the fault reference (docs/faults.md).
+STREAM_HELP = ("one direction only: `upstream` is what the connecting side sends (a follower's fetch requests), "
+               "`downstream` what it receives (the leader's fetch responses, which carry the high watermark); "
+               "default both")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a fault is aimed: a role resolved when it fires (leader, follower K of the partition,
+    every follower, the controller), a broker chosen at plan time (random), a broker, or a rack."""
+
+    # leader | follower | followers | controller | zookeeper | quorum_majority | random | broker | rack |
+    # *_coordinator | client
+    role: str
+    number: int = 0  # follower K (1 = the first), broker N, KRaft controller K or ZooKeeper server K (0: the leader)
+    rack: str = ""
+    client: str = ""  # txn_coordinator's client, group_coordinator's or share_coordinator's group ("" = the first)
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """The target a scenario spells, or ValueError naming what is allowed."""
+        head, _, tail = text.partition(":")
+        if not tail and head in ("leader", "follower", "followers", "controller", "zookeeper", "quorum_majority",
+                                 "random", *COORDINATOR_ROLES):
+            return cls(head, 1 if head == "follower" else 0)
+        if head in ("follower", "broker", "controller", "zookeeper") and tail.isdigit() and int(tail) >= 1:
+            return cls(head, int(tail))
+        if head == "rack" and tail:
+            return cls("rack", rack=tail)
+        if head in (*COORDINATOR_ROLES, "client") and tail:
+            return cls(head, client=tail)
+        raise ValueError(f"target {text!r} is not a target (allowed: {TARGET_HELP})")
+
+    def __str__(self) -> str:
+        if self.role == "rack":
+            return f"rack:{self.rack}"
+        if self.client:
+            return f"{self.role}:{self.client}"
+        if self.role == "broker" or (self.role == "follower" and self.number != 1) or \
+                (self.role in QUORUM_ROLES and self.number):
+            return f"{self.role}:{self.number}"
+        return self.role
+
+    @property
+    def of_quorum(self) -> bool:
+        """Whether the target is resolved against the coordination layer (it may name a broker: the
+        ZooKeeper-mode controller)."""
+        return self.role in QUORUM_ROLES
+
+    def on_coordination(self, mode: str) -> bool:
+        """Whether the target names coordination nodes (KRaft controllers, ZooKeeper servers) in ``mode``."""
+        return self.role in ("zookeeper", "quorum_majority") or (
+            self.role == "controller" and (self.number > 0 or mode == "kraft"))
+
+    @property
+    def of_partition(self) -> bool:
+        """Whether the target is a role in one partition (leader or follower), named in reports."""
+        return self.role in PARTITION_ROLES
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """One fault of a schedule: when, what, where, and (triggered) on which event."""
+
+    at_s: float
+    duration_s: float
+    kind: str
+    target: Target  # a string is parsed (Target.parse)
+    partition: int = 0
+    latency_ms: int = 0
+    jitter_ms: int = 0
+    rate_kbps: int = 0
+    on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
+    number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
+    stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
+    to: str = ""  # rolling_upgrade: the version every node moves to
+    feature: str = ""  # feature_upgrade: the feature, and its level (-1: the newest the nodes support)
+    level: int = -1
+    offset_s: float = 0.0  # clock_skew: how far the node's wall clock jumps
+    op: str = "write"  # disk_error: the operation that fails (read | write | fsync)
+    dir: int = 0  # disk faults: the log directory (from 1); 0: every one the node has
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", Target.parse(self.target))
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "target": str(self.target), "on": self.on.to_dict() if self.on else None}
+
+
+@dataclass
+class Applied:
+    """One fault as applied: the brokers it hit, the links it put toxics on, what it found."""
+
+    fault: PlannedFault
+    brokers: list[int]
+    links: list[str] = field(default_factory=list)
+    start_ms: int = 0
+    detail: dict = field(default_factory=dict)
+    tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
+    member: object | None = None  # the group member a member fault acts on (groups.Member)
+    background: threading.Thread | None = None  # work the fault goes on with while the schedule runs (a roll)
+
+
+Action = Callable[["KafkaCluster", Applied, int], None]
+ClientAction = Callable[[object], None]  # acts on a client (recording.Recording.client) or a group member
+StepAction = Callable[[object, "PlannedFault"], None]  # a workload step on a client, given its planned fault
+
+
+# The clients a client fault can act on, by role: every client of the scenario, a group member (its
+# process), a transactional producer or the copier (a new instance fences it), a quiet producer, a
+# plain (not transactional) producer.
+CLIENT_ROLES = ("any", "member", "transactional", "quiet", "producer")
+CLIENT_ROLE_HELP = {"any": "any client", "member": "a group member", "transactional": "a transactional producer or "
+                    "the copier", "quiet": "a quiet producer", "producer": "a plain producer"}
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One fault kind: what it does (apply, heal), what it may be aimed at, which scenario settings it
+    takes, what it excuses in the promise table, and its colour in the report."""
+
+    name: str
+    help: str
+    colour: str
+    apply: Action
+    heal: Action | None = None  # process faults; a network fault's heal takes its toxics off
+    toxic: str | None = None  # the toxics a network fault adds
+    directional: bool = False  # takes stream = upstream | downstream (a cut or a delay of one direction)
+    # Why Kafka does not promise to survive it (the promise table excuses lost and diverging data
+    # while it is in a run), and whether eligible leader replicas (KIP-966) take that excuse away.
+    excuse: str = ""
+    elr_covers: bool = False
+    on_client: ClientAction | StepAction | None = None  # a fault on a client (target client:NAME), not on brokers
+    off_client: StepAction | None = None  # its heal on the client, where the client itself must undo it
+    client_links: bool = False  # a network fault on one client's own links (target client:NAME)
+    clients: frozenset[str] = frozenset()  # CLIENT_ROLES a client fault acts on
+    on_member: tuple[str, str] | None = None  # a group member's process: (its method to apply, to heal)
+    on_nodes: bool = True  # acts on a coordination node too (a KRaft controller, a ZooKeeper server)
+    quorum_change: bool = False  # changes the KRaft voter set (KIP-853): controllers only, dynamic quorum
+    lasting: bool = False  # the heal does not undo it: the cluster runs another version or feature level after
+    disk: bool = False  # acts on a node's log directory (a broker's or KRaft controller's; ZooKeeper's is not served)
+    # For the fault reference (docs/faults.md, harness/faults/reference.py): a one-line summary (help
+    # when empty), what it adds to help, and the docs/ page with the mechanism.
+    summary: str = ""
+    details: str = ""
+    guide: str = ""
+
+    @property
+    def beyond_kafka(self) -> bool:
+        return bool(self.excuse)
+
+    @property
+    def on_clients(self) -> bool:
+        """Aimed at a client (target client:NAME), not at brokers or nodes."""
+        return bool(self.clients)
+
+
+# ---------------------------------------------------------------- process faults
+
+def _kill(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.kill(b)
+
+
+def _power_loss(c: KafkaCluster, a: Applied, b: int) -> None:
+    cuts = c.power_loss(b)
+    a.detail.setdefault("power_loss", {})[str(b)] = [
+        {"file": x.path.rsplit("/", 2)[-2] + "/" + x.path.rsplit("/", 1)[-1], "kept_until": x.kept_until,
+         "removed": x.size < 0} for x in cuts]
+
+
+def _stop(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.stop_broker(b)
+
+
+def _start(c: KafkaCluster, a: Applied, b: int) -> None:
+    waited = c.start_broker(b)
+    if waited >= 0.5:
+        a.detail.setdefault("restart_waited_s", {})[str(b)] = round(waited, 2)
+
+
+def _pause(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.pause(b)
+
+
+def _resume(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.resume(b)
+
+
+# ---------------------------------------------------------------- network faults
+
+def _claim(a: Applied, links: list[str]) -> list[str]:
+    """The links of ``links`` this fault has not put its toxics on yet, now recorded as its own
+    (before the toxics go on, so a failure halfway takes them back). A fault on several nodes meets
+    the link between two of them twice (``followers``' replication link to each other, a quorum
+    majority's links among its members): it is cut once."""
+    new = [link for link in dict.fromkeys(links) if link not in a.links]
+    a.links += new
+    return new
+
+
+def _cut(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
+    def apply(c: KafkaCluster, a: Applied, b: int) -> None:
+        c.cut(_claim(a, links(c, a, b)), stream=a.fault.stream, tag=a.tag)
+    return apply
+
+
+def _slow(links: Callable[[KafkaCluster, Applied, int], list[str]]) -> Action:
+    def apply(c: KafkaCluster, a: Applied, b: int) -> None:
+        c.latency(_claim(a, links(c, a, b)), a.fault.latency_ms, a.fault.jitter_ms, stream=a.fault.stream, tag=a.tag)
+    return apply
+
+
+def _throttle(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.bandwidth(_claim(a, c.topo.isolation_links(b)), a.fault.rate_kbps, tag=a.tag)
+
+
+def _one_way(c: KafkaCluster, a: Applied, b: int) -> None:
+    for other in c.topo.peers_of(b):
+        a.links += [link for link, _ in c.topo.one_way(b, other)]
+        c.cut_one_way(b, other, tag=a.tag)
+
+
+def _to_leader(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    """The broker's fetch link to the partition's leader (as it was when the fault fired)."""
+    leader = a.detail["leader_before"]
+    return [c.topo.repl(b, leader)] if leader > 0 and leader != b else []
+
+
+def _every_link(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    return c.topo.isolation_links(b)
+
+
+def _own_links(c: KafkaCluster, a: Applied, b: int) -> list[str]:
+    """The target client's own link to broker b (its listener's proxy)."""
+    name = a.fault.target.client
+    if name not in c.topo.private_clients:
+        raise ValueError(f"client {name!r} has no links of its own (allowed: one of the cluster's private_clients: "
+                         f"{', '.join(c.topo.private_clients) or 'none'})")
+    return [c.topo.private_client(b, name)]
+
+
+def _hold(c: KafkaCluster, a: Applied, b: int) -> None:
+    chosen = _own_links(c, a, b)
+    a.links += chosen
+    c.hold(chosen, tag=a.tag)
+
+
+# ---------------------------------------------------------------- quorum changes (KIP-853)
+
+def _remove_controller(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.remove_controller(b)
+
+
+def _add_controller(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.add_controller(b)
+
+
+# ---------------------------------------------------------------- upgrades under load
+
+def _roll(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Start the roll at node b; it goes on beside the schedule, one node at a time, and its heal
+    waits for it. Each step lands in the fault's detail as it begins."""
+    steps: list[dict] = []
+    a.detail["upgrade"] = steps
+
+    def go() -> None:
+        try:
+            c.roll(b, a.fault.to, steps)
+        except Exception as e:  # a node that did not come back: the run records where the roll stopped
+            a.detail["upgrade_error"] = str(e)[:500]
+
+    a.background = threading.Thread(target=go, name=f"rolling-upgrade-{a.tag}", daemon=True)
+    a.background.start()
+
+
+def _await_roll(c: KafkaCluster, a: Applied, b: int) -> None:
+    if a.background is not None:
+        a.background.join()
+
+
+def _feature_upgrade(c: KafkaCluster, a: Applied, b: int) -> None:
+    a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level if a.fault.level >= 0 else None)
+
+
+# ---------------------------------------------------------------- clocks
+
+def _skew(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.skew_clock(b, a.fault.offset_s)
+
+
+def _unskew(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.skew_clock(b, 0)
+
+
+# ---------------------------------------------------------------- disks
+
+def _dirs(c: KafkaCluster, a: Applied, b: int) -> list[int]:
+    """The log directories a disk fault acts on: the one it names, else every one the node has (a
+    KRaft controller has one)."""
+    if a.fault.dir:
+        return [a.fault.dir]
+    return list(range(1, (c.settings.log_dirs if b in c.settings.broker_ids else 1) + 1))
+
+
+def _fill(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.full(), _noted_dirs(a, _dirs(c, a, b)))
+
+
+def _break(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.failing(a.fault.op), _noted_dirs(a, _dirs(c, a, b)))
+
+
+def _slow_down(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms), _noted_dirs(a, _dirs(c, a, b)))
+
+
+def _lose_dir(c: KafkaCluster, a: Applied, b: int) -> None:
+    c.fail_disk(b, disks.broken(), _noted_dirs(a, [a.fault.dir or 1]))
+
+
+def _noted_dirs(a: Applied, dirs: list[int]) -> list[int]:
+    """``dirs``, noted in the fault's event (the report's timeline says which directory failed)."""
+    a.detail["dirs"] = dirs
+    return dirs
+
+
+def _mend(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Give the disk back; a broker Kafka halted (its every log directory failed) is started, one
+    that carries on without a failed directory is restarted (Kafka serves a directory again only
+    from a start): always after a failed or full directory of several, since the directory may have
+    failed without the broker's log saying so yet."""
+    carries_on = a.fault.kind != "slow_disk" and b in c.settings.broker_ids and c.settings.log_dirs > 1
+    if c.heal_disk(b, a.detail.get("dirs") or _dirs(c, a, b), a.start_ms, restart=carries_on):
+        a.detail.setdefault("restarted", []).append(b)
+
+
+# ---------------------------------------------------------------- client faults
+
+def _no_broker(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Client faults touch no broker."""
+
+
+def _kill_client(client: object, f: PlannedFault) -> None:
+    client.kill()  # type: ignore[attr-defined]
+
+
+def _send_one(client: object, f: PlannedFault) -> None:
+    client.send_one(f.partition)  # type: ignore[attr-defined]
+
+
+def _skew_client(client: object, f: PlannedFault) -> None:
+    client.skew_clock(f.offset_s)  # type: ignore[attr-defined]
+
+
+def _unskew_client(client: object, f: PlannedFault) -> None:
+    client.skew_clock(0)  # type: ignore[attr-defined]
+
+
+
+FAULTS: dict[str, FaultKind] = {f.name: f for f in (
+    FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start,
+              summary="kill -9, started again after duration_s"),
+    FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
+              "duration_s", "#7f0000", _power_loss, _start,
+              excuse="power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member "
+                     "may lead", elr_covers=True,
+              summary="kill -9 losing what was not flushed, started again after duration_s",
+              details="The recovery point is the one each partition last checkpointed "
+                      "(`recovery-point-offset-checkpoint`)."),
+    FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume,
+              summary="JVM frozen, resumed after duration_s"),
+    FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start,
+              summary="clean shutdown, started again after duration_s"),
+    FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC,
+              directional=True,
+              summary="every link black-holed"),
+    FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
+              _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, directional=True, on_nodes=False,
+              summary="inter-broker links cut"),
+    FaultKind("cut_fetch", "the broker's connection to the partition's leader (its fetches), both directions",
+              "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC, directional=True, on_nodes=False,
+              summary="fetches from the partition's leader cut"),
+    FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
+              "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, directional=True, on_nodes=False,
+              summary="fetches from the partition's leader delayed"),
+    FaultKind("cut_coordination", "a broker: its links to every ZooKeeper server / KRaft controller; a "
+              "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
+              _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC, directional=True,
+              summary="cut from ZooKeeper or the KRaft controllers"),
+    FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
+              toxic=CUT_TOXIC, directional=True, on_nodes=False,
+              summary="host clients cut from the broker"),
+    FaultKind("one_way", "bytes from the node to every other broker (a coordination node: every other node of "
+              "the quorum) dropped; the other way flows", "#ffbb78", _one_way, toxic=CUT_TOXIC,
+              summary="its bytes to the other nodes dropped, not theirs to it"),
+    FaultKind("remove_controller", "KIP-853: the controller leaves the voter set (it runs on as an observer); "
+              "added back at the heal", "#3182bd", _remove_controller, _add_controller, quorum_change=True,
+              summary="a controller leaves the voters until the heal"),
+    FaultKind("add_controller", "KIP-853: a spare controller (target controller:K past the voters) joins the "
+              "voter set; removed again at the heal", "#6baed6", _add_controller, _remove_controller,
+              quorum_change=True,
+              summary="a spare controller joins the voters until the heal"),
+    FaultKind("rolling_upgrade", "every node moved to Kafka `to`, one at a time (clean stop, the new version's "
+              "jars, start, back in every ISR before the next): KRaft controllers first, then brokers, each group "
+              "from the target on; the heal waits for the roll to end", "#31a354", _roll, _await_roll, lasting=True,
+              summary="every node moved to Kafka `to`, one at a time", details="`to` is required.",
+              guide="versions.md"),
+    FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
+              "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True,
+              summary="a feature raised to `level` by kafka-features", details="`feature` is required.",
+              guide="versions.md"),
+    FaultKind("clock_skew", "the node's wall clock jumps by offset_s seconds (forward or back) and returns at the "
+              "heal; its monotonic clock runs on (libfaketime in its JVM: the machine's clock is not touched)",
+              "#e6550d", _skew, _unskew,
+              summary="the node's wall clock jumps by offset_s until the heal",
+              details="offset_s is required (any number but 0).",
+              guide="disks-and-clocks.md"),
+    FaultKind("disk_full", "the node's log directory answers ENOSPC to every write, creation and growth; the heal "
+              "gives the space back and starts the node again if Kafka stopped it", "#636363", _fill, _mend,
+              disk=True,
+              summary="log directory full: ENOSPC to every write",
+              guide="disks-and-clocks.md"),
+    FaultKind("disk_error", "the node's log directory answers EIO to every `op` (read, write or fsync; default "
+              "write); the heal mends it and starts the node again if Kafka stopped it", "#252525", _break, _mend,
+              disk=True,
+              summary="log directory failing: EIO to every `op`",
+              guide="disks-and-clocks.md"),
+    FaultKind("slow_disk", "every write and fsync of the node's log directory waits latency_ms (+- jitter_ms) first",
+              "#969696", _slow_down, _mend, disk=True,
+              summary="log directory slow: writes and fsyncs wait latency_ms",
+              guide="disks-and-clocks.md"),
+    FaultKind("log_dir_failure", "log directory `dir` (default 1) of a broker with log_dirs >= 2 fails: every "
+              "read, write and fsync in it answers EIO, and the broker carries on with the others; the heal mends "
+              "it and restarts the broker, which then serves it again", "#000000", _lose_dir, _mend, disk=True,
+              summary="one of a JBOD broker's directories fails; it carries on",
+              details="`log_dirs` (2 to 4 directories per broker) is a top-level scenario key. Not on a KRaft "
+                      "controller, which has one log directory (disk_error fails that).",
+              guide="disks-and-clocks.md"),
+    FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
+              toxic=LATENCY_TOXIC, directional=True,
+              summary="latency_ms +- jitter_ms on every link"),
+    FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC,
+              summary="rate_kbps on every link"),
+    FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
+              "a new instance with the same transactional.id takes over at once and fences it. A group member's "
+              "process is killed without leaving the group; a new one joins at the heal", "#393b79",
+              _no_broker, on_client=_kill_client, clients=frozenset({"member", "transactional"}),
+              on_member=("kill", "start"),
+              summary="dies; a new instance takes over (a member: at the heal)"),
+    FaultKind("client_pause", "a client's own links held both ways (target client:NAME): nothing it sends arrives, "
+              "nothing sent to it arrives, and all of it flows at the heal, as for a frozen client process. A "
+              "group member's process is frozen itself (no polls, no heartbeats) and resumes at the heal",
+              "#5254a3", _hold, toxic=HOLD_TOXIC, client_links=True, clients=frozenset({"any"}),
+              on_member=("pause", "resume"),
+              summary="frozen until the heal (its links held; a member's process stopped)",
+              details="A member stops itself between calls, after processing a batch and before committing it, "
+                      "so its first act on waking is a zombie's commit, which the coordinator must refuse."),
+    FaultKind("client_restart", "a group member leaves cleanly (its last commit included) and a new one joins "
+              "at the heal (target client:MEMBER)", "#8c6d31", _no_broker, clients=frozenset({"member"}),
+              on_member=("stop", "start"),
+              summary="leaves cleanly; a new member joins at the heal"),
+    FaultKind("send", "a workload step: a quiet producer (target client:NAME, quiet = true) sends one record to the "
+              "fault's partition and the step ends when it is acknowledged (or its delivery timeout passes)",
+              "#2ca02c", _no_broker, on_client=_send_one, clients=frozenset({"quiet"}),
+              summary="sends one record to the fault's partition (a workload step)"),
+    FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
+              _slow(_own_links), toxic=LATENCY_TOXIC, directional=True, client_links=True, clients=frozenset({"any"}),
+              summary="latency_ms +- jitter_ms on its own links"),
+    FaultKind("client_clock_skew", "a plain producer's wall clock jumps by offset_s seconds and returns at the heal "
+              "(target client:NAME): the timestamps it stamps on records follow it, and a Java client's timeouts "
+              "that run on the wall clock too (libfaketime in its JVM); librdkafka reads the wall clock only to "
+              "stamp records, so its records are stamped from the moved clock", "#fd8d3c", _no_broker,
+              on_client=_skew_client, off_client=_unskew_client, clients=frozenset({"producer"}),
+              summary="its wall clock jumps by offset_s until the heal",
+              details="offset_s is required (any number but 0).",
+              guide="disks-and-clocks.md"),
+    FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",
+              _cut(_own_links), toxic=CUT_TOXIC, directional=True, client_links=True, clients=frozenset({"any"}),
+              summary="its own links black-holed"),
+)}
+# The families the fault reference (docs/faults.md) groups kinds into, told apart by FaultKind's fields
+# (harness/faults/reference.py), in its order: a title, and what holds for every kind of the family.
+FAMILIES = {
+    "process": ("A node's process", "Its JVM, in a broker, a KRaft controller or a ZooKeeper server: killed, "
+                "frozen, shut down or its clock moved; the heal starts, resumes or restores it."),
+    "network": ("A node's links", "Toxiproxy sits in every link a fault must cut: between brokers, between brokers "
+                "and the coordination nodes, among those, and from the host's clients. A network fault puts toxics "
+                "of its own on the links it names; a cut black-holes them (bytes stop, TCP connections stay open). "
+                "The heal takes off that fault's own toxics, so overlapping faults, even on one link, each heal "
+                "their own."),
+    "disk": ("A node's log directory", "A pass-through FUSE file system under the log directory, in the node's own "
+             "container (never the machine's disk), answers as a failing disk would. A broker whose only log "
+             "directory failed halts (Kafka's rule); the heal gives the disk back and starts it again. A ZooKeeper "
+             "server's disk is not faulted."),
+    "quorum": ("The KRaft voter set", "KIP-853, in KRaft on Kafka 3.9 or later: a scenario with such a fault "
+               "formats its quorum dynamic."),
+    "lasting": ("Upgrades", "Not undone at the heal: the cluster runs the later version or feature level from then "
+                "on. The report's Upgrades table has each step."),
+    "client": ("A client", "Aimed at `client:NAME`, and only at the clients its row names; the other clients are "
+               "untouched."),
+}
+CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_clients)
+CLIENT_LINK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.client_links)
+MEMBER_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_member is not None)
+DISK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.disk)
+FAULT_KINDS = tuple(FAULTS)
+BEYOND_KAFKA_FAULTS = frozenset(k for k, f in FAULTS.items() if f.beyond_kafka)
+UNKNOWN_COLOUR = "#7f7f7f"
+
+
+def colour(kind: str) -> str:
+    f = FAULTS.get(kind)
+    return f.colour if f else UNKNOWN_COLOUR
+
+
+def check_kind(kind: str) -> FaultKind:
+    """The registered kind, or ValueError naming the allowed ones."""
+    if kind not in FAULTS:
+        raise ValueError(f"kind {kind!r} is not a fault (allowed: {', '.join(FAULT_KINDS)})")
+    return FAULTS[kind]

@@ -1,0 +1,334 @@
+"""events.jsonl, typed: every record type a run writes there, one model each, validated on the way
+in (``EventLog.write``) and on the way out (``read``).
+
+The checker, the report and the triggers read these records; docs/run-directory.md documents them
+beside run.json. Keys the models do not name are kept (another harness may add its own), but a
+line that is not JSON, a record of an unknown type, or a known key of the wrong shape is bad input:
+``EventError`` names the file, the line and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+EVENTS = "events.jsonl"
+
+
+def now_ms() -> int:
+    """The history's clock: wall-clock milliseconds, as every row and event of a run is stamped."""
+    return time.time_ns() // 1_000_000
+
+
+class EventError(ValueError):
+    """An events.jsonl line that breaks the record types; the message names the file and line."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# ------------------------------------------------------------------ shared parts
+
+class PartitionSample(_Record):
+    partition: int
+    leader: int  # -1: offline
+    replicas: list[int]  # AR order
+    isr: list[int]
+
+
+class NodeSample(_Record):
+    node: int  # 100+K: KRaft controller K; 200+K: ZooKeeper server K
+    reachable: bool
+    role: str = ""
+    lag: int | None = None
+
+
+class QuorumSample(_Record):
+    leader: int  # -1: none
+    epoch: int
+    voters: list[int]
+    majority: bool
+    nodes: list[NodeSample] = Field(default_factory=list)
+
+
+class PowerLossCut(_Record):
+    file: str  # partition directory / segment file
+    kept_until: int  # bytes kept
+    removed: bool
+
+
+class UpgradeStep(_Record):
+    node: str  # kafka-2, controller-1
+    before: str  # the version it ran
+    after: str  # the version it runs
+    begin_ms: int
+    stopped_ms: int | None = None
+    started_ms: int | None = None
+    rejoined_ms: int | None = None  # back in the ISR of every partition it replicates (a controller: a voter)
+
+
+class FeatureChange(_Record):
+    feature: str
+    before: int  # the finalized level before
+    after: int  # the finalized level after, as the brokers then reported it
+    asked: int
+
+
+class FaultDetail(_Record):
+    """What a fault found and did, on its fault_start and fault lines."""
+
+    leader_before: int | None = None  # the fault's partition's leader when it fired
+    controller_before: int | None = None
+    quorum_before: QuorumSample | None = None
+    power_loss: dict[str, list[PowerLossCut]] | None = None  # broker -> what its files kept
+    restart_waited_s: dict[str, float] | None = None  # broker -> how long its restart waited for a registration
+    stream: Literal["upstream", "downstream"] | None = None
+    transactional_id: str | None = None  # txn_coordinator: whose coordinator
+    group: str | None = None  # group_coordinator: whose coordinator
+    trigger: str | None = None  # a triggered fault: its trigger, what was observed and when
+    observed: str | None = None
+    trigger_ms: int | None = None
+    upgrade: list[UpgradeStep] | None = None  # rolling_upgrade: each node it moved, in order
+    upgrade_error: str | None = None  # rolling_upgrade: why the roll stopped before every node was moved
+    feature_change: FeatureChange | None = None  # feature_upgrade
+
+
+# ------------------------------------------------------------------ the record types
+
+class WorkloadStart(_Record):
+    """The producers start (consumers and groups are already reading)."""
+
+    type: Literal["workload_start"] = "workload_start"
+    ts_ms: int
+
+
+class WorkloadEnd(_Record):
+    """The producers have stopped and every delivery report arrived or timed out."""
+
+    type: Literal["workload_end"] = "workload_end"
+    ts_ms: int
+
+
+class Note(_Record):
+    """Something the run could not do as planned, said in words (a group that did not form, one that
+    had not committed to the end after healing)."""
+
+    type: Literal["note"] = "note"
+    ts_ms: int
+    msg: str
+
+
+class IsrNotRestored(_Record):
+    """A topic whose ISR was not whole again when the wait after the heal gave up, although every
+    fault was undone: its partitions as last seen (ZooKeeper's state in ZooKeeper mode, the
+    controller's metadata in KRaft). Kafka adds a caught-up replica back to the ISR, so this is a
+    cluster that did not recover (docs/findings.md F2), unless a broker could not catch up."""
+
+    type: Literal["isr_not_restored"] = "isr_not_restored"
+    ts_ms: int
+    topic: str
+    waited_s: float
+    partitions: list[PartitionSample] = Field(default_factory=list)  # those short of their replicas
+    why: str = ""  # what the wait saw last (a full ISR whose brokers disagree on its leader, say)
+
+
+class State(_Record):
+    """A sample of the cluster, at least every 250 ms: each partition's leader and ISR, the live
+    brokers, the controller, and the coordination quorum; ``error`` when the brokers did not answer
+    (the quorum may still have), ``frozen`` when ZooKeeper did not and the last state stands."""
+
+    type: Literal["state"] = "state"
+    ts_ms: int
+    controller: int | None = None
+    brokers: list[int] | None = None
+    partitions: list[PartitionSample] | None = None
+    quorum: QuorumSample | None = None
+    frozen: bool = False
+    error: str | None = None
+
+
+class FaultStart(FaultDetail):
+    """A fault applied: what it hit (brokers or nodes), the tag its toxics carry."""
+
+    type: Literal["fault_start"] = "fault_start"
+    ts_ms: int
+    kind: str
+    target: str = ""
+    brokers: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)  # container names: kafka-2, controller-1, zookeeper-3
+    tag: str = ""
+
+
+class Fault(FaultDetail):
+    """A fault healed: its whole span, what it hit, the links it put toxics on, what was planned."""
+
+    type: Literal["fault"] = "fault"
+    name: str = ""
+    kind: str
+    target: str = ""
+    partition: int = 0
+    brokers: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    tag: str = ""
+    links: list[str] = Field(default_factory=list)
+    start_ms: int
+    end_ms: int
+    planned_at_s: float | None = None
+    planned_duration_s: float | None = None
+
+
+class FaultSkipped(_Record):
+    """A fault of the schedule not applied: its target could not be resolved, or its trigger's
+    delay outlasted the schedule."""
+
+    type: Literal["fault_skipped"] = "fault_skipped"
+    ts_ms: int
+    kind: str
+    target: str
+    reason: str
+
+
+class TriggerFired(_Record):
+    """A trigger's event was observed; the fault follows after ``delay_s``."""
+
+    type: Literal["trigger"] = "trigger"
+    ts_ms: int
+    fault: int
+    kind: str
+    target: str
+    on: str
+    observed: str
+    delay_s: float = 0.0
+
+
+class TriggerUnfired(_Record):
+    """A trigger whose event never came before the schedule ended: the run is not exercised."""
+
+    type: Literal["trigger_unfired"] = "trigger_unfired"
+    ts_ms: int
+    fault: int
+    kind: str
+    target: str
+    on: str
+    armed_at_s: float = 0.0
+
+
+class Rebalance(_Record):
+    """A group member's process was given, or gave up, partitions."""
+
+    type: Literal["rebalance"] = "rebalance"
+    ts_ms: int
+    group: str
+    consumer: str  # the member's incarnation (g-1, g-1.2)
+    kind: Literal["assign", "revoke", "lost"]
+    partitions: list[int]
+    generation: int
+
+
+class CommitRefused(_Record):
+    """A group member's commit the coordinator refused (a stale generation, a moving coordinator)."""
+
+    type: Literal["commit_refused"] = "commit_refused"
+    ts_ms: int
+    group: str
+    consumer: str
+    error: str
+    generation: int
+
+
+Event = Annotated[WorkloadStart | WorkloadEnd | Note | IsrNotRestored | State | FaultStart | Fault | FaultSkipped
+                  | TriggerFired | TriggerUnfired | Rebalance | CommitRefused, Field(discriminator="type")]
+RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, IsrNotRestored, State, FaultStart, Fault,
+                                            FaultSkipped, TriggerFired, TriggerUnfired, Rebalance, CommitRefused)
+TYPE_NAMES = tuple(t.model_fields["type"].default for t in RECORD_TYPES)
+_EVENT = TypeAdapter(Event)
+
+
+def as_line(event: _Record) -> str:
+    """One record as its events.jsonl line: its type, then what was set (defaults are left out)."""
+    return json.dumps({"type": event.type, **event.model_dump(mode="json", exclude_unset=True)},  # type: ignore[attr-defined]
+                      default=str)
+
+
+def parse(text: str, where: str) -> dict:
+    """One line as a validated record, as a dict; EventError naming ``where`` (file:line)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise EventError(f"{where}: not a JSON object ({e.msg})") from e
+    if not isinstance(raw, dict):
+        raise EventError(f"{where}: not a JSON object")
+    if raw.get("type") not in TYPE_NAMES:
+        raise EventError(f"{where}: type {raw.get('type')!r} is not an event type (allowed: {', '.join(TYPE_NAMES)})")
+    try:
+        _EVENT.validate_python(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(x) for x in err["loc"][1:] if not str(x).startswith("literal["))
+        raise EventError(f"{where}: {raw['type']} record: key '{key}': {err['msg']}") from e
+    return raw
+
+
+def read(path: Path) -> list[dict]:
+    """Every record of an events.jsonl file, validated, as dicts in file order; [] when there is none."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [parse(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
+
+
+class EventLog:
+    """events.jsonl being written: typed records appended one line each, safe to share between threads."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._f = open(self.path, "a")  # noqa: SIM115 - closed in close()
+        self._lock = threading.Lock()
+
+    def write(self, event: _Record) -> None:
+        line = as_line(event)
+        with self._lock:
+            self._f.write(line + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+
+
+def _shape(annotation: object) -> str:
+    """A key's type in words a table can hold: int, list[int], QuorumSample, one of 'a', 'b'; "or null"."""
+    text = str(annotation).replace("typing.", "").replace("harness.history.events.", "").replace("<class '", "")
+    text = text.replace("'>", "")
+    if text.startswith("Optional[") and text.endswith("]"):
+        text = text[len("Optional["):-1] + " | None"
+    if text.startswith("Literal["):
+        text = "one of " + text[len("Literal["):].replace("]", "", 1)
+    return text.replace(" | None", " or null").replace("NoneType", "null")
+
+
+def doc_table() -> str:
+    """The record types as docs/run-directory.md shows them (a test keeps that copy identical)."""
+    rows = ["| type | what it records | keys (? optional) |", "|---|---|---|"]
+    for t in RECORD_TYPES:
+        detail = issubclass(t, FaultDetail)
+        keys = [f"`{n}` {_shape(f.annotation)}" + ("" if f.is_required() else "?")
+                for n, f in t.model_fields.items() if n != "type" and not (detail and n in FaultDetail.model_fields)]
+        if detail:
+            keys.append("the fault details below")
+        doc = " ".join((t.__doc__ or "").split()).replace("``", "`")
+        rows.append(f"| `{t.model_fields['type'].default}` | {doc} | {', '.join(keys)} |")
+    rows += ["", "| fault detail (on `fault_start` and `fault`, each optional) | shape |", "|---|---|"]
+    rows += [f"| `{n}` | {_shape(f.annotation)} |" for n, f in FaultDetail.model_fields.items()]
+    parts = [("PartitionSample", PartitionSample), ("QuorumSample", QuorumSample), ("NodeSample", NodeSample),
+             ("PowerLossCut", PowerLossCut)]
+    rows += ["", "| part | keys |", "|---|---|"]
+    rows += [f"| {name} | " + ", ".join(f"`{n}` {_shape(f.annotation)}" + ("" if f.is_required() else "?")
+                                        for n, f in m.model_fields.items()) + " |" for name, m in parts]
+    return "\n".join(rows)

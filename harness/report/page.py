@@ -1,0 +1,408 @@
+"""The HTML durability report: one self-contained file a Kafka operator reads in a minute.
+
+Matrix first (one row per run and configuration, a cell per anomaly class), then each run: a
+timeline of charts on one shared time axis with every fault shaded, the anomalies with the
+records and replicas involved, and the environment that reproduces it. Plotly's library is
+inlined once; nothing is fetched when the page opens. Series are aggregated per second with
+pyarrow, so the page stays small whatever the history's size.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import jinja2
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness import faults
+from harness.checker import shown_anomalies
+from harness.checker.anomaly import ANOMALIES, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES
+from harness.checker.promises import DOC_CASES, DOC_CASES_V2, promises
+from harness.checker.verdict import Verdict
+from harness.checker.verdict import read as read_verdict
+from harness.history import (
+    CONSUMED,
+    PRODUCED,
+    REPLICAS,
+    RUN_JSON,
+    VERDICT_JSON,
+    HistoryError,
+    find_run_dirs,
+    read_events,
+)
+from harness.report import known_results
+from harness.report.groups import PANELS as GROUP_PANELS
+from harness.report.groups import group_context, group_tables, group_traces, has_groups
+from harness.report.quorum import PANEL as QUORUM_PANEL
+from harness.report.quorum import failover_rows, has_quorum, quorum_traces, shade_no_majority
+from harness.report.shares import share_group_tables
+from harness.report.transactions import PANEL as TXN_PANEL
+from harness.report.transactions import has_transactions, txn_tables, txn_traces
+from harness.report.upgrades import upgrade_rows
+
+TEMPLATE = Path(__file__).with_name("page.html.j2")
+
+
+def _read_json(p: Path) -> dict:
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
+def _t0(run: dict, produced: pa.Table, events: list[dict]) -> int:
+    wl = run.get("workload") or {}
+    if wl.get("start_ms"):
+        return int(wl["start_ms"])
+    starts = [e["ts_ms"] for e in events if e.get("type") == "workload_start"]
+    if starts:
+        return int(starts[0])
+    return int(pc.min(produced["send_ts_ms"]).as_py() or 0) if produced.num_rows else 0
+
+
+def _per_second(ts: pa.Array, t0: int) -> pa.Array:
+    return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
+
+
+PANELS = [("y", "acked/s"), ("y2", "latency ms"), ("y3", "errors/s"), ("y4", "ISR size"), ("y5", "leader"),
+          ("y6", "offset")]
+PANEL_GAP = 0.02
+
+
+def ack_traces(produced: pa.Table, t0: int) -> list[dict]:
+    """Acknowledged writes per second, and the p50 and p99 of their latency."""
+    ok = produced.filter(pc.equal(produced["status"], "ok"))
+    ok = ok.filter(pc.is_valid(ok["ack_ts_ms"]))
+    if not ok.num_rows:
+        return []
+    sec = _per_second(ok["ack_ts_ms"], t0)
+    lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
+    g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
+        [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
+    secs = g["sec"].to_pylist()
+    q = g["lat_tdigest"].to_pylist()
+    return [
+        {"type": "scatter", "mode": "lines", "name": "acknowledged / s", "x": secs, "y": g["lat_count"].to_pylist(),
+         "yaxis": "y", "line": {"shape": "hv", "color": "#1f77b4"}},
+        {"type": "scatter", "mode": "lines", "name": "latency p50 ms", "x": secs,
+         "y": [v[0] if v else None for v in q], "yaxis": "y2", "line": {"color": "#2ca02c"}},
+        {"type": "scatter", "mode": "lines", "name": "latency p99 ms", "x": secs,
+         "y": [v[1] if v else None for v in q], "yaxis": "y2", "line": {"color": "#d62728"}},
+    ]
+
+
+def error_traces(produced: pa.Table, t0: int) -> list[dict]:
+    """Writes that were not acknowledged, per second, by error and status."""
+    bad = produced.filter(pc.not_equal(produced["status"], "ok"))
+    if not bad.num_rows:
+        return []
+    ts = pc.coalesce(bad["ack_ts_ms"], bad["send_ts_ms"])
+    g = pa.table({"sec": _per_second(ts, t0), "error": pc.coalesce(bad["error"], pa.scalar("(none)")),
+                  "status": bad["status"]}).group_by(["error", "status", "sec"]).aggregate(
+        [("sec", "count")]).sort_by("sec")
+    out = []
+    for e, s in sorted({(e, s) for e, s in zip(g["error"].to_pylist(), g["status"].to_pylist(), strict=True)}):
+        sub = g.filter(pc.and_(pc.equal(g["error"], e), pc.equal(g["status"], s)))
+        out.append({"type": "bar", "name": f"{e} ({s})", "x": sub["sec"].to_pylist(),
+                    "y": sub["sec_count"].to_pylist(), "yaxis": "y3"})
+    return out
+
+
+def state_traces(events: list[dict], t0: int) -> list[dict]:
+    """ISR size and leader per partition, from the state samples."""
+    series: dict[int, dict[str, list]] = {}
+    for e in events:
+        if e.get("type") != "state" or "partitions" not in e:
+            continue
+        x = round((e["ts_ms"] - t0) / 1000, 2)
+        for p in e["partitions"]:
+            s = series.setdefault(p["partition"], {"x": [], "isr": [], "leader": []})
+            s["x"].append(x)
+            s["isr"].append(len(p["isr"]))
+            s["leader"].append(p["leader"] if p["leader"] >= 0 else None)
+    out = []
+    for part, s in sorted(series.items()):
+        out.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],
+                    "yaxis": "y4", "line": {"shape": "hv"}, "legendgroup": f"p{part}"})
+        out.append({"type": "scatter", "mode": "markers", "name": f"p{part} leader", "x": s["x"],
+                    "y": s["leader"], "yaxis": "y5", "marker": {"size": 4}, "legendgroup": f"p{part}"})
+    return out
+
+
+def position_traces(d: Path, t0: int) -> list[dict]:
+    """The high watermark against each consumer's position, per partition (live phase)."""
+    consumed = pq.read_table(d / CONSUMED, columns=["consumer", "partition", "offset", "hw", "poll_ts_ms", "phase"])
+    live = consumed.filter(pc.equal(consumed["phase"], "live"))
+    if not live.num_rows:
+        return []
+    g = pa.table({"sec": _per_second(live["poll_ts_ms"], t0), "consumer": live["consumer"],
+                  "partition": live["partition"], "offset": live["offset"],
+                  "hw": pc.coalesce(live["hw"], pa.scalar(-1, pa.int64()))}).group_by(
+        ["consumer", "partition", "sec"]).aggregate([("offset", "max"), ("hw", "max")]).sort_by("sec")
+    out = []
+    for c in sorted(set(g["consumer"].to_pylist())):
+        for part in sorted(set(g["partition"].to_pylist())):
+            sub = g.filter(pc.and_(pc.equal(g["consumer"], c), pc.equal(g["partition"], part)))
+            if not sub.num_rows:
+                continue
+            x = sub["sec"].to_pylist()
+            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} HW ({c})", "x": x,
+                        "y": [v if v >= 0 else None for v in sub["hw_max"].to_pylist()], "yaxis": "y6",
+                        "line": {"dash": "dot"}, "legendgroup": f"p{part}"})
+            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} {c} position", "x": x,
+                        "y": [v + 1 for v in sub["offset_max"].to_pylist()], "yaxis": "y6", "legendgroup": f"p{part}"})
+    return out
+
+
+def panel_layout(panels: list[tuple[str, str]] = PANELS) -> dict:
+    """The panels stacked on one shared time axis (the last one carries it)."""
+    n = len(panels)
+    h = (1 - PANEL_GAP * (n - 1)) / n
+    layout: dict = {"height": 150 * n + 80, "margin": {"l": 60, "r": 10, "t": 60, "b": 40},
+                    "legend": {"orientation": "h", "y": -0.06, "font": {"size": 10}}, "barmode": "stack",
+                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": panels[-1][0]},
+                    "hovermode": "x unified", "shapes": [], "annotations": [], "font": {"size": 11}}
+    for i, (ax, title) in enumerate(panels):
+        top = 1 - i * (h + PANEL_GAP)
+        key = "yaxis" if ax == "y" else f"yaxis{ax[1:]}"
+        layout[key] = {"domain": [top - h, top], "title": {"text": title, "font": {"size": 10}}, "zeroline": False}
+    layout["yaxis5"]["dtick"] = 1
+    return layout
+
+
+def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
+    """Every fault shaded across the panels in its kind's colour, and labelled."""
+    for i, f in enumerate(e for e in events if e.get("type") == "fault"):
+        x0, x1 = (f["start_ms"] - t0) / 1000, ((f.get("end_ms") or f["start_ms"]) - t0) / 1000
+        colour = faults.colour(f.get("kind", ""))
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                                 "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
+        layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
+                                      "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+                                      "font": {"size": 9, "color": colour},
+                                      "text": f"{f.get('name', f.get('kind'))} {_hit(f)}"
+                                              + (f" on {f['trigger']}" if f.get("trigger") else "")})
+        if f.get("trigger_ms"):  # the moment its trigger's event was seen
+            t = (f["trigger_ms"] - t0) / 1000
+            layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
+                                     "line": {"color": colour, "width": 1, "dash": "dot"}})
+
+
+def _hit(fault: dict) -> str:
+    """The nodes a fault hit, for its label; a client's fault names the client alone."""
+    if str(fault.get("target", "")).startswith("client:"):
+        return ""
+    return ", ".join(fault["nodes"]) if fault.get("nodes") else str(fault.get("brokers", ""))
+
+
+def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
+    """Each window without an acknowledgement, outlined on the first panel."""
+    top = layout["yaxis"]["domain"][0]
+    for w in verdict.unavailability.windows:
+        x0, x1 = (w["start_ms"] - t0) / 1000, (w["end_ms"] - t0) / 1000
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": top,
+                                 "y1": 1, "fillcolor": "rgba(0,0,0,0)",
+                                 "line": {"width": 2, "color": "#d62728", "dash": "dash"}})
+        layout["annotations"].append({"x": (x0 + x1) / 2, "y": top, "xref": "x", "yref": "paper",
+                                      "showarrow": False, "yanchor": "bottom", "font": {"size": 9, "color": "#d62728"},
+                                      "text": f"unavailable {w['duration_ms'] / 1000:.1f} s"})
+
+
+def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
+    """Plotly figure (as a dict) of one run: six panels on one time axis (one more with transactions,
+    two more with groups, one more with the quorum's state), faults shaded."""
+    produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
+    t0 = _t0(run, produced, events)
+    traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
+              *position_traces(d, t0)]
+    panels = PANELS
+    if has_transactions(d):
+        traces += txn_traces(d, verdict, t0)
+        panels = [*panels, TXN_PANEL]
+    if has_groups(run):
+        end_ms = max([e.get("ts_ms") or e.get("end_ms") or 0 for e in events] + [t0])
+        traces += group_traces(d, events, t0, end_ms)
+        panels = [*panels, *GROUP_PANELS]
+    if has_quorum(events):
+        traces += quorum_traces(events, t0)
+        panels = [*panels, QUORUM_PANEL]
+    layout = panel_layout(panels)
+    shade_faults(layout, events, t0)
+    outline_unavailability(layout, verdict, t0)
+    if has_quorum(events):
+        shade_no_majority(layout, verdict, t0)
+    return {"data": traces, "layout": layout}
+
+
+def divergence_tables(d: Path, verdict: Verdict, limit: int = 10) -> list[dict]:
+    """For each divergent offset in the examples: what every replica and every reader saw there."""
+    ex = verdict.examples.get("divergence") or []
+    keys = {(e["topic"], e["partition"], e["offset"]) for e in ex[:limit]}
+    if not keys:
+        return []
+    offsets = pa.array(sorted({k[2] for k in keys}), pa.int64())
+    reps = pq.read_table(d / REPLICAS, filters=pc.field("offset").isin(offsets)) if (d / REPLICAS).exists() else None
+    cons = pq.read_table(d / CONSUMED, columns=["consumer", "phase", "topic", "partition", "offset", "value"],
+                         filters=pc.field("offset").isin(offsets))
+    out = []
+    for t, p, o in sorted(keys):
+        cells: dict[str, str] = {}
+        if reps is not None:
+            for r in reps.to_pylist():
+                if (r["topic"], r["partition"], r["offset"]) == (t, p, o):
+                    epoch = r.get("leader_epoch")
+                    cells[f"broker {r['broker']}"] = r["value"] + (f" (epoch {epoch})" if epoch is not None else "")
+        for r in cons.to_pylist():
+            if (r["topic"], r["partition"], r["offset"]) == (t, p, o):
+                cells.setdefault(f"{r['phase']} read ({r['consumer']})", r["value"])
+        out.append({"topic": t, "partition": p, "offset": o, "cells": cells})
+    return out
+
+
+def _example_time(e: dict) -> int | None:
+    for k in ("ack_ts_ms", "poll_ts_ms", "send_ts_ms"):
+        if e.get(k):
+            return int(e[k])
+    return None
+
+
+def faults_near(events: list[dict], examples: list[dict], window_ms: int = 15000) -> list[dict]:
+    times = [t for t in (_example_time(e) for e in examples) if t]
+    faults = [e for e in events if e.get("type") == "fault"]
+    if not times:
+        return faults
+    lo, hi = min(times) - window_ms, max(times) + window_ms
+    return [f for f in faults if f["start_ms"] <= hi and (f.get("end_ms") or f["start_ms"]) >= lo]
+
+
+def run_section(d: Path, verdict: Verdict) -> dict:
+    run = _read_json(d / RUN_JSON)
+    events = read_events(d)
+    cp = _read_json(d / "checkpoints.json")
+    fig = timeline(d, run, verdict, events)
+    anomalies = []
+    for a in ANOMALIES:
+        n = verdict.anomalies.get(a, 0)
+        if not n:
+            continue
+        ex = verdict.examples.get(a) or []
+        anomalies.append({"name": a, "count": n, "examples": ex,
+                          "columns": sorted({k for e in ex for k in e}, key=lambda k: (k not in (
+                              "value", "topic", "partition", "offset", "ack_offset"), k)),
+                          "faults": faults_near(events, ex)})
+    t0 = (run.get("workload") or {}).get("start_ms") or 0
+    env = {k: run.get(k) for k in ("scenario", "description", "kafka_version", "mode", "brokers", "racks", "seed",
+                                    "eligible_leader_replicas") if k in run}
+    return {
+        "id": verdict.run_id, "dir": str(d), "verdict": verdict, "run": run, "env": env,
+        "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""), "load": run.get("load") or [],
+        "settings": {k: run.get(k) for k in ("topics", "producers", "consumers", "broker_config", "faults")
+                     if k in run},
+        "cluster_settings": (run.get("cluster") or {}).get("settings"),
+        "figure": json.dumps(fig, default=str), "anomalies": anomalies,
+        "divergence": divergence_tables(d, verdict), "txn_records": txn_tables(d, verdict),
+        "groups": group_tables(d, verdict) if verdict.by_group else [],
+        "group_context": group_context(d, verdict) if verdict.by_group else {},
+        "share_groups": share_group_tables(d, verdict, run),
+        "known_issues": verdict.known_issues, "not_healed": [x.describe() for x in verdict.not_healed],
+        "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
+        "checkpoints": cp, "t0": t0,
+        "faults": [e for e in events if e.get("type") == "fault"],
+        "upgrades": upgrade_rows([e for e in events if e.get("type") == "fault"], t0),
+        "skipped": [e for e in events if e.get("type") == "fault_skipped"],
+        "unfired": [e for e in events if e.get("type") == "trigger_unfired"],
+        "elections": verdict.elections,
+        "failovers": failover_rows(verdict),
+    }
+
+
+def _cell(c, a: str) -> dict:
+    n = c.counts[a]
+    state = "clean" if n == 0 else ("broke" if a in c.broken else "expected")
+    return {"anomaly": a, "count": n, "state": state, "why": c.promises[a].why}
+
+
+def _group_cell(v: Verdict, a: str) -> dict:
+    """A group anomaly's cell: the run's groups together, each judged by its own commit mode (a
+    group that is not of the anomaly's kind, consumer or share group, has no count of it)."""
+    judged = [g for g in v.by_group if a in g.counts]
+    n = sum(g.counts[a] for g in judged)
+    broke = any(g.counts[a] and g.promises[a].promised for g in judged)
+    why = "; ".join(f"group {g.group}: {g.promises[a].why}" for g in judged) or "no group of this kind"
+    return {"anomaly": a, "count": n, "state": "clean" if n == 0 else ("broke" if broke else "expected"), "why": why}
+
+
+def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> list[dict]:
+    rows = []
+    for s in sections:
+        v = s["verdict"]
+        unav = v.unavailability.windows
+        longest = max((w["duration_ms"] for w in unav), default=0)
+        for c in v.by_config:
+            st = c.settings
+            cells = []
+            for a in shown:
+                cells.append(_group_cell(v, a) if a in GROUP_ANOMALIES and v.by_group else _cell(c, a))
+            rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
+                         "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
+                         "client": st.get("client") or "-", "acks": st["acks"], "min_insync": st["min_insync"],
+                         "unclean": "on" if st["unclean_election"] else "off",
+                         "idempotent": "yes" if st["idempotence"] else "no",
+                         "epochs": "on" if st["leader_epochs"] else "off",
+                         "elr": "on" if st["eligible_leader_replicas"] else "off",
+                         "faults": ", ".join(st["faults"]) or "none", "verdict": c.verdict, "cells": cells,
+                         "unavailable_ms": longest, "unavailable_windows": len(unav)})
+    return rows
+
+
+def promise_rows(shown: tuple[str, ...] = V1_ANOMALIES) -> list[dict]:
+    """The promise table's rows for the anomaly columns shown (the transactional rows with v2's)."""
+    cases = DOC_CASES + (DOC_CASES_V2 if shown != V1_ANOMALIES else [])
+    out = []
+    for name, cfg in cases:
+        p = promises(cfg)
+        out.append({"name": name, "cells": [{"promised": p[a].promised, "why": p[a].why} for a in shown]})
+    return out
+
+
+def plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def render(sections: list[dict], title: str, known: list[dict] | None = None,
+           matrix_status: dict | None = None) -> str:
+    env = jinja2.Environment(autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined)
+    # Inside <script> only "</script" and "<!--" end or confuse the element; "<\/" means the same in JS.
+    env.filters["js"] = lambda s: jinja2.utils.markupsafe.Markup(
+        s.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT").replace("<!--", "<\\u0021--"))
+    env.filters["pretty"] = lambda o: json.dumps(o, indent=1, default=str)
+    tpl = env.from_string(TEMPLATE.read_text())
+    errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
+    short = {c.name: jinja2.utils.markupsafe.Markup(c.column_head) for c in CLASSES}
+    shown = shown_anomalies([s["verdict"] for s in sections])
+    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, shown), anomalies=shown,
+                      promise_rows=promise_rows(shown), known=known or [], errors=errors, plotly=plotly_js(),
+                      esc=html.escape)
+
+
+def write_report(run_dirs: list[Path], out: Path, title: str = "kchaos durability report",
+                 matrix_status: dict | None = None) -> Path:
+    """Render the report of these checked runs (each with its verdict.json) to ``out``."""
+    dirs = find_run_dirs([Path(p) for p in run_dirs])
+    unchecked = [d for d in dirs if not (d / VERDICT_JSON).exists()]
+    if unchecked:
+        raise HistoryError(f"{unchecked[0] / VERDICT_JSON}: missing (check the run first: kchaos check)")
+    sections = [{**run_section(d, read_verdict(d)), "anchor": f"run{i}"}  # run ids may repeat
+                for i, d in enumerate(dirs)]
+    known = [k for k in known_results.rows([s["verdict"] for s in sections], {s["id"]: s["run"] for s in sections})
+             if k["runs"] > 1]
+    page = render(sections, title, known, matrix_status)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial")
+    tmp.write_text(page)
+    tmp.replace(out)
+    return out

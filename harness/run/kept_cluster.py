@@ -1,0 +1,104 @@
+"""One cluster kept between runs that may share it, each on a topic of its own.
+
+Booting a cluster is most of a short run's overhead (15-25 s of three brokers and their quorum on
+two cores). A run whose outcome depends only on its own topic may run on a cluster an earlier run
+left healed: the hunt's drawn runs and the matrix's cells do so by default. What may share is
+decided by ``may_share_a_cluster``: nothing the cluster keeps for a workload beyond its topic
+(transactional ids, groups and their committed offsets, a copier's state) and no fault that leaves
+the quorum changed. A run that did not heal takes the kept cluster with it, and the next one boots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cluster.settings import MAX_PRIVATE_CLIENTS
+from harness.faults import FAULTS
+from harness.scenario import Scenario
+
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+    from harness.run.directory import RunResult
+
+
+def may_share_a_cluster(s: Scenario) -> bool:
+    """Whether ``s`` may run on a cluster earlier runs healed, on a topic of its own: not when the
+    cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
+    committed offsets, share groups and their share state, the copier's), the faults change the
+    quorum's voters, or they leave the cluster on another version or feature level."""
+    return (not s.groups and not s.share_groups and s.copier is None
+            and not any(p.transactional for p in s.producers)
+            and not any(FAULTS[f.kind].quorum_change or FAULTS[f.kind].lasting for f in s.faults))
+
+
+def on_a_topic_of_its_own(s: Scenario, tag: str) -> Scenario:
+    """``s`` with its topic named ``NAME-tag``: a name no earlier run on a kept cluster used."""
+    return s.model_copy(update={"topic": s.topic.model_copy(update={"name": f"{s.topic.name}-{tag}"})})
+
+
+def with_links_for(s: Scenario, clients: list[str]) -> Scenario:
+    """``s`` with links of their own for ``clients`` (the cluster settings a run gives a client it aims a
+    link fault at), whether or not its faults aim at them: runs whose schedules differ in which
+    clients they fault then have the same cluster settings, so they may share one."""
+    private = list(dict.fromkeys([*s.cluster.get("private_clients", []), *clients]))
+    if not clients or len(private) > MAX_PRIVATE_CLIENTS:  # more than a cluster gives links of their own
+        return s
+    return s.model_copy(update={"cluster": {**s.cluster, "private_clients": private}})
+
+
+def with_node_faults(s: Scenario, skewable_clocks: bool, faultable_disks: bool) -> Scenario:
+    """``s`` on nodes whose clocks a clock fault can move (libfaketime loaded, at offset 0 until one
+    does) and whose log directories a disk fault can fail (served through kchaos-diskfs, failing
+    nothing until one does), as asked: runs with and without such faults then share one cluster."""
+    wanted = {k: True for k, on in (("skewable_clocks", skewable_clocks), ("faultable_disks", faultable_disks)) if on}
+    return s.model_copy(update={"cluster": {**s.cluster, **wanted}}) if wanted else s
+
+
+class KeptCluster:
+    """One cluster kept running between runs that may share it, replaced when a run needs other
+    settings or a clean one, and removed by ``close`` (the reaper removes it if the process dies)."""
+
+    def __init__(self) -> None:
+        self.cluster: KafkaCluster | None = None
+
+    def for_run(self, s: Scenario, reuse: bool) -> KafkaCluster | None:
+        """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
+        boots its own), and a kept one of other settings is removed first."""
+        if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
+            self.close()
+        if not reuse:
+            return None
+        if self.cluster is None:
+            from harness.cluster import KafkaCluster
+            from harness.setup import cluster_images
+
+            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades))
+            c.__enter__()
+            self.cluster = c
+        return self.cluster
+
+    def execute(self, s: Scenario, out: Path, reuse: bool, **execute_args: Any) -> RunResult:
+        """``runner.execute`` of ``s`` into ``out``, on the kept cluster when ``reuse``. A run that did
+        not heal, or did not finish, takes the kept cluster with it: no later run starts on it."""
+        from harness.run import runner
+
+        try:
+            result = runner.execute(s, out, cluster=self.for_run(s, reuse), **execute_args)
+        except BaseException:
+            self.close()
+            raise
+        if result.unsettled:
+            self.close()
+        return result
+
+    def close(self) -> None:
+        c, self.cluster = self.cluster, None
+        if c is not None:
+            c.__exit__(None, None, None)
+
+    def __enter__(self) -> KeptCluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

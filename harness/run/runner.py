@@ -1,0 +1,108 @@
+"""One chaos run of a scenario: cluster + workload + nemesis -> run directory (run_directory.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from docker.errors import DockerException
+
+from harness.cluster import ClusterError, KafkaCluster
+from harness.history import EVENTS
+from harness.history.events import EventLog
+from harness.run import logs, schedule
+from harness.run.directory import RunDirectory, RunError, RunResult, finish
+from harness.run.nemesis import Nemesis
+from harness.run.recording import Recording
+from harness.scenario import Scenario
+from harness.setup import cluster_images
+from harness.setup.engine import EngineError
+
+__all__ = ["RunError", "RunResult", "default_out", "execute", "reproduce_command"]
+
+# What a run that could not be carried out raises: the run failed (RunError), the cluster did not
+# come up or heal, the engine is missing, a wait ran out, or the engine refused a call (a container
+# that exited under it). A matrix, a hunt or `kchaos run` records it and goes on or exits 3.
+NOT_CARRIED_OUT = (RunError, ClusterError, EngineError, TimeoutError, DockerException)
+
+
+def reproduce_command(scenario_file: str | None, s: Scenario, overrides: list[str]) -> str:
+    parts = ["kchaos", "run", scenario_file or f"scenarios/{s.name}.toml", "--seed", str(s.seed),
+             "--kafka-version", s.kafka_version, "--mode", s.mode]
+    for o in overrides:
+        parts += ["--set", o]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def default_out(s: Scenario) -> Path:
+    return Path("runs") / f"{s.name}-{s.kafka_version}-{s.mode}-s{s.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides: list[str] | None = None,
+            log: Callable[[str], None] = print, cluster: KafkaCluster | None = None) -> RunResult:
+    """Run ``s`` into ``out``: on a cluster of its own, booted and removed here, or on ``cluster``, a
+    running, healed cluster of the scenario's settings that the caller owns (a hunt reuses one
+    between runs on fresh topics)."""
+    d = RunDirectory(out)
+    try:
+        return d.close(_execute(s, d, reproduce_command(scenario_file, s, overrides or []), log, cluster))
+    except BaseException:
+        d.discard()
+        raise
+
+
+@contextlib.contextmanager
+def _cluster(s: Scenario, given: KafkaCluster | None) -> Iterator[KafkaCluster]:
+    if given is None:
+        with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades)) as c:
+            yield c
+        return
+    if given.settings != s.cluster_settings():
+        raise RunError("the cluster given to run on has other settings than the scenario's")
+    yield given
+
+
+def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None],
+             given: KafkaCluster | None = None) -> RunResult:
+    plan = schedule.plan(s)
+    log(f"schedule ({len(plan)} faults, seed {s.seed}): " + "; ".join(
+        f"{f.at_s:g}s {f.kind} {f.target} for {f.duration_s:g}s" + (f" ({f.stream} only)" if f.stream != "both" else "")
+        + (f" on {f.on}" if f.on else "") for f in plan))
+    log(f"repeat with: {repro}")
+    events = EventLog(d.path / EVENTS)
+    t_cluster = time.monotonic()
+    try:
+        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c:
+            up_s = round(time.monotonic() - t_cluster, 2)
+            c.runs += 1
+            log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
+                f"{s.mode}, {s.brokers} brokers")
+            rec = Recording.of(c, s, events, d.path)
+            rec.phases["cluster_up"] = up_s
+            try:  # clients in processes of their own are started already: stopped if the run ends here
+                with rec.phases.timed("topic_ready"):
+                    rec.create_topics()
+                nemesis = Nemesis(c, s.topic.name, events, **rec.handles())
+            except BaseException:
+                rec.abort()
+                raise
+
+            def stop_faults() -> None:
+                nemesis.stop()
+                if nemesis.error is not None:
+                    raise RunError(f"nemesis failed: {nemesis.error!r}")
+
+            try:
+                with rec.phases.timed("workload"):
+                    t0 = rec.start()
+                    nemesis.start(plan, t0)
+                    time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
+            except BaseException:
+                rec.abort()
+                raise
+            return finish(d, c, s, rec, events, plan, stop_faults, reproduce=repro, log=log)
+    finally:
+        events.close()
