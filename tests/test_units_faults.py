@@ -29,3 +29,38 @@ def test_a_kinds_excuse_comes_from_its_entry():
                                    faults=frozenset({"power_loss"}))) is None, "ELR covers a power loss"
     assert partition_excuse(Config("all", True, 2, faults=frozenset({"kill", "isolate", "pause"}))) is None
     assert "+power_loss" in loss.label()
+
+
+def _kind_branches(source: str, kinds: set[str]) -> list[int]:
+    """The lines of ``source`` that compare something with a fault kind's name (``== "kill"``,
+    ``in ("kill", "pause")``): code that branches on a kind instead of reading its record."""
+    import ast
+
+    def names(node: ast.AST) -> set[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return {v for e in node.elts for v in names(e)}
+        return set()
+
+    return sorted(node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Compare)
+                  and any(names(side) & kinds for side in [node.left, *node.comparators]))
+
+
+def test_kind_branches_finds_a_planted_one():
+    kinds = {"kill", "pause"}
+    assert _kind_branches('if f.kind == "kill":\n    pass\nok = f.kind in ("pause",)\n', kinds) == [1, 3]
+    assert _kind_branches('x = FAULTS["kill"]\ndefault = ["kill"]\n', kinds) == []
+
+
+def test_no_module_outside_the_registry_branches_on_a_fault_kinds_name():
+    """A fault kind is one record: what it takes, requires, draws and does is read from
+    ``FAULTS[kind]``, so a new kind changes no other module."""
+    from pathlib import Path
+
+    from harness.faults import FAULTS
+
+    root = Path(__file__).resolve().parent.parent / "harness"
+    found = {str(f.relative_to(root)): lines for f in sorted(root.rglob("*.py")) if "faults" not in f.parts
+             if (lines := _kind_branches(f.read_text(), set(FAULTS)))}
+    assert not found, f"branches on a fault kind's name (file: lines): {found}"

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from harness import history
 from harness.checker import verdict as verdict_mod
 from harness.checker.verdict import Verdict
+from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
 from harness.hunt import guide, precursors
 from harness.hunt.loop import hunt
 from harness.hunt.precursors import Precursor, Truncation
@@ -107,8 +108,8 @@ def test_a_mutation_aims_one_or_two_faults_more_at_the_precursor():
     alone = [c.faults[1] for c in children if len(c.faults) == 2]
     both = [c.faults[1:] for c in children if len(c.faults) == 3]
     assert len(alone) + len(both) == len(children) and alone and both
-    held = [f for f in alone if f.kind in guide.HOLDS_FETCHES]
-    taken = [f for f in alone if f.kind in guide.TAKES_THE_LEADER]
+    held = [f for f in alone if HOLDS_FETCHES in FAULTS[f.kind].effects]
+    taken = [f for f in alone if TAKES_THE_LEADER in FAULTS[f.kind].effects]
     assert held and taken and len(held) + len(taken) == len(alone)
     assert all(str(f.target) == "broker:2" and 1.0 <= f.at_s <= 8.5 for f in held), "from before it truncated"
     assert all(str(f.target) == "leader" and 9.2 <= f.at_s <= 11.5 and f.on is None for f in taken), "right after"
@@ -116,7 +117,7 @@ def test_a_mutation_aims_one_or_two_faults_more_at_the_precursor():
         assert hold.kind == "cut_fetch" and str(hold.target) == "broker:2" and 7.0 <= hold.at_s <= 8.5, \
             "a cut, from shortly before it truncated"
         assert 10.0 <= hold.duration_s <= 15.0, "outlasting a session's expiry after a kill or a cut"
-        assert take.kind in guide.TAKES_THE_LEADER and str(take.target) == "leader"
+        assert TAKES_THE_LEADER in FAULTS[take.kind].effects and str(take.target) == "leader"
         assert take.on is not None and (take.on.event, take.on.broker) == ("truncation", 2), \
             "the leader taken on the held replica's own truncation, whenever the hold lets it come"
         assert take.at_s == hold.at_s and 0.1 <= take.on.delay_s <= 1.0
@@ -135,7 +136,7 @@ def test_a_fault_on_a_truncation_fits_within_the_hold_and_its_own_length():
 def test_a_precursor_near_the_workloads_end_lengthens_it_to_fit_the_fault():
     s = scenario(duration_s=26)
     late = Precursor(broker=2, partition=0, at_s=22.0, acknowledged=3000)
-    moves = [m for m in vocabulary(s) if m.kind in guide.TAKES_THE_LEADER]
+    moves = [m for m in vocabulary(s) if TAKES_THE_LEADER in FAULTS[m.kind].effects]
     child = guide.mutate(s, late, random.Random(3), moves)
     assert child is not None and child.faults[-1].at_s >= 22.2
     assert 26 < child.duration_s <= 26 + guide.LONGER_S
@@ -145,7 +146,7 @@ def test_a_precursor_near_the_workloads_end_lengthens_it_to_fit_the_fault():
 def test_a_mutation_that_does_not_fit_the_workload_falls_back_to_a_fresh_draw():
     s = scenario(duration_s=12)
     late = Precursor(broker=1, partition=0, at_s=18.6, acknowledged=3)  # past 12 + 10 - 3 - 0.5
-    moves = [m for m in vocabulary(s) if m.kind in guide.TAKES_THE_LEADER]
+    moves = [m for m in vocabulary(s) if TAKES_THE_LEADER in FAULTS[m.kind].effects]
     assert guide.mutate(s, late, random.Random(1), moves) is None
     corpus = guide.Corpus()
     corpus.add("h0001", s, [late])
@@ -161,8 +162,9 @@ def test_a_run_that_came_close_is_built_on(tmp_path):
 
     def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
         calls.append(path.name)
-        held = any(f.kind in guide.HOLDS_FETCHES and str(f.target) == "broker:2" for f in s.faults)
-        taken = any(f.kind in guide.TAKES_THE_LEADER and str(f.target) == "leader" and f.at_s >= 5 for f in s.faults)
+        held = any(HOLDS_FETCHES in FAULTS[f.kind].effects and str(f.target) == "broker:2" for f in s.faults)
+        taken = any(TAKES_THE_LEADER in FAULTS[f.kind].effects and str(f.target) == "leader" and f.at_s >= 5
+                    for f in s.faults)
         fake_run(path, s, {"lost": 9} if held and taken else {})
         came_close(path, s.topic.name)
         return verdict_mod.read(path)

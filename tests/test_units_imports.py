@@ -80,15 +80,15 @@ def test_harness_has_no_import_circle():
 
 
 # The stages of the data flow, lowest first. A module may import modules of its own stage and of
-# the stages before it, never of a later one: the cluster never calls into a run, the checker never
-# into the cluster or a run, the report never into the checker's Spark session. A module belongs to
+# the stages before it, never of a later one: the cluster never calls into set-up or a run, the
+# checker never into a run, set-up builds what the cluster runs and never starts one. A module belongs to
 # the stage of the longest prefix below that names it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("harness", "harness.versions", "harness.waiting")),
     ("history", ("harness.history",)),
+    ("cluster", ("harness.cluster",)),
     ("machine tools", ("harness.setup", "harness.setup.engine", "harness.setup.images", "harness.setup.java",
                        "harness.setup.tools", "harness.setup.cds")),
-    ("cluster", ("harness.cluster",)),
     ("faults", ("harness.faults",)),
     ("client registry", ("harness.clients.registry", "harness.clients.owned")),
     ("scenario", ("harness.scenario",)),
@@ -152,3 +152,32 @@ def test_library_crossings_finds_a_planted_one():
 def test_no_module_outside_a_client_library_names_its_modules():
     found = library_crossings(import_graph())
     assert not found, "modules that reach into a client library's folder:\n" + "\n".join(found)
+
+
+def _modules_loaded_by(module: str) -> set[str]:
+    """Every module a fresh interpreter holds after importing ``module`` alone."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True, cwd=HARNESS.parent).stdout
+    return set(json.loads(out))
+
+
+# What the report must never load: it renders checked run directories, so neither Spark nor Docker
+# nor a Kafka client nor the machinery of a run has a part in it.
+NOT_IN_THE_REPORT = ("pyspark", "docker", "testcontainers", "confluent_kafka", "harness.cluster.kafka_cluster",
+                     "harness.setup", "harness.run", "harness.clients.librdkafka", "harness.clients.java")
+
+
+def test_the_report_loads_neither_spark_nor_docker_nor_a_run():
+    loaded = _modules_loaded_by("harness.report.page")
+    found = sorted(m for m in loaded for bad in NOT_IN_THE_REPORT if m == bad or m.startswith(bad + "."))
+    assert "harness.report.page" in loaded
+    assert not found, f"importing the report loads {found}"
+
+
+def test_the_terminal_tables_load_no_spark():
+    loaded = _modules_loaded_by("harness.report.terminal")
+    assert not {m for m in loaded if m == "pyspark" or m.startswith("pyspark.")}

@@ -8,10 +8,9 @@ pass over that file, for the message that names the file, the column and what is
 from __future__ import annotations
 
 from functools import reduce
+from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
+from harness.checker.spark_api import F
 from harness.history import (
     ACK_OUTCOMES,
     ACK_TYPES,
@@ -29,6 +28,9 @@ from harness.history import (
     HistoryError,
     RunDir,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 # Breaches take the flag bits above those each aggregation uses for itself.
 BAD_SHIFT = {PRODUCED: 6, CONSUMED: 3}

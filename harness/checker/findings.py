@@ -5,16 +5,18 @@ final offsets, every copier's copies)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.keys import KEY
 from harness.checker.prepare import IN_FINAL, Inputs, has, in_final, small, uncommitted
-from harness.checker.prepare_v2 import READ_COMMITTED
+from harness.checker.prepare_txns_groups import READ_COMMITTED
+from harness.checker.spark_api import F, Window
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 REGRESSION_COLS = ["topic", "partition", "seq", "offset", "value", "prev_offset", "prev_seq"]
-Finder = Callable[[Inputs], DataFrame | None]  # None: the run has no data this class needs (count 0)
+Finder = Callable[[Inputs], "DataFrame | None"]  # None: the run has no data this class needs (count 0)
 
 
 def finding(kind: str, df: DataFrame, attr: str, sort: str) -> DataFrame:

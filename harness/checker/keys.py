@@ -8,8 +8,9 @@ packing never meets a topic it cannot number.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
+
+from harness.checker.spark_api import F
 
 KEY = ["run", "topic", "partition"]
 PACK_TOPICS_MAX = 64  # above this many topics the CASE over their names costs more than the strings
@@ -58,3 +59,5 @@ class PartitionKey:
         part = (F.when(code == NULL_PARTITION, F.lit(None)).otherwise(code - F.lit(1 << 31))
                 .cast("int").alias("partition"))
         return df.select(*[c for col in df.columns for c in ((topic, part) if col == "tp" else (F.col(col),))])
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame

@@ -3,10 +3,13 @@ buckets (for unavailability windows), and what each producer used and when it se
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.keys import KEY
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 BUCKET_MS = 1000  # unavailability is exact for thresholds of at least one bucket
 

@@ -18,15 +18,13 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from typing import TYPE_CHECKING
 
 from harness.checker.contract import bad_bits, raise_if_invalid
 from harness.checker.footers import topics_in
 from harness.checker.keys import KEY, PartitionKey
-from harness.checker.prepare_v2 import V2Inputs, prepare_v2
+from harness.checker.prepare_txns_groups import V2Inputs, prepare_txns_groups
+from harness.checker.spark_api import F
 from harness.history import (
     CONSUMED,
     DELIVERIES,
@@ -41,6 +39,9 @@ from harness.history import (
     RunDir,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
 BROADCAST_ROWS = 200_000  # rows up to which a lookup's small side is broadcast instead of shuffled
 
 # Row flags, OR-ed together by the aggregations (one int column instead of a column per flag).
@@ -50,7 +51,7 @@ IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
 
 SEND_COLS = ["run", "value", "producer", "topic", "partition", "acks", "status", "offset", "send_ts_ms", "ack_ts_ms",
              "error"]
-_SPARK_TYPES = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
+_SPARK_TYPES = {"string": "string", "int32": "int", "int64": "bigint"}  # Spark SQL type names
 
 
 def has(bit: int, col: str = "flags") -> Column:
@@ -268,9 +269,7 @@ class Inputs:
     log_starts: DataFrame | None = None  # (run, topic, partition, log_start) of partitions whose log start moved
 
 
-LOG_START_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("topic", T.StringType()),
-                                 T.StructField("partition", T.IntegerType()),
-                                 T.StructField("log_start", T.LongType())])
+LOG_START_SCHEMA = "`run` INT, `topic` STRING, `partition` INT, `log_start` BIGINT"
 
 
 def log_starts_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
@@ -305,7 +304,7 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
         flags.setdefault(r["run"], {})[PRODUCED] = r["f"]
     final_rows = dict.fromkeys(range(len(runs)), 0) | {r["run"]: r["final_rows"] or 0 for r in offs_stats}
     raise_if_invalid(runs, {PRODUCED: produced, CONSUMED: consumed}, flags, final_rows)
-    v2 = prepare_v2(spark, runs, produced, consumed, txns, offsets,
+    v2 = prepare_txns_groups(spark, runs, produced, consumed, txns, offsets,
                     offs.filter(has(IN_FINAL)).select(*pk.cols, "offset", "value"), deliveries, share_acks)
     hold(v2.polls)
 

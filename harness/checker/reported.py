@@ -6,12 +6,15 @@ share deliveries a new share-partition leader gave again as the same attempt (sh
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.share_over_delivered import deliveries_with_limits
 from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads, uncommitted_first_reads
 from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def stale_hw_read(i: Inputs) -> DataFrame:

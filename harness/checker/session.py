@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from harness.checker.driver import driver_conf
+from harness.checker.spark_conf import driver_conf
 from harness.setup import java
 
 EMBEDDED = "local[*]"

@@ -169,7 +169,7 @@ def _free_port() -> int:
 def _server_command(port: int) -> list[str]:
     import pyspark
 
-    from harness.checker.driver import driver_conf
+    from harness.checker.spark_conf import driver_conf
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     conf = {**driver_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",

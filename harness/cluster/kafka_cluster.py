@@ -36,6 +36,7 @@ from harness.cluster.nodes import NodeFaults
 from harness.cluster.quorum_changes import QuorumChanges
 from harness.cluster.settings import (
     PROXY_CLIENT_BASE,
+    ClusterImages,
     ClusterSettings,
     broker_properties,
     controller_format_args,
@@ -49,7 +50,6 @@ from harness.cluster.topics import Topics
 from harness.cluster.topology import Topology
 from harness.cluster.toxiproxy import Toxiproxy
 from harness.cluster.upgrades import Upgrades
-from harness.setup import ClusterImages
 from harness.waiting import until
 
 testcontainers_config.ryuk_disabled = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -34,6 +35,15 @@ PRIVATE_PORT_BASE = 9110  # broker listener PRIVATEk for the k-th client with li
 PROXY_PRIVATE_BASE = 9200  # toxiproxy listens on 9200+10k+i for that client to broker i
 MAX_PRIVATE_CLIENTS = 4
 CLIENT_NAME = r"^[A-Za-z0-9_.-]+$"
+
+
+@dataclass(frozen=True)
+class ClusterImages:
+    """The image tags a cluster's containers run: set-up builds them (``setup.cluster_images``) and
+    the caller hands them to ``KafkaCluster``, which never builds anything."""
+
+    kafka: str
+    toxiproxy: str
 
 
 class ClusterSettings(BaseModel):

@@ -9,14 +9,16 @@ toxics come off its links), so only process faults name a heal.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness.cluster import disks
 from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
 from harness.faults.triggers import Trigger
+from harness.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
@@ -116,6 +118,38 @@ class Target:
         return self.role in PARTITION_ROLES
 
 
+# The settings only some fault kinds take (each kind's record lists its own in ``takes``).
+SETTINGS = ("to", "feature", "level", "offset_s", "op", "dir")
+TAKES_THE_LEADER = "takes the leader"  # a fault effect: its broker stops leading
+HOLDS_FETCHES = "holds fetches"  # a fault effect: a follower falls behind
+
+
+class DrawBounds(Protocol):
+    """What a hunt's bounds give a kind's ``draw`` (the scenario's ``[hunt]`` table)."""
+
+    latency_ms: tuple[int, int]
+
+
+class GeneratorBounds(Protocol):
+    """What a scenario's ``[generator]`` gives a kind's ``generate``."""
+
+    offset_s: float
+
+
+def _draw_offset(rng: random.Random, bounds: DrawBounds) -> dict:
+    """10 s to 9 days, forward or back: timeouts first, then retention (7 days)."""
+    return {"offset_s": round(rng.choice([-1, 1]) * 10 ** rng.uniform(1, 5.9))}
+
+
+def _draw_op(rng: random.Random, bounds: DrawBounds) -> dict:
+    return {"op": rng.choice(disks.DISK_OPS)}
+
+
+def _draw_latency(rng: random.Random, bounds: DrawBounds) -> dict:
+    latency = rng.randint(*bounds.latency_ms)
+    return {"latency_ms": latency, "jitter_ms": rng.randint(0, latency // 4)}
+
+
 @dataclass(frozen=True)
 class PlannedFault:
     """One fault of a schedule: when, what, where, and (triggered) on which event."""
@@ -207,6 +241,30 @@ class FaultKind:
     summary: str = ""
     details: str = ""
     guide: str = ""
+    # The settings only some kinds take (SETTINGS), and of those, each it cannot go without, with why.
+    takes: tuple[str, ...] = ()
+    requires: tuple[tuple[str, str], ...] = ()
+    # How a hunt or a generator gets this kind: ``not_drawn`` says why neither draws it (a workload
+    # step, a change only its user can choose); ``draw`` draws the settings of a hunt's fault of this
+    # kind beyond the generic ones (direction, latency or rate by its toxic); ``generate`` a
+    # generator's; ``probe`` is what it cannot be tried without when a hunt lists the faults a
+    # scenario takes.
+    not_drawn: str = ""
+    draw: Callable[[random.Random, DrawBounds], dict] | None = None
+    generate: Callable[[random.Random, GeneratorBounds, int], dict] | None = None
+    probe: dict = field(default_factory=dict)
+    # What it does to a partition, for the hunt's guided moves: "takes the leader" (its broker stops
+    # leading), "holds fetches" (a follower falls behind).
+    effects: frozenset[str] = frozenset()
+    clock: bool = False  # moves a wall clock: a node's (its JVM needs libfaketime: skewable_clocks) or a client's
+    # What a lasting kind changes: "version" (the nodes run another Kafka) or "feature" (a finalized level).
+    changes: str = ""
+    log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
+    adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
+
+    @property
+    def drawn(self) -> bool:
+        return not self.not_drawn
 
     @property
     def beyond_kafka(self) -> bool:
@@ -422,7 +480,8 @@ def _unskew_client(client: object, f: PlannedFault) -> None:
 
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start,
-              summary="kill -9, started again after duration_s"),
+              summary="kill -9, started again after duration_s",
+              effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
               "duration_s", "#7f0000", _power_loss, _start,
               excuse="power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member "
@@ -431,25 +490,31 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               details="The recovery point is the one each partition last checkpointed "
                       "(`recovery-point-offset-checkpoint`)."),
     FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume,
-              summary="JVM frozen, resumed after duration_s"),
+              summary="JVM frozen, resumed after duration_s",
+              effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start,
-              summary="clean shutdown, started again after duration_s"),
+              summary="clean shutdown, started again after duration_s",
+              effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC,
               directional=True,
-              summary="every link black-holed"),
+              summary="every link black-holed",
+              effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
               _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, directional=True, on_nodes=False,
               summary="inter-broker links cut"),
     FaultKind("cut_fetch", "the broker's connection to the partition's leader (its fetches), both directions",
               "#ff7f0e", _cut(_to_leader), toxic=CUT_TOXIC, directional=True, on_nodes=False,
-              summary="fetches from the partition's leader cut"),
+              summary="fetches from the partition's leader cut",
+              effects=frozenset({HOLDS_FETCHES})),
     FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
               "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, directional=True, on_nodes=False,
-              summary="fetches from the partition's leader delayed"),
+              summary="fetches from the partition's leader delayed",
+              effects=frozenset({HOLDS_FETCHES})),
     FaultKind("cut_coordination", "a broker: its links to every ZooKeeper server / KRaft controller; a "
               "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
               _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC, directional=True,
-              summary="cut from ZooKeeper or the KRaft controllers"),
+              summary="cut from ZooKeeper or the KRaft controllers",
+              effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
               toxic=CUT_TOXIC, directional=True, on_nodes=False,
               summary="host clients cut from the broker"),
@@ -462,43 +527,58 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("add_controller", "KIP-853: a spare controller (target controller:K past the voters) joins the "
               "voter set; removed again at the heal", "#6baed6", _add_controller, _remove_controller,
               quorum_change=True,
-              summary="a spare controller joins the voters until the heal"),
+              summary="a spare controller joins the voters until the heal", adds_voter=True),
     FaultKind("rolling_upgrade", "every node moved to Kafka `to`, one at a time (clean stop, the new version's "
               "jars, start, back in every ISR before the next): KRaft controllers first, then brokers, each group "
               "from the target on; the heal waits for the roll to end", "#31a354", _roll, _await_roll, lasting=True,
               summary="every node moved to Kafka `to`, one at a time", details="`to` is required.",
-              guide="versions.md"),
+              guide="versions.md",
+              takes=("to",), requires=(("to", "rolling_upgrade needs the version to move to (allowed: "
+                                           f"{', '.join(KAFKA_VERSIONS)})"),),
+              not_drawn="names a version or a feature level only its user can choose", changes="version"),
     FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
               "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True,
               summary="a feature raised to `level` by kafka-features", details="`feature` is required.",
-              guide="versions.md"),
+              guide="versions.md",
+              takes=("feature", "level"),
+              requires=(("feature", "feature_upgrade needs the feature to upgrade (allowed: a feature the version "
+                                    "has, e.g. metadata.version, transaction.version, group.version, share.version)"),),
+              not_drawn="names a version or a feature level only its user can choose", changes="feature"),
     FaultKind("clock_skew", "the node's wall clock jumps by offset_s seconds (forward or back) and returns at the "
               "heal; its monotonic clock runs on (libfaketime in its JVM: the machine's clock is not touched)",
               "#e6550d", _skew, _unskew,
               summary="the node's wall clock jumps by offset_s until the heal",
               details="offset_s is required (any number but 0).",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("offset_s",),
+              requires=(("offset_s", "clock_skew needs how far the clock jumps, in seconds (allowed: any number but "
+                                     "0, e.g. 3600 forward or -600 back)"),), draw=_draw_offset,
+              generate=lambda rng, g, log_dirs: {"offset_s": g.offset_s}, probe={"offset_s": 60.0}, clock=True),
     FaultKind("disk_full", "the node's log directory answers ENOSPC to every write, creation and growth; the heal "
               "gives the space back and starts the node again if Kafka stopped it", "#636363", _fill, _mend,
               disk=True,
               summary="log directory full: ENOSPC to every write",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("dir",)),
     FaultKind("disk_error", "the node's log directory answers EIO to every `op` (read, write or fsync; default "
               "write); the heal mends it and starts the node again if Kafka stopped it", "#252525", _break, _mend,
               disk=True,
               summary="log directory failing: EIO to every `op`",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("op", "dir"), draw=_draw_op),
     FaultKind("slow_disk", "every write and fsync of the node's log directory waits latency_ms (+- jitter_ms) first",
               "#969696", _slow_down, _mend, disk=True,
               summary="log directory slow: writes and fsyncs wait latency_ms",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("dir",), draw=_draw_latency),
     FaultKind("log_dir_failure", "log directory `dir` (default 1) of a broker with log_dirs >= 2 fails: every "
               "read, write and fsync in it answers EIO, and the broker carries on with the others; the heal mends "
               "it and restarts the broker, which then serves it again", "#000000", _lose_dir, _mend, disk=True,
               summary="one of a JBOD broker's directories fails; it carries on",
               details="`log_dirs` (2 to 4 directories per broker) is a top-level scenario key. Not on a KRaft "
                       "controller, which has one log directory (disk_error fails that).",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("dir",), generate=lambda rng, g, log_dirs: {"dir": rng.randint(1, log_dirs)}, log_dirs_needed=2),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True,
               summary="latency_ms +- jitter_ms on every link"),
@@ -525,7 +605,8 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("send", "a workload step: a quiet producer (target client:NAME, quiet = true) sends one record to the "
               "fault's partition and the step ends when it is acknowledged (or its delivery timeout passes)",
               "#2ca02c", _no_broker, on_client=_send_one, clients=frozenset({"quiet"}),
-              summary="sends one record to the fault's partition (a workload step)"),
+              summary="sends one record to the fault's partition (a workload step)",
+              not_drawn="a workload step of a quiet producer: the scenario's own script, not a fault to search over"),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
               _slow(_own_links), toxic=LATENCY_TOXIC, directional=True, client_links=True, clients=frozenset({"any"}),
               summary="latency_ms +- jitter_ms on its own links"),
@@ -536,7 +617,11 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               on_client=_skew_client, off_client=_unskew_client, clients=frozenset({"producer"}),
               summary="its wall clock jumps by offset_s until the heal",
               details="offset_s is required (any number but 0).",
-              guide="disks-and-clocks.md"),
+              guide="disks-and-clocks.md",
+              takes=("offset_s",), requires=(("offset_s", "client_clock_skew needs how far the clock jumps, in seconds "
+              "(allowed: any number but 0, e.g. 3600 forward or -600 back)"),),
+              not_drawn="moves the timestamps on a producer's records, which decide when retention deletes them: "
+              "deletions the checker reports apart from loss, so no anomaly a hunt looks for", clock=True),
     FaultKind("client_cut", "a client's own links black-holed (target client:NAME)", "#9c9ede",
               _cut(_own_links), toxic=CUT_TOXIC, directional=True, client_links=True, clients=frozenset({"any"}),
               summary="its own links black-holed"),

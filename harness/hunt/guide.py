@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from harness.cluster.toxiproxy import LATENCY_TOXIC
-from harness.faults import FAULTS
+from harness.cluster.toxiproxy import CUT_TOXIC, LATENCY_TOXIC
+from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
 from harness.hunt.precursors import Precursor
-from harness.hunt.space import FIRST_FAULT_S, SETTLE_S, Move, bounds, draw, with_faults
+from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, with_faults
 from harness.scenario import Scenario
 
 SWARM_SHARE = 0.5  # each fault kind is in a fresh draw's subset with this probability
@@ -40,8 +40,6 @@ EXTRA_FAULTS = 2  # a mutated schedule may have this many faults beyond the [hun
 LONGER_S = 10.0  # a mutation may lengthen the workload by this much so that its fault fits
 # What takes a partition's leader away, and what keeps one replica from fetching: the two steps
 # that turn a replica's dropped acknowledged records into lost ones.
-TAKES_THE_LEADER = ("kill", "restart", "isolate", "pause", "cut_coordination")
-HOLDS_FETCHES = ("cut_fetch", "slow_fetch")
 
 
 @dataclass
@@ -95,7 +93,7 @@ def mutate(parent: Scenario, p: Precursor, rng: random.Random, moves: list[Move]
         ends = _ends(added)
         try:
             return with_faults(parent, [*[f.model_dump(mode="json") for f in parent.faults], *added],
-                               duration_s=max(parent.duration_s, round(ends + SETTLE_S, 1)))
+                               duration_s=max(parent.duration_s, round(ends + QUIET_TAIL_S, 1)))
         except (ValidationError, ValueError):
             continue
     return None
@@ -111,7 +109,7 @@ def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move
 def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
     """The partition's leader stopped, paused or cut off 0.2 to 2.5 s after the replica truncated:
     if the truncated replica is elected before it fetches again, what it dropped is gone."""
-    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
+    kinds = sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects})
     if not kinds:
         return []
     lo, hi = bounds(s).fault_duration_s
@@ -126,8 +124,9 @@ def hold_and_take(s: Scenario, p: Precursor, rng: random.Random, moves: list[Mov
     that replica's next truncation, whenever the hold lets it come (a follower truncates once its
     fetch in flight fails, up to a request timeout later than in the parent). The hold outlasts
     what a leader taken by a kill or a cut waits for (its session to expire) before an election."""
-    hold = _hold(s, p, rng, [m for m in moves if m.kind == "cut_fetch"] or moves, (10.0, 15.0), (0.5, 2.0))
-    kinds = sorted({m.kind for m in moves if m.kind in TAKES_THE_LEADER})
+    cuts = [m for m in moves if HOLDS_FETCHES in FAULTS[m.kind].effects and FAULTS[m.kind].toxic == CUT_TOXIC]
+    hold = _hold(s, p, rng, cuts or moves, (10.0, 15.0), (0.5, 2.0))
+    kinds = sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects})
     if hold is None or not kinds:
         return []
     lo, hi = bounds(s).fault_duration_s
@@ -140,7 +139,7 @@ def hold_and_take(s: Scenario, p: Precursor, rng: random.Random, moves: list[Mov
 def _hold(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move], lasting: tuple[float, float],
           before: tuple[float, float] = (0.5, 4.0)) -> dict | None:
     """A hold or slowing of broker ``p.broker``'s fetches from ``before`` seconds before it truncated."""
-    kinds = sorted({m.kind for m in moves if m.kind in HOLDS_FETCHES})
+    kinds = sorted({m.kind for m in moves if HOLDS_FETCHES in FAULTS[m.kind].effects})
     if not kinds:
         return None
     kind = rng.choice(kinds)
@@ -162,12 +161,12 @@ def _ends(added: list[dict]) -> float:
 
 
 def _fitted(s: Scenario, f: dict) -> dict | None:
-    """``f`` ending ``SETTLE_S`` before the workload does, the workload lengthened by up to
+    """``f`` ending ``QUIET_TAIL_S`` before the workload does, the workload lengthened by up to
     ``LONGER_S`` for it and the fault shortened if that is not enough (a precursor near the
     workload's end is where a run came close, so the schedule grows to follow it), or None if it
     would start too late even so."""
     f = {k: v for k, v in f.items() if v is not None}
-    room = s.duration_s + LONGER_S - SETTLE_S - f["at_s"]
+    room = s.duration_s + LONGER_S - QUIET_TAIL_S - f["at_s"]
     if room < 0.5:
         return None
     f["duration_s"] = round(min(f["duration_s"], room), 1)

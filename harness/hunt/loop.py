@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.faults import CLIENT_LINK_FAULTS, DISK_FAULTS
+from harness.faults import CLIENT_LINK_FAULTS, DISK_FAULTS, FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import precursors
 from harness.hunt import shrink as shrinking
@@ -211,7 +211,7 @@ class Hunt:
         with and without those faults share the cluster."""
         aimed = sorted({m.target.client for m in base.moves
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
-        clocks = any(m.kind == "clock_skew" for m in base.moves)
+        clocks = any(FAULTS[m.kind].clock and not FAULTS[m.kind].on_clients for m in base.moves)
         disks = any(m.kind in DISK_FAULTS for m in base.moves)
         return with_node_faults(with_links_for(on_a_topic_of_its_own(s, str(number)), aimed), clocks, disks)
 

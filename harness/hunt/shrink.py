@@ -26,7 +26,7 @@ StillFails = Callable[[Scenario], bool]
 MIN_FAULT_S = 1.0  # a fault shorter than this is below the nemesis's timing
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
 MIN_RATE = 50.0  # records/s a producer keeps while shrinking: below it a run sends too little to lose
-SETTLE_S = 4.0  # the workload runs at least this long past its last timed fault's end
+SHRUNK_TAIL_S = 4.0  # the workload runs at least this long past its last timed fault's end
 
 
 @dataclass
@@ -179,7 +179,7 @@ def shrink(s: Scenario, still_fails: StillFails, budget: int, stop: type[Excepti
         current = _smaller(judge, current, f"fault {i} lasts", "s", lambda b, i=i: b.faults[i].duration_s,
                            MIN_FAULT_S, lambda b, v, i=i: _fault_changes(b, i, duration_s=v))
     current = _smaller(judge, current, "workload runs", "s", lambda b: b.duration_s,
-                       max(_last_timed_end(current) + SETTLE_S, 8.0), lambda b, v: _with(b, duration_s=v))
+                       max(_last_timed_end(current) + SHRUNK_TAIL_S, 8.0), lambda b, v: _with(b, duration_s=v))
     for j in range(len(current.producers)):
         current = _smaller(judge, current, f"producer {current.producers[j].name} at", "/s",
                            lambda b, j=j: b.producers[j].rate, MIN_RATE, lambda b, v, j=j: _producer_rate(b, j, v))

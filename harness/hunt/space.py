@@ -15,21 +15,13 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from harness.cluster.disks import DISK_OPS
 from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, LATENCY_TOXIC
 from harness.faults import FAULT_KINDS, FAULTS, Target
 from harness.scenario import HuntSpec, Scenario
 
-# Workload steps for quiet producers are a scenario's own script, and upgrades name a version or a
-# feature level only their user can choose: not faults to search over. A producer's clock moves the
-# timestamps on its records, which decide when retention deletes them: deletions the checker reports
-# apart from loss, so no anomaly a hunt looks for.
-NOT_DRAWN = ("send", "rolling_upgrade", "feature_upgrade", "client_clock_skew")
 TRIGGER_DELAY_S = (0.0, 2.0)
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
-SETTLE_S = 3.0  # a drawn fault ends at least this long before the workload does
-# What a kind cannot be tried without when the vocabulary is probed (each draw then draws its own).
-PROBE_SETTINGS = {"clock_skew": {"offset_s": 60.0}}
+QUIET_TAIL_S = 3.0  # a drawn fault ends at least this long before the workload does
 
 
 @dataclass(frozen=True)
@@ -57,13 +49,13 @@ def default_targets(s: Scenario) -> list[Target]:
 def vocabulary(s: Scenario) -> list[Move]:
     """Every (kind, target) of the hunt's bounds that the scenario accepts as a fault of its own."""
     spec = bounds(s)
-    kinds = spec.kinds or [k for k in FAULT_KINDS if k not in NOT_DRAWN]
+    kinds = spec.kinds or [k for k in FAULT_KINDS if FAULTS[k].drawn]  # a record's not_drawn says why not
     moves = []
     for kind in kinds:
         for target in spec.targets or default_targets(s):
             try:
                 with_faults(s, [{"at_s": FIRST_FAULT_S, "duration_s": 1.0, "kind": kind, "target": str(target),
-                                 **PROBE_SETTINGS.get(kind, {})}])
+                                 **FAULTS[kind].probe}])
             except (ValidationError, ValueError):
                 continue
             moves.append(Move(kind, target))
@@ -109,7 +101,7 @@ def _pick(rng: random.Random, moves: list[Move]) -> Move:
 
 def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntSpec) -> dict:
     length = round(rng.uniform(*spec.fault_duration_s), 1)
-    latest = max(FIRST_FAULT_S, s.duration_s - length - SETTLE_S)
+    latest = max(FIRST_FAULT_S, s.duration_s - length - QUIET_TAIL_S)
     f: dict = {"at_s": round(rng.uniform(FIRST_FAULT_S, latest), 1), "duration_s": length, "kind": move.kind,
                "target": str(move.target), "partition": rng.randrange(s.topic.partitions)}
     kind = FAULTS[move.kind]
@@ -120,13 +112,8 @@ def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntS
         f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
     if kind.toxic == BANDWIDTH_TOXIC:
         f["rate_kbps"] = rng.choice([16, 64, 256])
-    if move.kind == "clock_skew":  # 10 s to 9 days, forward or back: timeouts, then retention (7 days)
-        f["offset_s"] = round(rng.choice([-1, 1]) * 10 ** rng.uniform(1, 5.9))
-    if move.kind == "disk_error":
-        f["op"] = rng.choice(DISK_OPS)
-    if move.kind == "slow_disk":
-        f["latency_ms"] = rng.randint(*spec.latency_ms)
-        f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
+    if kind.draw is not None:  # the settings only this kind takes
+        f.update(kind.draw(rng, spec))
     if rng.random() < spec.triggers:
         f["on"] = _trigger(s, rng, f, number)
         f["at_s"] = round(min(f["at_s"], rng.uniform(0, 3)), 1)  # triggered: "after at_s" arms it early

@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 
 from harness.checker.verdict import Verdict
 from harness.history import CONSUMED, OFFSETS, PRODUCED
+from harness.report.panels import Panel, PanelFamily, RunView
 
-PANELS = [("y8", "partitions held"), ("y9", "commit lag (records)")]
+HELD, LAG = Panel("held", "partitions held"), Panel("lag", "commit lag (records)")
 AROUND = 3  # records (or commits) shown on each side of an anomaly
 
 
@@ -50,11 +51,11 @@ def held_traces(events: list[dict], t0: int, end_ms: int) -> list[dict]:
         t["x"] += [(s["start_ms"] - t0) / 1000, (s["end_ms"] - t0) / 1000, None]
         t["y"] += [s["partition"]] * 2 + [None]
         t["text"] += [f"{s['consumer']} generation {s['generation']}"] * 2 + [""]
-    out = [{"type": "scatter", "mode": "lines", "name": name, "yaxis": PANELS[0][0], "line": {"width": 6},
+    out = [{"type": "scatter", "mode": "lines", "name": name, "yaxis": HELD.key, "line": {"width": 6},
             **t} for name, t in sorted(by_member.items())]
     refused = [e for e in events if e.get("type") == "commit_refused"]
     if refused:
-        out.append({"type": "scatter", "mode": "markers", "name": "commit refused", "yaxis": PANELS[0][0],
+        out.append({"type": "scatter", "mode": "markers", "name": "commit refused", "yaxis": HELD.key,
                     "x": [(e["ts_ms"] - t0) / 1000 for e in refused], "y": [-0.5] * len(refused),
                     "text": [f"{e['consumer']}: {e['error']}" for e in refused],
                     "marker": {"symbol": "x", "size": 10, "color": "#d62728"}})
@@ -84,12 +85,12 @@ def lag_traces(d: Path, t0: int) -> list[dict]:
         t = lines.setdefault(f"{c['group']} p{c['partition']} lag", {"x": [], "y": []})
         t["x"].append((c["ts_ms"] - t0) / 1000)
         t["y"].append((end[i - 1] if i else 0) - c["offset"])
-    return [{"type": "scatter", "mode": "lines", "name": name, "yaxis": PANELS[1][0], **t}
+    return [{"type": "scatter", "mode": "lines", "name": name, "yaxis": LAG.key, **t}
             for name, t in sorted(lines.items())]
 
 
-def group_traces(d: Path, events: list[dict], t0: int, end_ms: int) -> list[dict]:
-    return [*held_traces(events, t0, end_ms), *lag_traces(d, t0)]
+def group_traces(run: RunView) -> list[dict]:
+    return [*held_traces(run.events, run.t0, run.end_ms), *lag_traces(run.path, run.t0)]
 
 
 def group_tables(d: Path, verdict: Verdict) -> list[dict]:
@@ -158,3 +159,6 @@ def group_context(d: Path, verdict: Verdict, limit: int = 5) -> dict[str, list[d
                 "rows": [{"ts_ms": c["ts_ms"], "offset": c["offset"], "went back": c is mine[i]}
                          for c in mine[max(0, i - AROUND): i + AROUND + 1]]})
     return out
+
+
+FAMILY = PanelFamily(panels=(HELD, LAG), shown=lambda run: has_groups(run.run), traces=group_traces)

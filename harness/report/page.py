@@ -34,14 +34,12 @@ from harness.history import (
     find_run_dirs,
     read_events,
 )
-from harness.report import known_results
-from harness.report.groups import PANELS as GROUP_PANELS
-from harness.report.groups import group_context, group_tables, group_traces, has_groups
-from harness.report.quorum import PANEL as QUORUM_PANEL
-from harness.report.quorum import failover_rows, has_quorum, quorum_traces, shade_no_majority
+from harness.report import base, groups, known_results, quorum, transactions
+from harness.report.groups import group_context, group_tables
+from harness.report.panels import Panel, PanelFamily, RunView, axis_ids, layout_key, on_axes
+from harness.report.quorum import failover_rows
 from harness.report.shares import share_group_tables
-from harness.report.transactions import PANEL as TXN_PANEL
-from harness.report.transactions import has_transactions, txn_tables, txn_traces
+from harness.report.transactions import txn_tables
 from harness.report.upgrades import upgrade_rows
 
 TEMPLATE = Path(__file__).with_name("page.html.j2")
@@ -61,113 +59,23 @@ def _t0(run: dict, produced: pa.Table, events: list[dict]) -> int:
     return int(pc.min(produced["send_ts_ms"]).as_py() or 0) if produced.num_rows else 0
 
 
-def _per_second(ts: pa.Array, t0: int) -> pa.Array:
-    return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
-
-
-PANELS = [("y", "acked/s"), ("y2", "latency ms"), ("y3", "errors/s"), ("y4", "ISR size"), ("y5", "leader"),
-          ("y6", "offset")]
 PANEL_GAP = 0.02
+FAMILIES: list[PanelFamily] = [base.FAMILY, transactions.FAMILY, groups.FAMILY, quorum.FAMILY]  # top to bottom
 
 
-def ack_traces(produced: pa.Table, t0: int) -> list[dict]:
-    """Acknowledged writes per second, and the p50 and p99 of their latency."""
-    ok = produced.filter(pc.equal(produced["status"], "ok"))
-    ok = ok.filter(pc.is_valid(ok["ack_ts_ms"]))
-    if not ok.num_rows:
-        return []
-    sec = _per_second(ok["ack_ts_ms"], t0)
-    lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
-    g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
-        [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
-    secs = g["sec"].to_pylist()
-    q = g["lat_tdigest"].to_pylist()
-    return [
-        {"type": "scatter", "mode": "lines", "name": "acknowledged / s", "x": secs, "y": g["lat_count"].to_pylist(),
-         "yaxis": "y", "line": {"shape": "hv", "color": "#1f77b4"}},
-        {"type": "scatter", "mode": "lines", "name": "latency p50 ms", "x": secs,
-         "y": [v[0] if v else None for v in q], "yaxis": "y2", "line": {"color": "#2ca02c"}},
-        {"type": "scatter", "mode": "lines", "name": "latency p99 ms", "x": secs,
-         "y": [v[1] if v else None for v in q], "yaxis": "y2", "line": {"color": "#d62728"}},
-    ]
-
-
-def error_traces(produced: pa.Table, t0: int) -> list[dict]:
-    """Writes that were not acknowledged, per second, by error and status."""
-    bad = produced.filter(pc.not_equal(produced["status"], "ok"))
-    if not bad.num_rows:
-        return []
-    ts = pc.coalesce(bad["ack_ts_ms"], bad["send_ts_ms"])
-    g = pa.table({"sec": _per_second(ts, t0), "error": pc.coalesce(bad["error"], pa.scalar("(none)")),
-                  "status": bad["status"]}).group_by(["error", "status", "sec"]).aggregate(
-        [("sec", "count")]).sort_by("sec")
-    out = []
-    for e, s in sorted({(e, s) for e, s in zip(g["error"].to_pylist(), g["status"].to_pylist(), strict=True)}):
-        sub = g.filter(pc.and_(pc.equal(g["error"], e), pc.equal(g["status"], s)))
-        out.append({"type": "bar", "name": f"{e} ({s})", "x": sub["sec"].to_pylist(),
-                    "y": sub["sec_count"].to_pylist(), "yaxis": "y3"})
-    return out
-
-
-def state_traces(events: list[dict], t0: int) -> list[dict]:
-    """ISR size and leader per partition, from the state samples."""
-    series: dict[int, dict[str, list]] = {}
-    for e in events:
-        if e.get("type") != "state" or "partitions" not in e:
-            continue
-        x = round((e["ts_ms"] - t0) / 1000, 2)
-        for p in e["partitions"]:
-            s = series.setdefault(p["partition"], {"x": [], "isr": [], "leader": []})
-            s["x"].append(x)
-            s["isr"].append(len(p["isr"]))
-            s["leader"].append(p["leader"] if p["leader"] >= 0 else None)
-    out = []
-    for part, s in sorted(series.items()):
-        out.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],
-                    "yaxis": "y4", "line": {"shape": "hv"}, "legendgroup": f"p{part}"})
-        out.append({"type": "scatter", "mode": "markers", "name": f"p{part} leader", "x": s["x"],
-                    "y": s["leader"], "yaxis": "y5", "marker": {"size": 4}, "legendgroup": f"p{part}"})
-    return out
-
-
-def position_traces(d: Path, t0: int) -> list[dict]:
-    """The high watermark against each consumer's position, per partition (live phase)."""
-    consumed = pq.read_table(d / CONSUMED, columns=["consumer", "partition", "offset", "hw", "poll_ts_ms", "phase"])
-    live = consumed.filter(pc.equal(consumed["phase"], "live"))
-    if not live.num_rows:
-        return []
-    g = pa.table({"sec": _per_second(live["poll_ts_ms"], t0), "consumer": live["consumer"],
-                  "partition": live["partition"], "offset": live["offset"],
-                  "hw": pc.coalesce(live["hw"], pa.scalar(-1, pa.int64()))}).group_by(
-        ["consumer", "partition", "sec"]).aggregate([("offset", "max"), ("hw", "max")]).sort_by("sec")
-    out = []
-    for c in sorted(set(g["consumer"].to_pylist())):
-        for part in sorted(set(g["partition"].to_pylist())):
-            sub = g.filter(pc.and_(pc.equal(g["consumer"], c), pc.equal(g["partition"], part)))
-            if not sub.num_rows:
-                continue
-            x = sub["sec"].to_pylist()
-            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} HW ({c})", "x": x,
-                        "y": [v if v >= 0 else None for v in sub["hw_max"].to_pylist()], "yaxis": "y6",
-                        "line": {"dash": "dot"}, "legendgroup": f"p{part}"})
-            out.append({"type": "scatter", "mode": "lines", "name": f"p{part} {c} position", "x": x,
-                        "y": [v + 1 for v in sub["offset_max"].to_pylist()], "yaxis": "y6", "legendgroup": f"p{part}"})
-    return out
-
-
-def panel_layout(panels: list[tuple[str, str]] = PANELS) -> dict:
+def panel_layout(panels: list[Panel]) -> dict:
     """The panels stacked on one shared time axis (the last one carries it)."""
+    ids = axis_ids(panels)
     n = len(panels)
     h = (1 - PANEL_GAP * (n - 1)) / n
     layout: dict = {"height": 150 * n + 80, "margin": {"l": 60, "r": 10, "t": 60, "b": 40},
                     "legend": {"orientation": "h", "y": -0.06, "font": {"size": 10}}, "barmode": "stack",
-                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": panels[-1][0]},
+                    "xaxis": {"title": {"text": "seconds since the workload started"}, "anchor": ids[panels[-1].key]},
                     "hovermode": "x unified", "shapes": [], "annotations": [], "font": {"size": 11}}
-    for i, (ax, title) in enumerate(panels):
+    for i, p in enumerate(panels):
         top = 1 - i * (h + PANEL_GAP)
-        key = "yaxis" if ax == "y" else f"yaxis{ax[1:]}"
-        layout[key] = {"domain": [top - h, top], "title": {"text": title, "font": {"size": 10}}, "zeroline": False}
-    layout["yaxis5"]["dtick"] = 1
+        layout[layout_key(ids[p.key])] = {"domain": [top - h, top], "title": {"text": p.title, "font": {"size": 10}},
+                                          "zeroline": False, **p.axis}
     return layout
 
 
@@ -210,28 +118,20 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
 
 
 def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
-    """Plotly figure (as a dict) of one run: six panels on one time axis (one more with transactions,
-    two more with groups, one more with the quorum's state), faults shaded."""
-    produced = pq.read_table(d / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error", "partition"])
-    t0 = _t0(run, produced, events)
-    traces = [*ack_traces(produced, t0), *error_traces(produced, t0), *state_traces(events, t0),
-              *position_traces(d, t0)]
-    panels = PANELS
-    if has_transactions(d):
-        traces += txn_traces(d, verdict, t0)
-        panels = [*panels, TXN_PANEL]
-    if has_groups(run):
-        end_ms = max([e.get("ts_ms") or e.get("end_ms") or 0 for e in events] + [t0])
-        traces += group_traces(d, events, t0, end_ms)
-        panels = [*panels, *GROUP_PANELS]
-    if has_quorum(events):
-        traces += quorum_traces(events, t0)
-        panels = [*panels, QUORUM_PANEL]
+    """Plotly figure (as a dict) of one run: the panels of every family the run has (``FAMILIES``) on
+    one time axis, faults shaded."""
+    produced = pq.read_table(d / PRODUCED, columns=["send_ts_ms"])
+    view = RunView(Path(d), run, verdict, events, _t0(run, produced, events))
+    families = [f for f in FAMILIES if f.shown(view)]
+    panels = [p for f in families for p in f.panels]
+    ids = axis_ids(panels)
+    traces = on_axes([t for f in families for t in f.traces(view)], ids)
     layout = panel_layout(panels)
-    shade_faults(layout, events, t0)
-    outline_unavailability(layout, verdict, t0)
-    if has_quorum(events):
-        shade_no_majority(layout, verdict, t0)
+    shade_faults(layout, events, view.t0)
+    outline_unavailability(layout, verdict, view.t0)
+    for f in families:
+        if f.decorate is not None:
+            f.decorate(layout, ids, view)
     return {"data": traces, "layout": layout}
 
 

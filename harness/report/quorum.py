@@ -4,8 +4,9 @@ when it had no leader or no majority; and the controller failovers table's rows.
 from __future__ import annotations
 
 from harness.checker.verdict import Verdict
+from harness.report.panels import Panel, PanelFamily, RunView, layout_key
 
-PANEL = ("y10", "quorum leader")
+PANEL = Panel("quorum", "quorum leader", {"type": "category"})
 NO_MAJORITY = "rgba(214,39,40,0.25)"
 
 
@@ -27,19 +28,18 @@ def quorum_traces(events: list[dict], t0: int) -> list[dict]:
     leaders = [node_label(e["quorum"]["leader"]) if e["quorum"]["leader"] >= 0 else None for e in ss]
     epochs = [e["quorum"].get("epoch") for e in ss]
     return [{"type": "scatter", "mode": "lines+markers", "name": "quorum leader", "x": x, "y": leaders,
-             "yaxis": PANEL[0], "line": {"shape": "hv"}, "marker": {"size": 3}, "customdata": epochs,
+             "yaxis": PANEL.key, "line": {"shape": "hv"}, "marker": {"size": 3}, "customdata": epochs,
              "hovertemplate": "%{y} (epoch %{customdata})", "connectgaps": False}]
 
 
-def shade_no_majority(layout: dict, verdict: Verdict, t0: int) -> None:
+def shade_no_majority(layout: dict, ids: dict[str, str], run: RunView) -> None:
     """Each span without a majority in touch, shaded on the coordination lane."""
-    key = f"yaxis{PANEL[0][1:]}"
-    lo, hi = layout[key]["domain"]
-    for w in verdict.coordination.no_majority:
+    lo, hi = layout[layout_key(ids[PANEL.key])]["domain"]
+    t0 = run.t0
+    for w in run.verdict.coordination.no_majority:
         layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": (w["start_ms"] - t0) / 1000,
                                  "x1": (w["end_ms"] - t0) / 1000, "y0": lo, "y1": hi, "fillcolor": NO_MAJORITY,
                                  "line": {"width": 0}, "layer": "below"})
-    layout[key]["type"] = "category"
 
 
 def failover_rows(verdict: Verdict) -> list[dict]:
@@ -49,3 +49,7 @@ def failover_rows(verdict: Verdict) -> list[dict]:
         rows.append({**f.model_dump(), "before": node_label(f.leader_before) if f.leader_before is not None else "",
                      "after": node_label(f.new_leader) if f.new_leader is not None else "none"})
     return rows
+
+
+FAMILY = PanelFamily(panels=(PANEL,), shown=lambda run: has_quorum(run.events),
+                     traces=lambda run: quorum_traces(run.events, run.t0), decorate=shade_no_majority)

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 
 from harness.checker.verdict import Verdict
 from harness.history import CONSUMED, PRODUCED, TXNS
+from harness.report.panels import Panel, PanelFamily
 
-PANEL = ("y7", "transactions/s")
+PANEL = Panel("txns", "transactions/s")
 OUTCOME_COLOURS = {"committed": "#2ca02c", "aborted": "#ff7f0e", "unknown": "#7f7f7f"}
 MARKED = {"aborted_read": ("poll_ts_ms", "#d62728", "x"), "torn_txn": ("commit_ts_ms", "#8c564b", "diamond"),
           "precommitted_read": ("poll_ts_ms", "#9467bd", "triangle-up")}
@@ -38,11 +39,11 @@ def txn_traces(d: Path, verdict: Verdict, t0: int) -> list[dict]:
         sub = g.filter(pc.equal(g["outcome"], outcome))
         if sub.num_rows:
             out.append({"type": "bar", "name": f"{outcome} transactions / s", "x": sub["sec"].to_pylist(),
-                        "y": sub["sec_count"].to_pylist(), "yaxis": PANEL[0], "marker": {"color": colour}})
+                        "y": sub["sec_count"].to_pylist(), "yaxis": PANEL.key, "marker": {"color": colour}})
     for name, (key, colour, symbol) in MARKED.items():
         ex = [e for e in verdict.examples.get(name) or [] if e.get(key)]
         if ex:
-            out.append({"type": "scatter", "mode": "markers", "name": name.replace("_", " "), "yaxis": PANEL[0],
+            out.append({"type": "scatter", "mode": "markers", "name": name.replace("_", " "), "yaxis": PANEL.key,
                         "x": [round((e[key] - t0) / 1000, 2) for e in ex], "y": [0] * len(ex),
                         "text": [e.get("txn", "") for e in ex],
                         "marker": {"color": colour, "symbol": symbol, "size": 11}})
@@ -73,3 +74,7 @@ def txn_tables(d: Path, verdict: Verdict, limit: int = 5) -> dict[str, list[dict
                     "read_by": ", ".join(sorted(set(readers.get(s["value"], [])))) or "nobody"}
                    for s in sends if s["txn"] == t] for t in txn_ids}
     return {a: [{"txn": t, "records": records[t]} for t in ts] for a, ts in wanted.items() if ts}
+
+
+FAMILY = PanelFamily(panels=(PANEL,), shown=lambda run: has_transactions(run.path),
+                     traces=lambda run: txn_traces(run.path, run.verdict, run.t0))

@@ -54,7 +54,7 @@ GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to t
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
-SETTLE_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
+READ_AFTER_HEAL_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
 ISR_WAIT_S = 120.0  # after healing, how long the run waits for every partition's ISR to be whole again
 
 
@@ -240,7 +240,7 @@ class Recording:
             except Exception as e:  # recorded: the final read still tells what survived
                 self.unsettled.append(name)
                 self.events.write(self._isr_not_restored(name, e))
-        time.sleep(SETTLE_S)
+        time.sleep(READ_AFTER_HEAL_S)
         for g in self.groups:
             if not g.wait_caught_up(GROUP_CATCH_UP_S):
                 self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name} had not committed to the end of every "

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import random
 
-from harness.faults import PlannedFault, Target
+from harness.faults import FAULTS, SETTINGS, PlannedFault, Target
 from harness.faults.triggers import Trigger
 from harness.scenario import FaultSpec, Scenario
 
 __all__ = ["PlannedFault", "plan"]
-
-
 
 
 def _resolve_random(target: Target, rng: random.Random, brokers: int) -> Target:
@@ -57,11 +55,10 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
         target = _resolve_random(rng.choice(g.targets_for(kind, s.mode)), rng, s.brokers)
         partition = rng.randrange(s.topic.partitions)
         on = Trigger("fault_start", fault=out[-1].number, delay_s=delay) if chained else None
-        # which of a JBOD broker's directories fails (drawn only for this kind: other schedules keep their draws)
-        lost_dir = rng.randint(1, s.log_dirs) if kind == "log_dir_failure" else 0
-        out.append(PlannedFault(out[-1].at_s if chained else round(t, 2), duration, kind, target, partition,
-                                g.latency_ms, g.jitter_ms, g.rate_kbps, on, number,
-                                offset_s=g.offset_s if kind == "clock_skew" else 0.0, dir=lost_dir))
+        made = FAULTS[kind].generate(rng, g, s.log_dirs) if FAULTS[kind].generate else {}
+        out.append(PlannedFault(at_s=out[-1].at_s if chained else round(t, 2), duration_s=duration, kind=kind,
+                                target=target, partition=partition, latency_ms=g.latency_ms, jitter_ms=g.jitter_ms,
+                                rate_kbps=g.rate_kbps, on=on, number=number, **made))
         starts.append(start)
         number += 1
         t = max(t, start + duration) + (rng.uniform(*g.gap_s) if not chained else 0.0)
@@ -69,6 +66,9 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
 
 
 def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
-    return PlannedFault(f.at_s, f.duration_s, f.kind, target, f.partition, f.latency_ms, f.jitter_ms, f.rate_kbps,
-                        f.on.trigger() if f.on is not None else None, number, f.stream, f.to or "", f.feature or "",
-                        f.level if f.level is not None else -1, f.offset_s or 0.0, f.op or "write", f.dir or 0)
+    """A scenario's fault as planned: its settings as written, those its kind does not take left at
+    PlannedFault's defaults (FaultSpec refuses them)."""
+    settings = {k: v for k in SETTINGS if (v := getattr(f, k)) is not None}
+    return PlannedFault(at_s=f.at_s, duration_s=f.duration_s, kind=f.kind, target=target, partition=f.partition,
+                        latency_ms=f.latency_ms, jitter_ms=f.jitter_ms, rate_kbps=f.rate_kbps,
+                        on=f.on.trigger() if f.on is not None else None, number=number, stream=f.stream, **settings)

@@ -1,31 +1,44 @@
-"""Scenario files: the typed, validated description of one run, and ``--set`` overrides."""
+"""Scenario files: the typed, validated description of one run. ``tables``: the workload's tables;
+``fault_tables``: faults, the generator and the hunt space; ``model``: ``Scenario``, how the tables fit
+together and the cluster settings they need; ``broker_config``: what the workload adds to the
+brokers' settings; ``loading``: files and ``--set`` overrides."""
 
-from harness.scenario.model import (
-    FREEFORM_MAPS,
+from harness.scenario.broker_config import (
+    kip848_broker_config,
+    share_broker_config,
+)
+from harness.scenario.fault_tables import (
     KIND_KEYS,
-    MAX_MEMBERS,
-    ROLE_WORDS,
-    UNLIMITED_RATE,
-    ConsumerSpec,
-    CopierSpec,
     FaultSpec,
     GeneratorSpec,
-    GroupSpec,
     HuntSpec,
+    TargetField,
+    TriggerSpec,
+)
+from harness.scenario.loading import (
+    FREEFORM_MAPS,
+    load,
+    validate_tables,
+)
+from harness.scenario.model import (
+    ROLE_WORDS,
+    Scenario,
+)
+from harness.scenario.tables import (
+    MAX_MEMBERS,
+    UNLIMITED_RATE,
+    ClientTable,
+    ConsumerSpec,
+    CopierSpec,
+    GroupSpec,
     Isolation,
     ProducerSpec,
     PropMap,
-    Scenario,
     ScenarioError,
+    ScenarioTable,
     ShareGroupSpec,
-    TargetField,
     TopicSpec,
-    TriggerSpec,
     VersionText,
-    kip848_broker_config,
-    load,
-    share_broker_config,
-    validate_tables,
 )
 
 __all__ = [
@@ -34,6 +47,7 @@ __all__ = [
     "MAX_MEMBERS",
     "ROLE_WORDS",
     "UNLIMITED_RATE",
+    "ClientTable",
     "ConsumerSpec",
     "CopierSpec",
     "FaultSpec",
@@ -45,6 +59,7 @@ __all__ = [
     "PropMap",
     "Scenario",
     "ScenarioError",
+    "ScenarioTable",
     "ShareGroupSpec",
     "TargetField",
     "TopicSpec",

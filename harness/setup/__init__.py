@@ -6,13 +6,9 @@ time a command needs it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from harness.cluster.settings import ClusterImages
 
-
-@dataclass(frozen=True)
-class ClusterImages:
-    kafka: str
-    toxiproxy: str
+__all__ = ["ClusterImages", "cluster_images"]
 
 
 def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str, ...] = ()) -> ClusterImages:

@@ -3,8 +3,7 @@ read_committed readers)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -18,6 +17,10 @@ from harness.checker.reference import (
     outcomes,
     read_committed,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

@@ -4,9 +4,7 @@ observed, over replicas.parquet and consumed.parquet (both phases) together."""
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -17,6 +15,10 @@ from harness.checker.prepare import Inputs
 from harness.checker.reference import (
     Tables,
 )
+from harness.checker.spark_api import F, Window
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

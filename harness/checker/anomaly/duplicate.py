@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -17,6 +15,10 @@ from harness.checker.reference import (
     Tables,
     final_log,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

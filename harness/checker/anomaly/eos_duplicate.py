@@ -4,9 +4,7 @@ distinct committed copies present in the final log."""
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import SAFE, Excuses, Promise
@@ -15,11 +13,15 @@ from harness.checker.findings import (
     finding,
 )
 from harness.checker.prepare import Inputs
-from harness.checker.prepare_v2 import committed
+from harness.checker.prepare_txns_groups import committed
 from harness.checker.reference import (
     Tables,
     copies_in_final,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

@@ -4,8 +4,7 @@ topics at offsets below its group's final committed offset for their partition, 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import SAFE, Excuses, Promise
@@ -23,6 +22,10 @@ from harness.checker.reference import (
     group_final,
     is_committed,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

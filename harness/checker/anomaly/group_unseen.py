@@ -4,8 +4,7 @@ the group's isolation, and no consumer of that group returned that value (matche
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.anomaly.share_unseen import SHARE
@@ -17,13 +16,17 @@ from harness.checker.findings import (
 )
 from harness.checker.keys import KEY
 from harness.checker.prepare import Inputs
-from harness.checker.prepare_v2 import readable
+from harness.checker.prepare_txns_groups import readable
 from harness.checker.reference import (
     Tables,
     final_log,
     group_final,
     is_committed,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

@@ -4,8 +4,7 @@ adjacent pairs whose later row has a lower or equal offset."""
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -18,6 +17,9 @@ from harness.checker.reference import (
     Tables,
     regressions,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

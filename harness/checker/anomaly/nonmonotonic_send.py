@@ -4,9 +4,7 @@ than "0" and an offset, in seq order: adjacent pairs whose later send got a lowe
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -19,6 +17,10 @@ from harness.checker.reference import (
     Tables,
     regressions,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

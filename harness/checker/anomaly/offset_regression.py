@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.anomaly.share_unseen import SHARE
@@ -19,6 +17,10 @@ from harness.checker.prepare import Inputs
 from harness.checker.reference import (
     Tables,
 )
+from harness.checker.spark_api import F, Window
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -15,6 +14,10 @@ from harness.checker.reference import (
     Tables,
     final_log,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

@@ -6,9 +6,7 @@ readable by this consumer at an offset strictly between m and o. (Generation nul
 from __future__ import annotations
 
 from collections import defaultdict
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -16,12 +14,16 @@ from harness.checker.findings import (
     finding,
 )
 from harness.checker.prepare import Inputs
-from harness.checker.prepare_v2 import readable
+from harness.checker.prepare_txns_groups import readable
 from harness.checker.reference import (
     Tables,
     final_log,
     is_committed,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 SKIP_BUCKET = 4096  # offsets per bucket of the poll_skip range join (a gap spans one or two)
 

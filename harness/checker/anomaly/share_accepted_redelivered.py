@@ -16,7 +16,7 @@ follows deliveries to others that it did not precede."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.anomaly.share_unseen import SHARE
@@ -24,6 +24,9 @@ from harness.checker.excuses import SAFE, Excuses, Promise
 from harness.checker.findings import delivered_after_ack, finding
 from harness.checker.prepare import Inputs
 from harness.checker.reference import Tables, redelivered_after
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

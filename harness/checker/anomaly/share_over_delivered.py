@@ -8,9 +8,7 @@ runs out) after its last allowed attempt is archived instead of being made avail
 from __future__ import annotations
 
 from collections import Counter
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.anomaly.share_unseen import SHARE
@@ -18,6 +16,10 @@ from harness.checker.excuses import SAFE, Excuses, Promise
 from harness.checker.findings import finding
 from harness.checker.prepare import Inputs
 from harness.checker.reference import Tables, share_partitions
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def deliveries_with_limits(i: Inputs) -> DataFrame | None:

@@ -11,16 +11,19 @@ yet archived was skipped: the queue lost it."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import SAFE, Excuses, Promise
 from harness.checker.findings import final_decoded, finding
 from harness.checker.keys import KEY
 from harness.checker.prepare import Inputs
-from harness.checker.prepare_v2 import readable
+from harness.checker.prepare_txns_groups import readable
 from harness.checker.reference import Tables, final_log, is_committed, share_partitions
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 SHARE = "share"  # a share group's commit mode in run.json's groups: it acknowledges, it commits no offsets
 

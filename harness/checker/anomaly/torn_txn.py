@@ -3,8 +3,7 @@ produced rows' values is in the final log and at least one is absent from it."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import SAFE, Excuses, Promise
@@ -17,6 +16,10 @@ from harness.checker.reference import (
     Tables,
     final_log,
 )
+from harness.checker.spark_api import F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame | None:

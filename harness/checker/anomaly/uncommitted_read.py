@@ -3,7 +3,7 @@ not in the final log at that offset, or were returned at an offset >= the hw rec
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.excuses import Excuses, Promise
@@ -13,6 +13,9 @@ from harness.checker.reference import (
     Tables,
     final_log,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def count(i: Inputs) -> DataFrame:

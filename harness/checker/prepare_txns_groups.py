@@ -8,29 +8,23 @@ nonmonotonic_poll reads too) and the final log with each value's readability.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from pyspark.sql import Column, DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from typing import TYPE_CHECKING
 
 from harness.checker.contract import raise_if_invalid_v2, share_breaches
+from harness.checker.spark_api import F, Window
 from harness.history import RunDir, read_events
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+# Schemas as Spark SQL DDL: building them needs no PySpark import.
 READ_COMMITTED = "read_committed"
 POLL_COLS = ["run", "consumer", "topic", "partition", "generation", "isolation", "seq", "offset", "value",
              "poll_ts_ms"]
-SHARE_GROUP_SCHEMA = T.StructType([
-    T.StructField("run", T.IntegerType()), T.StructField("group", T.StringType()),
-    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-    T.StructField("start_offset", T.LongType()), T.StructField("end_offset", T.LongType()),
-    T.StructField("limit", T.IntegerType()), T.StructField("isolation", T.StringType())])
-LEADER_CHANGE_SCHEMA = T.StructType([
-    T.StructField("run", T.IntegerType()), T.StructField("topic", T.StringType()),
-    T.StructField("partition", T.IntegerType()), T.StructField("ts_ms", T.LongType()),
-    T.StructField("before_ms", T.LongType())])
-COPIER_SCHEMA = T.StructType([T.StructField("run", T.IntegerType()), T.StructField("producer", T.StringType()),
-                              T.StructField("group", T.StringType()), T.StructField("topic", T.StringType()),
-                              T.StructField("role", T.StringType())])
+SHARE_GROUP_SCHEMA = ("`run` INT, `group` STRING, `topic` STRING, `partition` INT, `start_offset` BIGINT, "
+    "`end_offset` BIGINT, `limit` INT, `isolation` STRING")
+LEADER_CHANGE_SCHEMA = "`run` INT, `topic` STRING, `partition` INT, `ts_ms` BIGINT, `before_ms` BIGINT"
+COPIER_SCHEMA = "`run` INT, `producer` STRING, `group` STRING, `topic` STRING, `role` STRING"
 
 
 @dataclass
@@ -155,7 +149,7 @@ def final_log(offs_final: DataFrame, outcomes: DataFrame | None) -> DataFrame:
     return offs_final.join(o, on=["run", "value"], how="left").withColumn("committed", committed()).drop("outcome")
 
 
-def prepare_v2(spark: SparkSession, runs: list[RunDir], produced: DataFrame, consumed: DataFrame,
+def prepare_txns_groups(spark: SparkSession, runs: list[RunDir], produced: DataFrame, consumed: DataFrame,
                txns: DataFrame | None, offsets: DataFrame | None, offs_final: DataFrame,
                deliveries: DataFrame | None = None, share_acks: DataFrame | None = None) -> V2Inputs:
     """The v2 frames; raises HistoryError when a v2 file breaks the contract's rules. ``offs_final``

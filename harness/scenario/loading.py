@@ -1,0 +1,90 @@
+"""Loading a scenario file: TOML read, ``--set`` overrides applied by dotted name, every problem
+reported as ``FILE: KEY: what is wrong (allowed: ...)``."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+
+from pydantic import (
+    ValidationError,
+)
+
+from harness.scenario.model import Scenario
+from harness.scenario.tables import ScenarioError
+
+FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
+def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:
+    """Apply one --set KEY=VALUE; VALUE is parsed as a TOML value, else taken as a string."""
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    parts = dotted.split(".")
+    # Kafka property names contain dots: below a free-form map the rest of the path is one key.
+    for i, key in enumerate(parts[:-1]):
+        if key in FREEFORM_MAPS:
+            parts = [*parts[: i + 1], ".".join(parts[i + 1:])]
+            break
+    node = data
+    for i, key in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ScenarioError(f"{source}: --set {dotted}: {'.'.join(parts[:i + 1])} is not an index of the "
+                                    f"list (allowed: 0..{len(node) - 1})")
+            node = node[int(key)]
+        else:
+            node = node.setdefault(key, [] if nxt.isdigit() else {})
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise ScenarioError(f"{source}: --set {dotted}: not an index of the list (allowed: 0..{len(node) - 1})")
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def _explain(e: ValidationError, source: str) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"{err.get('input')!r} is not allowed ({err['msg'].removeprefix('Input should be ')})"
+        lines.append(f"{source}: {loc + ': ' if loc else ''}{msg}")
+    return "\n".join(lines)
+
+
+def load(path: str | Path, overrides: list[str] | None = None, **fields) -> Scenario:
+    """Read, override and validate a scenario; raise ScenarioError naming the file and key."""
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such scenario file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML ({e})") from e
+    data = copy.deepcopy(data)
+    data.setdefault("name", path.stem)
+    for k, v in fields.items():
+        if v is not None:
+            data[k] = v
+    for item in overrides or []:
+        if "=" not in item:
+            raise ScenarioError(f"{path}: --set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        _set_dotted(data, k.strip(), v.strip(), str(path))
+    return validate_tables(str(path), data)
+
+
+def validate_tables(source: str, data: dict) -> Scenario:
+    """A scenario from its tables (a file's, or a pytest workload's); ScenarioError names ``source``
+    and the key."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(_explain(e, source)) from e

@@ -1,0 +1,78 @@
+"""The report's timeline panels are registered (report/panels.py): the page stacks the families a run
+has and numbers their axes itself, so a run with transactions, groups or a quorum gets exactly the
+axes its panels need, each trace on its own panel's axis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.checker.verdict import Coordination, Reported, Unavailability, Verdict
+from harness.report import page
+from harness.report.panels import Panel, axis_ids, layout_key, on_axes
+from tests.histories import History
+from tests.test_checker_v2 import txn_history
+from tests.test_report import T0, _quorum_history
+
+
+def _verdict(d: Path) -> Verdict:
+    return Verdict(run_id=d.name, run_dir=str(d), verdict="pass", anomalies={}, examples={}, by_config=[],
+                   indeterminate_landed=Reported(count=0), failed_but_present=Reported(count=0),
+                   unavailability=Unavailability(threshold_ms=1000))
+
+
+def _timeline(h: History, d: Path, **verdict) -> tuple[dict, list[str]]:
+    """The figure of ``h`` written to ``d``, and the titles of its panels from top to bottom."""
+    d = h.write(d)
+    fig = page.timeline(d, h.run, _verdict(d).model_copy(update=verdict), h.events)
+    axes = sorted((k for k in fig["layout"] if k.startswith("yaxis")), key=lambda k: -fig["layout"][k]["domain"][1])
+    return fig, [fig["layout"][k]["title"]["text"] for k in axes]
+
+
+def test_axis_ids_number_panels_in_stacking_order_and_refuse_a_shared_key():
+    assert axis_ids([Panel("a", "A"), Panel("b", "B"), Panel("c", "C")]) == {"a": "y", "b": "y2", "c": "y3"}
+    assert (layout_key("y"), layout_key("y12")) == ("yaxis", "yaxis12")
+    with pytest.raises(ValueError, match="share a key"):
+        axis_ids([Panel("a", "A"), Panel("a", "again")])
+
+
+def test_traces_move_to_their_panels_axis_and_an_unknown_panel_is_refused():
+    assert on_axes([{"yaxis": "b", "x": [1]}], {"a": "y", "b": "y2"}) == [{"yaxis": "y2", "x": [1]}]
+    with pytest.raises(ValueError, match="nope"):
+        on_axes([{"yaxis": "nope"}], {"a": "y"})
+
+
+def test_every_registered_panel_has_a_key_of_its_own():
+    keys = [p.key for f in page.FAMILIES for p in f.panels]
+    assert len(keys) == len(set(keys)), keys
+
+
+def test_a_plain_run_has_the_six_base_panels(tmp_path):
+    h = History()
+    h.clean(20)
+    fig, titles = _timeline(h, tmp_path / "plain")
+    assert titles == ["acked/s", "latency ms", "errors/s", "ISR size", "leader", "offset"]
+    axes = {t["yaxis"] for t in fig["data"]}
+    assert axes <= {"y", "y2", "y3", "y4", "y5", "y6"} and "y" in axes
+    assert fig["layout"]["xaxis"]["anchor"] == "y6", "the last panel carries the time axis"
+
+
+def test_a_quorum_run_gets_its_lane_next_after_the_base_panels(tmp_path):
+    no_majority = [{"start_ms": T0 + 1600, "end_ms": T0 + 2400, "duration_ms": 800}]
+    fig, titles = _timeline(_quorum_history(), tmp_path / "quorum", coordination=Coordination(no_majority=no_majority))
+    assert titles[-1] == "quorum leader" and len(titles) == 7
+    lane = fig["layout"]["yaxis7"]
+    assert lane["type"] == "category", "the leader is a node name"
+    leaders = [t for t in fig["data"] if t["name"] == "quorum leader"]
+    assert leaders and leaders[0]["yaxis"] == "y7"
+    assert any(s.get("fillcolor") and s["y0"] == lane["domain"][0] for s in fig["layout"]["shapes"]), \
+        "the span without a majority is shaded on the lane"
+
+
+def test_a_transactional_run_gets_the_transactions_panel(tmp_path):
+    fig, titles = _timeline(txn_history(), tmp_path / "txn")
+    assert titles[6] == "transactions/s"
+    assert any(t["yaxis"] == "y7" and "transactions" in t["name"] for t in fig["data"])
+    for t in fig["data"]:
+        assert page.layout_key(t["yaxis"]) in fig["layout"], f"trace {t['name']} on an axis the page lacks"
