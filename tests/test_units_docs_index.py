@@ -1,0 +1,27 @@
+"""docs/README.md indexes every page under docs/, and every link in it leads to a file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+INDEX = DOCS / "README.md"
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+
+
+def _links() -> list[str]:
+    return [t for t in LINK.findall(INDEX.read_text()) if not re.match(r"[a-z]+://", t)]
+
+
+def test_every_docs_page_is_linked_from_the_index():
+    linked = {(DOCS / t).resolve() for t in _links()}
+    pages = {p.resolve() for p in DOCS.rglob("*.md") if p != INDEX}
+    missing = sorted(str(p.relative_to(DOCS)) for p in pages - linked)
+    assert not missing, f"docs/README.md does not link {missing}: add a line under the kind of page it is"
+
+
+def test_every_link_of_the_index_resolves():
+    broken = [t for t in _links() if not (DOCS / t).is_file()]
+    assert _links() and not broken, f"docs/README.md links files that do not exist: {broken}"
