@@ -13,6 +13,7 @@ from harness.checker.judge import elections
 from harness.checker.verdict import Verdict
 from harness.cluster.powerloss import cut_segment, entries, plan_from_tar, script
 from harness.cluster.settings import ClusterSettings
+from harness.history.events import from_dicts
 from harness.report import known_results
 from harness.run import matrix
 
@@ -64,12 +65,12 @@ def _state(ts, leader, isr, alive, replicas=(1, 2, 3)):
 
 def test_elections_follow_ar_order_among_live_isr_members():
     ev = [_state(0, 1, [1, 2, 3], [1, 2, 3]), _state(1, -1, [2, 3], [2, 3]), _state(2, 2, [2, 3], [2, 3])]
-    e = elections(ev)
+    e = elections(from_dicts(ev))
     assert e["count"] == 1 and e["violations"] == 0 and e["list"][0]["expected"] == 2
     bad = [_state(0, 1, [1, 2, 3], [1, 2, 3]), _state(1, 3, [3, 2], [2, 3])]
-    assert elections(bad)["violations"] == 1, "3 led although 2 comes first in AR and was alive in the ISR"
+    assert elections(from_dicts(bad))["violations"] == 1, "3 led although 2 comes first in AR and was alive in the ISR"
     unclean = [_state(0, 1, [1], [1, 2, 3]), _state(1, 2, [2], [2, 3])]
-    assert elections(unclean)["unclean"] == 1
+    assert elections(from_dicts(unclean))["unclean"] == 1
 
 
 def test_matrix_plan_crosses_versions_modes_acks_and_seeds():

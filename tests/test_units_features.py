@@ -9,6 +9,7 @@ from harness import scenario as scenario_mod
 from harness.checker.judge import eligible_leader_replicas, known_issues, resolve_configs, speaks_transaction_v2
 from harness.cluster import feature_levels
 from harness.cluster.settings import ClusterSettings
+from harness.history import RunConfig
 
 
 def test_every_kraft_version_has_its_levels_and_a_zookeeper_only_version_none():
@@ -63,11 +64,11 @@ def test_a_scenario_names_levels_as_a_table_or_with_set(tmp_path):
 
 
 def test_the_verdict_takes_elr_from_the_level_the_cluster_finalized():
-    assert eligible_leader_replicas({"eligible_leader_replicas": False,
-                                     "features": {"eligible.leader.replicas.version": 1}})
-    assert not eligible_leader_replicas({"eligible_leader_replicas": True,
-                                         "features": {"eligible.leader.replicas.version": 0}})
-    assert eligible_leader_replicas({"eligible_leader_replicas": True, "features": {}})
+    assert eligible_leader_replicas(RunConfig(eligible_leader_replicas=False,
+                                              features={"eligible.leader.replicas.version": 1}))
+    assert not eligible_leader_replicas(RunConfig(eligible_leader_replicas=True,
+                                                  features={"eligible.leader.replicas.version": 0}))
+    assert eligible_leader_replicas(RunConfig(eligible_leader_replicas=True, features={}))
 
 
 @pytest.mark.parametrize(("client", "level", "v2"), [
@@ -77,12 +78,12 @@ def test_only_kafka_clients_4_on_a_cluster_at_transaction_version_2_speaks_it(cl
     assert speaks_transaction_v2(client, level) is v2
 
 
-def _transactional_run(client: str, tv: int) -> dict:
+def _transactional_run(client: str, tv: int) -> RunConfig:
     name, version = client.split(" ")
-    return {"kafka_version": "4.1.2", "mode": "kraft", "features": {"transaction.version": tv},
+    return RunConfig.model_validate({"kafka_version": "4.1.2", "mode": "kraft", "features": {"transaction.version": tv},
             "client": {"name": name, "version": version},
             "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
-            "producers": [{"name": "p", "topic": "t", "acks": "all", "transactional": True}]}
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "transactional": True}]})
 
 
 @pytest.mark.parametrize(("client", "tv", "named"), [

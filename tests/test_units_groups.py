@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from harness.clients.groups import Group, member_conf
-from harness.history.events import as_line
+from harness.history.events import as_line, from_dicts
 from harness.report.groups import held_spans
 from harness.run.matrix import Cell
 from harness.scenario import GroupSpec
@@ -71,7 +71,7 @@ def test_held_spans_close_at_revocation_or_at_the_end():
            "generation": 1, "ts_ms": 100},
           {"type": "rebalance", "group": "g", "consumer": "g-1", "kind": "revoke", "partitions": [1],
            "generation": 1, "ts_ms": 200}]
-    spans = sorted(held_spans(ev, end_ms=900), key=lambda s: s["partition"])
+    spans = sorted(held_spans(from_dicts(ev), end_ms=900), key=lambda s: s["partition"])
     assert [(s["partition"], s["start_ms"], s["end_ms"]) for s in spans] == [(0, 100, 900), (1, 100, 200)]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from harness import scenario as scenario_mod
 from harness.cluster.upgrades import marker_tar, roll_order
+from harness.history.events import from_dicts
 from harness.run.kept_cluster import may_share_a_cluster
 from harness.scenario import Scenario
 from harness.setup import images
@@ -111,14 +112,14 @@ def test_the_reports_upgrades_table_has_each_node_in_turn_and_each_level_raised(
     from harness.report.upgrades import upgrade_rows
 
     t0 = 1_000_000
-    roll_line = {"kind": "rolling_upgrade", "start_ms": t0 + 3_000, "end_ms": t0 + 40_000, "upgrade": [
+    roll_line = {"type": "fault", "kind": "rolling_upgrade", "start_ms": t0 + 3_000, "end_ms": t0 + 40_000, "upgrade": [
         {"node": "controller-1", "before": "4.1.2", "after": "4.4.0", "begin_ms": t0 + 3_000,
          "stopped_ms": t0 + 4_000, "started_ms": t0 + 4_500, "rejoined_ms": t0 + 9_000},
         {"node": "kafka-1", "before": "4.1.2", "after": "4.4.0", "begin_ms": t0 + 9_000}],
         "upgrade_error": "kafka-1 was not back in 60 s after its upgrade to 4.4.0: the roll stops there"}
-    level = {"kind": "feature_upgrade", "start_ms": t0 + 50_000, "end_ms": t0 + 51_000,
+    level = {"type": "fault", "kind": "feature_upgrade", "start_ms": t0 + 50_000, "end_ms": t0 + 51_000,
              "feature_change": {"feature": "share.version", "before": 0, "after": 2, "asked": 2}}
-    rows = upgrade_rows([roll_line, level], t0)
+    rows = upgrade_rows(from_dicts([roll_line, level]), t0)
     assert [r["what"] for r in rows] == [
         "controller-1: Kafka 4.1.2 -> 4.4.0", "kafka-1: Kafka 4.1.2 -> 4.4.0",
         "the roll stopped: kafka-1 was not back in 60 s after its upgrade to 4.4.0: the roll stops there",

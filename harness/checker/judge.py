@@ -24,7 +24,8 @@ from harness.checker.verdict import (
     Unavailability,
     Verdict,
 )
-from harness.history import RunDir, read_events
+from harness.history import ClientLibrary, ProducerConfig, RunConfig, RunDir, read_events
+from harness.history.events import Event, Fault, IsrNotRestored, State, TriggerUnfired
 from harness.versions import leader_epochs_on, version_key
 
 
@@ -40,38 +41,41 @@ def _bool(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "on")
 
 
-def eligible_leader_replicas(run: dict) -> bool:
+def _as_dict(client: ClientLibrary | None) -> dict | None:
+    return client.model_dump() if client is not None else None
+
+
+def eligible_leader_replicas(run: RunConfig) -> bool:
     """Whether the cluster ran with ELR: its own finalized feature level when run.json read one, else
     what the run asked for."""
-    level = (run.get("features") or {}).get("eligible.leader.replicas.version")
-    return int(level) >= 1 if level is not None else _bool(run.get("eligible_leader_replicas", False))
+    level = run.features.get("eligible.leader.replicas.version")
+    return level >= 1 if level is not None else bool(run.eligible_leader_replicas)
 
 
-def fault_kinds(run: dict, events: list[dict]) -> frozenset[str]:
-    kinds = {str(f.get("kind")) for f in run.get("faults", []) if isinstance(f, dict) and f.get("kind")}
-    kinds |= {str(e.get("kind")) for e in events if e.get("type") == "fault" and e.get("kind")}
+def fault_kinds(run: RunConfig, events: list[Event]) -> frozenset[str]:
+    kinds = {f.kind for f in run.faults if f.kind}
+    kinds |= {e.kind for e in events if isinstance(e, Fault) and e.kind}
     return frozenset(kinds)
 
 
-def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], events: list[dict]) -> RunConfigs:
+def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str]]],
+                    events: list[Event]) -> RunConfigs:
     """The Config of every topic and producer, from run.json, with stated assumptions where it is silent."""
     notes: list[str] = []
-    version = str(run.get("kafka_version", ""))
-    broker_cfg = {str(k): str(v) for k, v in (run.get("broker_config") or {}).items()}
-    epochs = run["leader_epochs"] if "leader_epochs" in run else leader_epochs_on(version, broker_cfg)
+    version = run.kafka_version or ""
+    broker_cfg = run.broker_config
+    epochs = run.leader_epochs if run.leader_epochs is not None else leader_epochs_on(version, broker_cfg)
     elr = eligible_leader_replicas(run)
     faults = fault_kinds(run, events)
 
-    topics_raw = run.get("topics")
-    if topics_raw is None and isinstance(run.get("topic"), dict):
-        topics_raw = [run["topic"]]
+    topics_declared = run.topics if run.topics is not None else [run.topic] if run.topic is not None else []
     topics: dict[str, Config] = {}
-    for t in topics_raw or []:
-        cfg = {str(k): str(v) for k, v in (t.get("config") or {}).items()}
-        topics[str(t.get("name"))] = Config(
+    for t in topics_declared:
+        cfg = t.config
+        topics[t.name] = Config(
             acks="all",
             min_insync=int(cfg.get("min.insync.replicas", broker_cfg.get("min.insync.replicas", 1))),
-            replication_factor=int(t.get("replication_factor", 3)),
+            replication_factor=t.replication_factor if t.replication_factor is not None else 3,
             unclean_election=_bool(cfg.get("unclean.leader.election.enable",
                                            broker_cfg.get("unclean.leader.election.enable", False))),
             leader_epochs=epochs,
@@ -82,27 +86,29 @@ def resolve_configs(run: dict, producers_seen: dict[str, dict[str, list[str]]], 
     if not topics:
         notes.append("run.json names no topics: assumed Kafka defaults (min.insync.replicas=1, unclean off)")
 
-    declared = {str(p.get("name")): p for p in run.get("producers", []) if isinstance(p, dict)}
-    copier_producers = {str(c.get("producer")) for c in run.get("copiers") or [] if isinstance(c, dict)}
+    declared = {p.name: p for p in run.producers}
+    copier_producers = {c.producer for c in run.copiers}
     producers: dict[str, Config] = {}
     producer_topic: dict[str, str] = {}
     for name, seen in producers_seen.items():
-        d = declared.get(name, {})
-        topic = str(d.get("topic") or sorted(seen["topics"])[0])
+        d = declared.get(name, ProducerConfig(name=name))
+        topic = d.topic or sorted(seen["topics"])[0]
         if name not in declared:
             notes.append(f"producer {name} is not in run.json: assumed not idempotent, acks as recorded")
         # The weakest acks level the producer actually used decides what it was promised.
-        acks = str(d.get("acks") or min(seen["acks"], key=lambda a: {"0": 0, "1": 1}.get(a, 2)))
-        txn = _bool(d.get("transactional", False)) or name in copier_producers
-        idem = txn or _bool(d.get("idempotence", d.get("enable.idempotence", False)))
+        acks = d.acks or min(seen["acks"], key=lambda a: {"0": 0, "1": 1}.get(a, 2))
+        txn = bool(d.transactional) or name in copier_producers
+        # "enable.idempotence": the key run.json held before "idempotence"
+        idem = txn or (d.idempotence if d.idempotence is not None
+                       else _bool((d.model_extra or {}).get("enable.idempotence", False)))
         producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn,
-                                  client=client_label(d.get("client") or run.get("client")))
+                                  client=client_label(_as_dict(d.client or run.client)))
         producer_topic[name] = topic
     return RunConfigs(topics, producers, producer_topic, notes)
 
 
 def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshold_ms: int,
-                   faults: list[dict]) -> dict:
+                   faults: list[Fault]) -> dict:
     """Spans with no successful acknowledgement longer than threshold_ms, overall and per partition,
     and the recovery time after each fault (fault start to the end of the outage it overlaps)."""
     if threshold_ms < BUCKET_MS:
@@ -133,20 +139,17 @@ def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshol
                   for (t, p), bs in sorted(per_part.items()) if (w := windows(bs))]
     recovery = []
     for f in faults:
-        start, end = f.get("start_ms"), f.get("end_ms") or f.get("start_ms")
-        if start is None:
-            continue
+        start, end = f.start_ms, f.end_ms or f.start_ms
         hit = next((w for w in overall if w["start_ms"] <= end and w["end_ms"] >= start), None)
         recovery.append({
-            "fault": f.get("name") or f.get("kind"), "kind": f.get("kind"), "start_ms": start, "end_ms": end,
-            "brokers": f.get("brokers", f.get("targets")),
+            "fault": f.name or f.kind, "kind": f.kind, "start_ms": start, "end_ms": end, "brokers": f.brokers,
             "recovery_ms": max(0, hit["end_ms"] - start) if hit else 0,
             "outage_ms": hit["duration_ms"] if hit else 0,
         })
     return {"threshold_ms": threshold_ms, "windows": overall, "partitions": partitions, "faults": recovery}
 
 
-def elections(events: list[dict]) -> dict:
+def elections(events: list[Event]) -> dict:
     """Every leader change seen in the state samples, checked against Kafka's election rule.
 
     Rule: the new leader is the first replica in assignment (AR) order that was in the ISR sampled
@@ -157,15 +160,15 @@ def elections(events: list[dict]) -> dict:
     last: dict[int, dict] = {}  # partition -> last sample with a live leader
     out: list[dict] = []
     for e in events:
-        if e.get("type") != "state" or "partitions" not in e:
+        if not isinstance(e, State) or e.partitions is None:
             continue
-        alive = set(e.get("brokers") or [])
-        for p in e["partitions"]:
-            part, leader = p["partition"], p["leader"]
+        alive = set(e.brokers or [])
+        for p in e.partitions:
+            part, leader = p.partition, p.leader
             if leader < 0:
                 continue
             before = last.get(part)
-            last[part] = {"leader": leader, "isr": p["isr"], "replicas": p["replicas"], "ts_ms": e["ts_ms"]}
+            last[part] = {"leader": leader, "isr": p.isr, "replicas": p.replicas, "ts_ms": e.ts_ms}
             if before is None or before["leader"] == leader:
                 continue
             ar, isr = before["replicas"], before["isr"]
@@ -176,7 +179,7 @@ def elections(events: list[dict]) -> dict:
                 kind, expected = "unclean", (live_isr[0] if live_isr else None)
             else:
                 kind, expected = "clean", (live_isr[0] if live_isr else leader)
-            out.append({"partition": part, "ts_ms": e["ts_ms"], "old_leader": before["leader"],
+            out.append({"partition": part, "ts_ms": e.ts_ms, "old_leader": before["leader"],
                         "new_leader": leader, "replicas": ar, "isr_before": isr, "alive": sorted(alive),
                         "kind": kind, "expected": expected,
                         "ok": kind == "preferred" or (kind == "clean" and leader == expected)})
@@ -269,29 +272,25 @@ def broken_outside(idx: int, job: JobResult, cfgs: RunConfigs) -> list[BrokenOut
     return out
 
 
-def declared_groups(run: dict, notes: list[str], seen: set[str]) -> dict[str, dict]:
+def declared_groups(run: RunConfig, notes: list[str], seen: set[str]) -> dict[str, dict]:
     """Every group of the run and how it commits: run.json's groups, its share groups (commit
     "share": they acknowledge records), the copiers' groups (their offsets go in transactions), and
     any other group the history names (assumed to commit after processing, synchronously, which the
     assumptions say)."""
-    groups = {str(g.get("name")): {k: v for k, v in g.items() if k != "name"}
-              for g in run.get("groups") or [] if isinstance(g, dict)}
-    for g in run.get("share_groups") or []:
-        if isinstance(g, dict) and g.get("name"):
-            groups.setdefault(str(g["name"]), {"commit": "share", **{k: v for k, v in g.items() if k not in (
-                "name", "start_offsets", "final_start_offsets")}})
-    for c in run.get("copiers") or []:
-        if isinstance(c, dict) and c.get("group"):
-            groups.setdefault(str(c["group"]), {"protocol": "classic", "commit": "transaction",
-                                                 "topics": list(c.get("input_topics") or []),
-                                                 **({"client": c["client"]} if c.get("client") else {})})
+    groups = {g.name: g.model_dump(exclude={"name"}, exclude_unset=True) for g in run.groups}
+    for g in run.share_groups:
+        groups.setdefault(g.name, {"commit": "share", **g.model_dump(
+            exclude={"name", "start_offsets", "final_start_offsets"}, exclude_unset=True)})
+    for c in run.copiers:
+        groups.setdefault(c.group, {"protocol": "classic", "commit": "transaction", "topics": list(c.input_topics),
+                                    **({"client": c.client.model_dump()} if c.client else {})})
     for name in sorted(seen - set(groups)):
         notes.append(f"group {name} is not in run.json: assumed to commit after processing (commit=sync)")
         groups[name] = {"commit": "sync"}
     return groups
 
 
-def group_verdicts(idx: int, job: JobResult, run: dict, cfgs: RunConfigs) -> list[GroupVerdict]:
+def group_verdicts(idx: int, job: JobResult, run: RunConfig, cfgs: RunConfigs) -> list[GroupVerdict]:
     """One row per group: its commit anomalies judged by its commit mode and its topic's settings."""
     seen = {who for a in (*GROUP_ANOMALIES, "group_redelivered") for (r, who) in job.of(a).counts if r == idx}
     rows = []
@@ -341,19 +340,19 @@ KNOWN_ISSUES = (
 )
 
 
-def known_issues(run: dict, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
+def known_issues(run: RunConfig, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
     """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
-    tv = int((run.get("features") or {}).get("transaction.version", 0))
+    tv = run.features.get("transaction.version", 0)
     uses = {"transactions_v1": any(c.transactional and not speaks_transaction_v2(c.client, tv)
                                    for c in cfgs.producers.values()),
-            "copier": bool(run.get("copiers")),
+            "copier": bool(run.copiers),
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in cfgs.producers.values()),
-            "zookeeper": run.get("mode") == "zk",
-            "share_release_decrease": bool(run.get("share_groups")) and run.get("kafka_version") is not None
-                                      and version_key(str(run["kafka_version"])) < (4, 2),
-            "librdkafka_async_commits": any(_librdkafka(client_label(g.get("client") or run.get("client")))
-                                            and g.get("commit") in ("async", "auto") for g in run.get("groups") or [])}
+            "zookeeper": run.mode == "zk",
+            "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
+                                      and version_key(run.kafka_version) < (4, 2),
+            "librdkafka_async_commits": any(_librdkafka(client_label(_as_dict(g.client or run.client)))
+                                            and g.commit in ("async", "auto") for g in run.groups)}
     out = []
     for issue, names, needs, why in KNOWN_ISSUES:
         seen = [a for a in names if anomalies.get(a)]
@@ -376,14 +375,13 @@ def _librdkafka(client: str) -> bool:
     return client == "" or client.startswith("librdkafka")
 
 
-def _not_healed(e: dict) -> list[NotHealed]:
+def _not_healed(e: IsrNotRestored) -> list[NotHealed]:
     """What one isr_not_restored event says: each partition short of its replicas."""
-    common = {"topic": e.get("topic", "?"), "waited_s": e.get("waited_s", 0.0)}
-    parts = e.get("partitions") or []
-    if not parts:
-        return [NotHealed(**common, why=e.get("why", ""))]
-    return [NotHealed(**common, partition=p["partition"], leader=p["leader"], isr=p["isr"], replicas=p["replicas"])
-            for p in parts]
+    common = {"topic": e.topic, "waited_s": e.waited_s}
+    if not e.partitions:
+        return [NotHealed(**common, why=e.why)]
+    return [NotHealed(**common, partition=p.partition, leader=p.leader, isr=p.isr, replicas=p.replicas)
+            for p in e.partitions]
 
 
 def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> Reported:
@@ -393,19 +391,19 @@ def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> R
 def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
     """Run ``idx`` of the analysis, judged: counts, examples, a verdict per configuration."""
     events = read_events(rd.path)
-    cfgs = resolve_configs(rd.run, job.producers.get(idx, {}), events)
+    cfgs = resolve_configs(rd.config, job.producers.get(idx, {}), events)
     rows = config_verdicts(idx, job, cfgs)
-    groups = group_verdicts(idx, job, rd.run, cfgs)
+    groups = group_verdicts(idx, job, rd.config, cfgs)
     outside = broken_outside(idx, job, cfgs)
-    wl = rd.run.get("workload") or {}
+    wl = rd.config.workload
     lo, hi = job.span.get(idx, (None, None))
-    faults = [e for e in events if e.get("type") == "fault"]
+    faults = [e for e in events if isinstance(e, Fault)]
     counts = {a: job.of(a).count(idx) for a in ANOMALIES}
-    unfired = [f"fault {e.get('fault')} ({e.get('kind')} {e.get('target')}) on {e.get('on')}" for e in events
-               if e.get("type") == "trigger_unfired"]
-    not_healed = [healed for e in events if e.get("type") == "isr_not_restored" for healed in _not_healed(e)]
+    unfired = [f"fault {e.fault} ({e.kind} {e.target}) on {e.on}" for e in events if isinstance(e, TriggerUnfired)]
+    not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
-    outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.get("start_ms", lo), wl.get("end_ms", hi),
+    outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.start_ms if wl.start_ms is not None else lo,
+                                             wl.end_ms if wl.end_ms is not None else hi,
                                              threshold_ms, faults))
     return Verdict(
         contract="v2" if rd.v2 else "v1",
@@ -431,5 +429,5 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         elections=Elections.model_validate(elections(events)),
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes,
-        known_issues=known_issues(rd.run, cfgs, {**counts, NOT_HEALED: len(not_healed)}),
+        known_issues=known_issues(rd.config, cfgs, {**counts, NOT_HEALED: len(not_healed)}),
     )

@@ -275,8 +275,8 @@ LOG_START_SCHEMA = "`run` INT, `topic` STRING, `partition` INT, `log_start` BIGI
 def log_starts_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
     """run.json's log start offsets after the final read (``topics[].log_start_offsets``), one row per
     partition whose log no longer starts at 0; None when no run's has moved."""
-    rows = [(i, str(t.get("name")), int(p), int(o)) for i, r in enumerate(runs) for t in r.run.get("topics") or []
-            if isinstance(t, dict) for p, o in (t.get("log_start_offsets") or {}).items() if int(o) > 0]
+    rows = [(i, t.name, int(p), o) for i, r in enumerate(runs) for t in r.config.topics or []
+            for p, o in t.log_start_offsets.items() if o > 0]
     return spark.createDataFrame(rows, LOG_START_SCHEMA) if rows else None
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from harness.checker.contract import raise_if_invalid_v2, share_breaches
 from harness.checker.spark_api import F, Window
 from harness.history import RunDir, read_events
+from harness.history.events import Event, State
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -76,9 +77,9 @@ def poll_marks(live: DataFrame, by_generation: bool) -> DataFrame:
 
 def copiers_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
     """run.json's copiers as rows: one per (run, copier, topic it reads or writes)."""
-    rows = [(i, c["producer"], c["group"], t, role)
-            for i, r in enumerate(runs) for c in r.run.get("copiers") or []
-            for role, key in (("in", "input_topics"), ("out", "output_topics")) for t in c[key]]
+    rows = [(i, c.producer, c.group, t, role)
+            for i, r in enumerate(runs) for c in r.config.copiers
+            for role, topics in (("in", c.input_topics), ("out", c.output_topics)) for t in topics]
     return spark.createDataFrame(rows, COPIER_SCHEMA) if rows else None
 
 
@@ -89,16 +90,15 @@ def share_groups_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | N
     isolation level (docs/share-groups.md)."""
     rows = []
     for i, r in enumerate(runs):
-        for g in r.run.get("share_groups") or []:
-            ends = g.get("final_start_offsets") or {}
-            for key, start in (g.get("start_offsets") or {}).items():
+        for g in r.config.share_groups:
+            for key, start in g.start_offsets.items():
                 topic, _, part = key.rpartition(":")
-                rows.append((i, g["name"], topic, int(part), int(start), ends.get(key),
-                             int(g.get("delivery_count_limit", 5)), g.get("isolation", "read_uncommitted")))
+                rows.append((i, g.name, topic, int(part), start, g.final_start_offsets.get(key),
+                             g.delivery_count_limit, g.isolation))
     return spark.createDataFrame(rows, SHARE_GROUP_SCHEMA) if rows else None
 
 
-def leader_changes(events: list[dict]) -> list[tuple[int, int, int]]:
+def leader_changes(events: list[Event]) -> list[tuple[int, int, int]]:
     """(partition, ts_ms, before_ms) of each state sample showing a partition's live leader other
     than the last one seen (a leaderless sample is skipped): the leadership moved after before_ms,
     the last sample that showed the old leader, and by ts_ms. Samples can be seconds apart while the
@@ -106,15 +106,15 @@ def leader_changes(events: list[dict]) -> list[tuple[int, int, int]]:
     last: dict[int, tuple[int, int]] = {}  # partition -> (leader, ts_ms of the last sample showing it)
     out = []
     for e in events:
-        if e.get("type") != "state" or not e.get("partitions"):
+        if not isinstance(e, State) or not e.partitions:
             continue
-        for p in e["partitions"]:
-            part, leader = p["partition"], p["leader"]
+        for p in e.partitions:
+            part, leader = p.partition, p.leader
             if leader < 0:
                 continue
             if part in last and last[part][0] != leader:
-                out.append((part, e["ts_ms"], last[part][1]))
-            last[part] = (leader, e["ts_ms"])
+                out.append((part, e.ts_ms, last[part][1]))
+            last[part] = (leader, e.ts_ms)
     return out
 
 
@@ -124,9 +124,9 @@ def leader_changes_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame |
     leader's memory, so a change is when a share group's in-flight deliveries can be forgotten."""
     rows = []
     for i, r in enumerate(runs):
-        topics = r.run.get("topics") or []
-        if r.run.get("share_groups") and topics and isinstance(topics[0], dict):
-            rows += [(i, str(topics[0]["name"]), part, ts, before)
+        topics = r.config.topics or []
+        if r.config.share_groups and topics:
+            rows += [(i, topics[0].name, part, ts, before)
                      for part, ts, before in leader_changes(read_events(r.path))]
     return spark.createDataFrame(rows, LEADER_CHANGE_SCHEMA) if rows else None
 

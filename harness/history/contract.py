@@ -128,6 +128,14 @@ class HistoryError(ValueError):
 
 # ------------------------------------------------------------------ run.json
 
+class ClientLibrary(BaseModel):
+    """Which client library made a client, and its version (``{"name": "librdkafka", "version": "2.16.0"}``)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str
+    version: str = ""
+
+
 class _Shape(BaseModel):
     """A run.json object: the keys the checker reads have these shapes; any other key is free."""
 
@@ -139,6 +147,7 @@ class TopicConfig(_Shape):
     partitions: int | None = None
     replication_factor: int | None = None
     config: dict[str, str] = Field(default_factory=dict)
+    log_start_offsets: dict[str, int] = Field(default_factory=dict)  # partition -> log start after the final read
 
 
 class ProducerConfig(_Shape):
@@ -147,6 +156,7 @@ class ProducerConfig(_Shape):
     acks: Literal["0", "1", "all"] | None = None
     idempotence: bool | None = None
     transactional: bool | None = None
+    client: ClientLibrary | None = None
 
 
 class CopierConfig(_Shape):
@@ -154,12 +164,28 @@ class CopierConfig(_Shape):
     group: str
     input_topics: list[str]
     output_topics: list[str]
+    client: ClientLibrary | None = None
 
 
 class GroupConfig(_Shape):
     name: str
     commit: str | None = None
     topics: list[str] = Field(default_factory=list)
+    client: ClientLibrary | None = None
+
+
+class ShareGroupConfig(_Shape):
+    name: str
+    topics: list[str] = Field(default_factory=list)
+    start_offsets: dict[str, int] = Field(default_factory=dict)  # "topic:partition" -> where it started
+    final_start_offsets: dict[str, int] = Field(default_factory=dict)  # its share-partition start after healing
+    delivery_count_limit: int = 5
+    isolation: str = "read_uncommitted"
+
+
+class WorkloadSpan(_Shape):
+    start_ms: int | None = None  # the producers started
+    end_ms: int | None = None  # the producers stopped
 
 
 class FaultConfig(_Shape):
@@ -181,21 +207,24 @@ class RunConfig(_Shape):
     copiers: list[CopierConfig] = Field(default_factory=list)
     groups: list[GroupConfig] = Field(default_factory=list)
     faults: list[FaultConfig] = Field(default_factory=list)
+    share_groups: list[ShareGroupConfig] = Field(default_factory=list)
+    client: ClientLibrary | None = None  # the client library of every table that names none
+    workload: WorkloadSpan = Field(default_factory=WorkloadSpan)
+    topic: TopicConfig | None = None  # one topic, as run.json held it before ``topics``
 
 
-def check_run_config(run_file: Path, run: object) -> dict:
-    """``run`` as read from (or about to be written to) ``run_file``, if its keys have the contract's
-    shapes; else HistoryError naming the file, the key and the shape it must have."""
+def check_run_config(run_file: Path, run: object) -> RunConfig:
+    """``run`` as read from (or about to be written to) ``run_file``, typed, if its keys have the
+    contract's shapes; else HistoryError naming the file, the key and the shape it must have."""
     if not isinstance(run, dict):
         raise HistoryError(f"{run_file}: must hold a JSON object")
     try:
-        RunConfig.model_validate(run)
+        return RunConfig.model_validate(run)
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(x) for x in err["loc"] if not str(x).startswith(("function-", "literal[")))
         raise HistoryError(f"{run_file}: key '{key}': {err['msg']} (got {json.dumps(err['input'], default=str)[:80]})"
                            ) from e
-    return run
 
 
 def _type_ok(actual: pa.DataType, expected: pa.DataType) -> bool:
@@ -214,11 +243,13 @@ def _type_name(t: pa.DataType) -> str:
 @dataclass(frozen=True)
 class RunDir:
     """A validated run directory: rows per file (the optional v2 files only when present), the v2
-    columns its files have, and run.json."""
+    columns its files have, and run.json, as read (``run``) and typed (``config``: what the checker
+    judges by)."""
 
     path: Path
     rows: dict[str, int]
     run: dict
+    config: RunConfig = dataclasses.field(default_factory=RunConfig)
     optional: frozenset[str] = frozenset()  # "file:column" of each v2 column present
     # Each file's own Parquet schema: runs whose files agree are read by Spark in one scan.
     schemas: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
@@ -286,9 +317,9 @@ def validate(path: Path) -> RunDir:
         run = json.loads(run_file.read_text())
     except json.JSONDecodeError as e:
         raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
-    check_run_config(run_file, run)
+    config = check_run_config(run_file, run)
     read_events(path)  # every record valid before any work starts
-    return RunDir(path, rows, run, frozenset(optional), schemas)
+    return RunDir(path, rows, run, config, frozenset(optional), schemas)
 
 
 def _rows_and_schema(f: Path) -> tuple[int, str]:
@@ -296,9 +327,9 @@ def _rows_and_schema(f: Path) -> tuple[int, str]:
     return pf.metadata.num_rows, str(pf.schema_arrow)
 
 
-def read_events(run_dir: Path) -> list[dict]:
-    """events.jsonl of a run directory, every record validated (harness/history/events.py), as dicts in file
-    order; [] when there is none. A line that breaks the record types raises HistoryError."""
+def read_events(run_dir: Path) -> list[events.Event]:
+    """events.jsonl of a run directory, every record validated and typed (harness/history/events.py),
+    in file order; [] when there is none. A line that breaks the record types raises HistoryError."""
     try:
         return events.read(Path(run_dir) / EVENTS)
     except events.EventError as e:

@@ -256,8 +256,8 @@ def as_line(event: _Record) -> str:
                       default=str)
 
 
-def parse(text: str, where: str) -> dict:
-    """One line as a validated record, as a dict; EventError naming ``where`` (file:line)."""
+def parse(text: str, where: str) -> Event:
+    """One line as a validated, typed record; EventError naming ``where`` (file:line)."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
@@ -267,20 +267,24 @@ def parse(text: str, where: str) -> dict:
     if raw.get("type") not in TYPE_NAMES:
         raise EventError(f"{where}: type {raw.get('type')!r} is not an event type (allowed: {', '.join(TYPE_NAMES)})")
     try:
-        _EVENT.validate_python(raw)
+        return _EVENT.validate_python(raw)
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(x) for x in err["loc"][1:] if not str(x).startswith("literal["))
         raise EventError(f"{where}: {raw['type']} record: key '{key}': {err['msg']}") from e
-    return raw
 
 
-def read(path: Path) -> list[dict]:
-    """Every record of an events.jsonl file, validated, as dicts in file order; [] when there is none."""
+def read(path: Path) -> list[Event]:
+    """Every record of an events.jsonl file, validated and typed, in file order; [] when there is none."""
     path = Path(path)
     if not path.exists():
         return []
     return [parse(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
+
+
+def from_dicts(rows: list[dict], where: str = "events") -> list[Event]:
+    """Records given as dicts (a test's, another harness's), validated and typed as ``read`` does."""
+    return [parse(json.dumps(r), f"{where}[{i}]") for i, r in enumerate(rows)]
 
 
 class EventLog:

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness.history import CONSUMED, PRODUCED
+from harness.history.events import Event, State
 from harness.report.panels import Panel, PanelFamily, RunView
 
 
@@ -56,18 +57,18 @@ def error_traces(produced: pa.Table, t0: int) -> list[dict]:
     return out
 
 
-def state_traces(events: list[dict], t0: int) -> list[dict]:
+def state_traces(events: list[Event], t0: int) -> list[dict]:
     """ISR size and leader per partition, from the state samples."""
     series: dict[int, dict[str, list]] = {}
     for e in events:
-        if e.get("type") != "state" or "partitions" not in e:
+        if not isinstance(e, State) or e.partitions is None:
             continue
-        x = round((e["ts_ms"] - t0) / 1000, 2)
-        for p in e["partitions"]:
-            s = series.setdefault(p["partition"], {"x": [], "isr": [], "leader": []})
+        x = round((e.ts_ms - t0) / 1000, 2)
+        for p in e.partitions:
+            s = series.setdefault(p.partition, {"x": [], "isr": [], "leader": []})
             s["x"].append(x)
-            s["isr"].append(len(p["isr"]))
-            s["leader"].append(p["leader"] if p["leader"] >= 0 else None)
+            s["isr"].append(len(p.isr))
+            s["leader"].append(p.leader if p.leader >= 0 else None)
     out = []
     for part, s in sorted(series.items()):
         out.append({"type": "scatter", "mode": "lines", "name": f"p{part} ISR size", "x": s["x"], "y": s["isr"],

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from harness.checker.verdict import Verdict
 from harness.history import CONSUMED, OFFSETS, PRODUCED
+from harness.history.events import CommitRefused, Event, Rebalance
 from harness.report.panels import Panel, PanelFamily, RunView
 
 HELD, LAG = Panel("held", "partitions held"), Panel("lag", "commit lag (records)")
@@ -23,26 +24,26 @@ def has_groups(run: dict) -> bool:
     return bool(run.get("groups"))
 
 
-def held_spans(events: list[dict], end_ms: int) -> list[dict]:
+def held_spans(events: list[Event], end_ms: int) -> list[dict]:
     """(group, consumer, partition, generation, start_ms, end_ms) of every stretch a member held a
     partition: an assignment adds partitions, a revocation or loss removes them."""
     open_: dict[tuple[str, str, int], tuple[int, int]] = {}
     spans = []
-    for e in sorted((e for e in events if e.get("type") == "rebalance"), key=lambda e: e["ts_ms"]):
-        for p in e["partitions"]:
-            key = (e["group"], e["consumer"], p)
-            if e["kind"] == "assign":
-                open_.setdefault(key, (e["ts_ms"], e["generation"]))
+    for e in sorted((e for e in events if isinstance(e, Rebalance)), key=lambda e: e.ts_ms):
+        for p in e.partitions:
+            key = (e.group, e.consumer, p)
+            if e.kind == "assign":
+                open_.setdefault(key, (e.ts_ms, e.generation))
             elif key in open_:
                 start, gen = open_.pop(key)
                 spans.append({"group": key[0], "consumer": key[1], "partition": p, "generation": gen,
-                              "start_ms": start, "end_ms": e["ts_ms"]})
+                              "start_ms": start, "end_ms": e.ts_ms})
     spans += [{"group": g, "consumer": c, "partition": p, "generation": gen, "start_ms": start, "end_ms": end_ms}
               for (g, c, p), (start, gen) in open_.items()]
     return spans
 
 
-def held_traces(events: list[dict], t0: int, end_ms: int) -> list[dict]:
+def held_traces(events: list[Event], t0: int, end_ms: int) -> list[dict]:
     """One line per member process: the partitions it held over time (y = partition), and each
     refused commit as a cross."""
     by_member: dict[str, dict] = {}
@@ -53,11 +54,11 @@ def held_traces(events: list[dict], t0: int, end_ms: int) -> list[dict]:
         t["text"] += [f"{s['consumer']} generation {s['generation']}"] * 2 + [""]
     out = [{"type": "scatter", "mode": "lines", "name": name, "yaxis": HELD.key, "line": {"width": 6},
             **t} for name, t in sorted(by_member.items())]
-    refused = [e for e in events if e.get("type") == "commit_refused"]
+    refused = [e for e in events if isinstance(e, CommitRefused)]
     if refused:
         out.append({"type": "scatter", "mode": "markers", "name": "commit refused", "yaxis": HELD.key,
-                    "x": [(e["ts_ms"] - t0) / 1000 for e in refused], "y": [-0.5] * len(refused),
-                    "text": [f"{e['consumer']}: {e['error']}" for e in refused],
+                    "x": [(e.ts_ms - t0) / 1000 for e in refused], "y": [-0.5] * len(refused),
+                    "text": [f"{e.consumer}: {e.error}" for e in refused],
                     "marker": {"symbol": "x", "size": 10, "color": "#d62728"}})
     return out
 

@@ -34,6 +34,7 @@ from harness.history import (
     find_run_dirs,
     read_events,
 )
+from harness.history.events import Event, Fault, FaultSkipped, TriggerUnfired, WorkloadStart
 from harness.report import base, groups, known_results, quorum, transactions
 from harness.report.groups import group_context, group_tables
 from harness.report.panels import Panel, PanelFamily, RunView, axis_ids, layout_key, on_axes
@@ -49,11 +50,11 @@ def _read_json(p: Path) -> dict:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
-def _t0(run: dict, produced: pa.Table, events: list[dict]) -> int:
+def _t0(run: dict, produced: pa.Table, events: list[Event]) -> int:
     wl = run.get("workload") or {}
     if wl.get("start_ms"):
         return int(wl["start_ms"])
-    starts = [e["ts_ms"] for e in events if e.get("type") == "workload_start"]
+    starts = [e.ts_ms for e in events if isinstance(e, WorkloadStart)]
     if starts:
         return int(starts[0])
     return int(pc.min(produced["send_ts_ms"]).as_py() or 0) if produced.num_rows else 0
@@ -79,29 +80,29 @@ def panel_layout(panels: list[Panel]) -> dict:
     return layout
 
 
-def shade_faults(layout: dict, events: list[dict], t0: int) -> None:
+def shade_faults(layout: dict, events: list[Event], t0: int) -> None:
     """Every fault shaded across the panels in its kind's colour, and labelled."""
-    for i, f in enumerate(e for e in events if e.get("type") == "fault"):
-        x0, x1 = (f["start_ms"] - t0) / 1000, ((f.get("end_ms") or f["start_ms"]) - t0) / 1000
-        colour = faults.colour(f.get("kind", ""))
+    for i, f in enumerate(e for e in events if isinstance(e, Fault)):
+        x0, x1 = (f.start_ms - t0) / 1000, ((f.end_ms or f.start_ms) - t0) / 1000
+        colour = faults.colour(f.kind)
         layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
                                  "fillcolor": colour, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
         layout["annotations"].append({"x": x0, "y": 1.0 + 0.018 * (i % 3), "xref": "x", "yref": "paper",
                                       "xanchor": "left", "yanchor": "bottom", "showarrow": False,
                                       "font": {"size": 9, "color": colour},
-                                      "text": f"{f.get('name', f.get('kind'))} {_hit(f)}"
-                                              + (f" on {f['trigger']}" if f.get("trigger") else "")})
-        if f.get("trigger_ms"):  # the moment its trigger's event was seen
-            t = (f["trigger_ms"] - t0) / 1000
+                                      "text": f"{f.name or f.kind} {_hit(f)}"
+                                              + (f" on {f.trigger}" if f.trigger else "")})
+        if f.trigger_ms:  # the moment its trigger's event was seen
+            t = (f.trigger_ms - t0) / 1000
             layout["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
                                      "line": {"color": colour, "width": 1, "dash": "dot"}})
 
 
-def _hit(fault: dict) -> str:
+def _hit(fault: Fault) -> str:
     """The nodes a fault hit, for its label; a client's fault names the client alone."""
-    if str(fault.get("target", "")).startswith("client:"):
+    if fault.target.startswith("client:"):
         return ""
-    return ", ".join(fault["nodes"]) if fault.get("nodes") else str(fault.get("brokers", ""))
+    return ", ".join(fault.nodes) if fault.nodes else str(fault.brokers)
 
 
 def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
@@ -117,7 +118,7 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
                                       "text": f"unavailable {w['duration_ms'] / 1000:.1f} s"})
 
 
-def timeline(d: Path, run: dict, verdict: Verdict, events: list[dict]) -> dict:
+def timeline(d: Path, run: dict, verdict: Verdict, events: list[Event]) -> dict:
     """Plotly figure (as a dict) of one run: the panels of every family the run has (``FAMILIES``) on
     one time axis, faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["send_ts_ms"])
@@ -167,13 +168,13 @@ def _example_time(e: dict) -> int | None:
     return None
 
 
-def faults_near(events: list[dict], examples: list[dict], window_ms: int = 15000) -> list[dict]:
+def faults_near(events: list[Event], examples: list[dict], window_ms: int = 15000) -> list[Fault]:
     times = [t for t in (_example_time(e) for e in examples) if t]
-    faults = [e for e in events if e.get("type") == "fault"]
+    faults = [e for e in events if isinstance(e, Fault)]
     if not times:
         return faults
     lo, hi = min(times) - window_ms, max(times) + window_ms
-    return [f for f in faults if f["start_ms"] <= hi and (f.get("end_ms") or f["start_ms"]) >= lo]
+    return [f for f in faults if f.start_ms <= hi and (f.end_ms or f.start_ms) >= lo]
 
 
 def run_section(d: Path, verdict: Verdict) -> dict:
@@ -208,10 +209,10 @@ def run_section(d: Path, verdict: Verdict) -> dict:
         "known_issues": verdict.known_issues, "not_healed": [x.describe() for x in verdict.not_healed],
         "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,
-        "faults": [e for e in events if e.get("type") == "fault"],
-        "upgrades": upgrade_rows([e for e in events if e.get("type") == "fault"], t0),
-        "skipped": [e for e in events if e.get("type") == "fault_skipped"],
-        "unfired": [e for e in events if e.get("type") == "trigger_unfired"],
+        "faults": [e for e in events if isinstance(e, Fault)],
+        "upgrades": upgrade_rows([e for e in events if isinstance(e, Fault)], t0),
+        "skipped": [e for e in events if isinstance(e, FaultSkipped)],
+        "unfired": [e for e in events if isinstance(e, TriggerUnfired)],
         "elections": verdict.elections,
         "failovers": failover_rows(verdict),
     }

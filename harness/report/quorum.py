@@ -4,14 +4,15 @@ when it had no leader or no majority; and the controller failovers table's rows.
 from __future__ import annotations
 
 from harness.checker.verdict import Verdict
+from harness.history.events import Event, State
 from harness.report.panels import Panel, PanelFamily, RunView, layout_key
 
 PANEL = Panel("quorum", "quorum leader", {"type": "category"})
 NO_MAJORITY = "rgba(214,39,40,0.25)"
 
 
-def has_quorum(events: list[dict]) -> bool:
-    return any(e.get("type") == "state" and e.get("quorum") for e in events)
+def has_quorum(events: list[Event]) -> bool:
+    return any(isinstance(e, State) and e.quorum for e in events)
 
 
 def node_label(n: int) -> str:
@@ -21,12 +22,12 @@ def node_label(n: int) -> str:
     return f"controller-{n - 100}" if n > 100 else f"broker {n}"
 
 
-def quorum_traces(events: list[dict], t0: int) -> list[dict]:
+def quorum_traces(events: list[Event], t0: int) -> list[dict]:
     """The quorum's leader (a step line over node names, gaps where it had none) and its epoch."""
-    ss = [e for e in events if e.get("type") == "state" and e.get("quorum")]
-    x = [round((e["ts_ms"] - t0) / 1000, 2) for e in ss]
-    leaders = [node_label(e["quorum"]["leader"]) if e["quorum"]["leader"] >= 0 else None for e in ss]
-    epochs = [e["quorum"].get("epoch") for e in ss]
+    ss = [e for e in events if isinstance(e, State) and e.quorum]
+    x = [round((e.ts_ms - t0) / 1000, 2) for e in ss]
+    leaders = [node_label(e.quorum.leader) if e.quorum.leader >= 0 else None for e in ss]
+    epochs = [e.quorum.epoch for e in ss]
     return [{"type": "scatter", "mode": "lines+markers", "name": "quorum leader", "x": x, "y": leaders,
              "yaxis": PANEL.key, "line": {"shape": "hv"}, "marker": {"size": 3}, "customdata": epochs,
              "hovertemplate": "%{y} (epoch %{customdata})", "connectgaps": False}]
