@@ -153,13 +153,13 @@ def _print_quorum(c) -> None:
 
 @contextlib.contextmanager
 def _refusing_bad_input():
-    """Bad scenarios exit 2 and a missing engine exits 3, both before any container starts."""
+    """Bad scenarios and paths exit 2 and a missing engine exits 3, all before any container starts."""
     from harness import scenario as scenario_mod
     from harness.setup import engine
 
     try:
         yield
-    except scenario_mod.ScenarioError as e:
+    except (scenario_mod.ScenarioError, BadOption) as e:
         err.print(f"[red]bad input:[/red] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except engine.EngineError as e:
@@ -209,6 +209,8 @@ def run(
 
     overrides = list(set_ or [])
     with _refusing_bad_input():
+        if out is not None:
+            _writable(out, "--out", new=True)
         s = scenario_mod.load(scenario, overrides, seed=seed, kafka_version=kafka_version, mode=mode)
         _ensure_images([s.kafka_version])
     reaper.install_signal_handlers()
@@ -245,14 +247,23 @@ def check(
 ) -> None:
     """Reconcile run directories with PySpark, write verdict.json in each, print a verdict per configuration."""
     from harness.checker import check_runs, summarize
+    from harness.checker.measures import BUCKET_MS
+    from harness.checker.session import SparkUnreachable
     from harness.history import HistoryError
 
     t0 = time.monotonic()
     try:
+        if unavailable_ms < BUCKET_MS:
+            raise ValueError(f"--unavailable-ms: {unavailable_ms} (allowed: {BUCKET_MS} or more)")
+        if examples < 0:
+            raise ValueError(f"--examples: {examples} (allowed: 0 or more)")
         verdicts = check_runs(run_dirs, master=spark_master, threshold_ms=unavailable_ms, examples=examples)
     except (HistoryError, ValueError) as e:
         err.print(f"[red]bad input:[/red] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
+    except SparkUnreachable as e:
+        err.print(f"[red]cannot run:[/red] {e}")
+        raise typer.Exit(EXIT_NOT_RUN) from e
     print_verdicts(verdicts, summarize(verdicts))
     _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
     raise typer.Exit(_exit_code(verdicts))
@@ -279,16 +290,44 @@ def report(
     from harness.report import page as report_mod
 
     try:
+        _writable(output, "-o")
         unchecked = [d for d in find_run_dirs(run_dirs) if not (d / VERDICT_JSON).exists()]
         if unchecked:
             from harness.checker import check_runs
 
             check_runs(unchecked)
         out = report_mod.write_report(run_dirs, output, title=title)
-    except (HistoryError, ValueError) as e:
+    except (HistoryError, ValueError) as e:  # BadOption too
         err.print(f"[red]bad input:[/red] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     _log(f"report: {out.resolve()}")
+
+
+class BadOption(ValueError):
+    """An option on the command line that kchaos cannot act on: a path it cannot write as told, or
+    options that leave nothing to do."""
+
+
+def _writable(path: Path, option: str, *, new: bool = False, directory: bool = False) -> None:
+    """``path`` can be written as asked, or BadOption naming the option: ``new``, it must not exist (a
+    run directory is never overwritten); ``directory``, if it exists it is one (a matrix or hunt
+    resumes there), else it must not be one (a file is written there); either way the nearest
+    directory that exists above it must be writable."""
+    if path.exists():
+        if new:
+            raise BadOption(f"{option} {path}: already exists (a run directory is never overwritten; allowed: a path "
+                          "that does not exist yet)")
+        if directory != path.is_dir():
+            what = "a directory" if directory else "a file"
+            raise BadOption(f"{option} {path}: is {'not ' if directory else ''}a directory (allowed: {what})")
+        if not os.access(path, os.W_OK):
+            raise BadOption(f"{option} {path}: not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise BadOption(f"{option} {path}: cannot be created ({parent} is not a writable directory)")
 
 
 def _csv(values: list[str] | None) -> list[str] | None:
@@ -334,8 +373,14 @@ def matrix(
 
     names = _csv(scenarios) or (QUICK if quick else sorted(p.stem for p in matrix_mod.SCENARIO_DIR.glob("*.toml")))
     with _refusing_bad_input():
+        if seeds < 1:
+            raise BadOption(f"--seeds: {seeds} runs nothing (allowed: 1 or more)")
+        _writable(out, "--out", directory=True)
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_,
                             _csv(clients))
+        if not p.cells:
+            why = "; ".join(f"{c.run_id}: {reason}" for c, reason in p.skipped[:3])
+            raise BadOption(f"the options leave no run to make ({why})")
     # The first cell's image before anything starts; the other versions' build while the first runs go on
     first, *later = list(dict.fromkeys(s.kafka_version for c, s, _, _ in p.cells
                                        if not (out / "runs" / c.run_id).exists())) or [None]
@@ -355,17 +400,24 @@ def matrix(
             if what == "start":
                 bar.update(task, description=f"running {line}")
                 return
+            if what in ("verdict", "check_error"):  # a run's check ended while the next one runs
+                colour = "green" if what == "verdict" and ": fail" not in line else "red"
+                bar.console.print(f"  [{colour}]checked[/{colour}] {line}")
+                return
             bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
             bar.advance(task)
 
         finished = matrix_mod.run_cells(p, out, announce, fresh=fresh_clusters,
-                                        image_ready=prefetch.wait if prefetch is not None else None)
+                                        image_ready=prefetch.wait if prefetch is not None else None,
+                                        check=matrix_mod.check(spark_master))
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)
     from harness.checker import summarize
 
-    _log(f"checking {len(finished)} runs in one Spark session")
+    unchecked = [d for d in finished if not (d / "verdict.json").exists()]
+    if unchecked:
+        _log(f"checking {len(unchecked)} runs in one Spark session")
     res = matrix_mod.check_and_report(finished, out, spark_master)
     print_verdicts(res.verdicts, summarize(res.verdicts))
     console.print(res.known_markdown)
@@ -430,6 +482,13 @@ def hunt(
                                spark_master=spark_master)
             if budget is None and runs is None:
                 raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
+            _writable(out, "--out", directory=True)
+            if runs is not None and runs < 1:
+                raise ValueError(f"--runs: {runs} draws nothing (allowed: 1 or more)")
+            for option, n, least in (("--confirm", confirm, 0), ("--measure", measure, 0),
+                                     ("--shrink-runs", shrink_runs, 0)):
+                if n is not None and n < least:
+                    raise ValueError(f"{option}: {n} (allowed: {least} or more)")
             if parallel > 1 and shard != "1/1":
                 raise ValueError("--parallel N runs shards 1/N .. N/N itself (allowed: --parallel or --shard)")
             drawn_on = bases(opts)  # every scenario validated before anything runs

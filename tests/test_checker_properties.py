@@ -42,6 +42,13 @@ history = st.tuples(st.lists(produced_row, min_size=1, max_size=25), st.lists(co
                     st.lists(replica_row, max_size=20))
 
 
+def _list_every_topic(h: History) -> None:
+    """run.json lists every topic the history wrote to, with the first one's settings (validation
+    refuses a run.json that does not)."""
+    written = sorted({r["topic"] for r in h.produced})
+    h.run["topics"] = [{**h.run["topics"][0], "name": t} for t in written]
+
+
 def build(p_rows, c_rows, r_rows) -> History:
     h = History()
     for r in p_rows:
@@ -58,6 +65,7 @@ def build(p_rows, c_rows, r_rows) -> History:
     for r in r_rows:
         h.topic = r["topic"]
         h.replica(r["broker"], r["value"], r["offset"], r["partition"])
+    _list_every_topic(h)
     return h
 
 
@@ -131,6 +139,7 @@ def build_v2(p_rows, c_rows, outcomes, o_rows, txn_of) -> History:
         h.topic = r["topic"]
         h.commit("gx", r["offset"], partition=r["partition"], phase=r["phase"], ts=t0 + r["ts"])
     h.topic = "t"
+    _list_every_topic(h)
     return h
 
 

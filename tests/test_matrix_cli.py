@@ -49,6 +49,8 @@ def test_cells_that_may_share_run_on_one_kept_cluster_each_on_a_topic_of_its_own
     assert runs["s2"]["reproduce"].startswith("kchaos run scenarios/smoke.toml --seed 2 ")
     assert "--set 'topic.name=\"chaos-m1\"'" in runs["s2"]["reproduce"]
     assert runs["s2"]["phases"]["cluster_up"] < 1
+    checked = [line for line in res.stdout.splitlines() if line.strip().startswith("checked")]
+    assert len(checked) == 2 and all(": pass" in line for line in checked), "each run's verdict as it is known"
     for s in ("s1", "s2"):
         assert json.loads((out / "runs" / f"smoke-3.9.1-zk-duration_s=10-s{s[-1]}" / "verdict.json").read_text())[
             "verdict"] == "pass"

@@ -2,7 +2,7 @@
 
 Rows that carry a long instead of the topic string are narrower through the shuffles: on a
 10M-record history the per-offset aggregation takes about 15% less time and the per-value one
-about 20% less. The topics are known exactly before the job starts (footers.topics_in), so the
+about 20% less. The topics are known exactly before the job starts (prepare.topics_in), so the
 packing never meets a topic it cannot number.
 """
 

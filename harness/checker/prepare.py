@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.checker.contract import bad_bits, raise_if_invalid
-from harness.checker.footers import topics_in
 from harness.checker.keys import KEY, PartitionKey
 from harness.checker.prepare_txns_groups import V2Inputs, prepare_txns_groups
 from harness.checker.spark_api import F
@@ -38,6 +37,7 @@ from harness.history import (
     TXNS,
     RunDir,
 )
+from harness.history.footers import topics_of
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -52,6 +52,13 @@ IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
 SEND_COLS = ["run", "value", "producer", "topic", "partition", "acks", "status", "offset", "send_ts_ms", "ack_ts_ms",
              "error"]
 _SPARK_TYPES = {"string": "string", "int32": "int", "int64": "bigint"}  # Spark SQL type names
+
+
+def topics_in(runs: list[RunDir]) -> list[str | None]:
+    """Every topic of every contract file of ``runs``, sorted (None last), from the footers where
+    they can tell: the checker numbers topics before its first shuffle (keys.PartitionKey)."""
+    topics = set().union(*(topics_of(r.path / name) for r in runs for name in SCHEMAS))
+    return sorted(topics, key=lambda t: (t is None, t or ""))
 
 
 def has(bit: int, col: str = "flags") -> Column:

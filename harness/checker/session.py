@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
@@ -22,6 +23,29 @@ def chosen_master(master: str | None) -> str | None:
     return master or os.environ.get("KCHAOS_SPARK_MASTER") or DEFAULT_MASTER
 
 
+class SparkUnreachable(RuntimeError):
+    """A Spark endpoint that nothing answers at; the message says what was tried and what to do."""
+
+
+CONNECT_WAIT_S = 3.0
+
+
+def _answers(url: str) -> None:
+    """Something listens at a Spark Connect URL (``sc://HOST:PORT/;...``), else SparkUnreachable
+    within CONNECT_WAIT_S: a Connect client retries a closed port for minutes without a word."""
+    hostport = url.removeprefix("sc://").split("/")[0].split(";")[0]
+    host, _, port = hostport.rpartition(":")
+    if not host:
+        host, port = hostport, "15002"  # Spark Connect's default port
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_WAIT_S).close()
+    except (OSError, ValueError) as e:
+        raise SparkUnreachable(
+            f"--spark-master {url}: nothing answers at {host}:{port} within {CONNECT_WAIT_S:g} s "
+            f"({getattr(e, 'strerror', None) or e}); start a Spark Connect server there, or leave out "
+            "--spark-master to check on the warm local server") from e
+
+
 def spark_session(master: str | None = None, jvm_options: str = ""):
     """The warm server when ``master`` is None (or KCHAOS_SPARK_MASTER names one), a Connect
     session for ``sc://`` URLs, else a classic driver on that master (``local[*]``: embedded)."""
@@ -31,6 +55,7 @@ def spark_session(master: str | None = None, jvm_options: str = ""):
 
         return warm.session()
     if master.startswith("sc://"):
+        _answers(master)
         return SparkSession.builder.remote(master).create()
     # PySpark marks a process that opened a Connect session (its functions then build Connect
     # columns); an embedded driver after that needs the mark gone.

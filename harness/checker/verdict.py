@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.history import VERDICT_JSON, write_json_atomic
+from harness.history import VERDICT_JSON, HistoryError, write_json_atomic
 
 Example = dict[str, Any]
 
@@ -201,6 +201,15 @@ def write(run_dir: Path, v: Verdict) -> None:
 
 
 def read(run_dir: Path) -> Verdict | None:
-    """verdict.json of ``run_dir``; None when the run has not been checked."""
+    """verdict.json of ``run_dir``; None when the run has not been checked; HistoryError naming the
+    file when it is not a verdict kchaos wrote (check the run again to write it anew)."""
     f = Path(run_dir) / VERDICT_JSON
-    return Verdict.model_validate_json(f.read_text()) if f.exists() else None
+    if not f.exists():
+        return None
+    try:
+        return Verdict.model_validate_json(f.read_bytes())
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "the file"
+        raise HistoryError(f"{f}: not a verdict kchaos wrote ({where}: {err['msg']}); check the run again: "
+                           f"kchaos check {run_dir}") from e

@@ -144,8 +144,8 @@ class _Shape(BaseModel):
 
 class TopicConfig(_Shape):
     name: str
-    partitions: int | None = None
-    replication_factor: int | None = None
+    partitions: int | None = Field(None, ge=1)
+    replication_factor: int | None = Field(None, ge=1)
     config: dict[str, str] = Field(default_factory=dict)
     log_start_offsets: dict[str, int] = Field(default_factory=dict)  # partition -> log start after the final read
 
@@ -290,8 +290,11 @@ def _check_columns(f: Path, schema: pa.Schema, required: bool) -> list[str]:
 def validate(path: Path) -> RunDir:
     """Check a run directory against the contract without loading data; raise HistoryError."""
     path = Path(path)
+    if not path.exists():
+        raise HistoryError(f"{path}: no such run directory")
     if not path.is_dir():
-        raise HistoryError(f"{path}: not a directory")
+        raise HistoryError(f"{path}: not a directory (allowed: a run directory, or a directory holding run "
+                           "directories)")
     rows = {}
     schemas: dict[str, str] = {}
     optional: set[str] = set()
@@ -314,12 +317,37 @@ def validate(path: Path) -> RunDir:
     if not run_file.exists():
         raise HistoryError(f"{run_file}: missing (the configuration the run was made under; {{}} if unknown)")
     try:
-        run = json.loads(run_file.read_text())
-    except json.JSONDecodeError as e:
+        run = json.loads(run_file.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
     config = check_run_config(run_file, run)
+    _agrees_with_the_data(path, config)
     read_events(path)  # every record valid before any work starts
     return RunDir(path, rows, run, config, frozenset(optional), schemas)
+
+
+def _agrees_with_the_data(path: Path, config: RunConfig) -> None:
+    """run.json's topics are the ones the history wrote to, and none holds a partition past the count
+    run.json gives it: a topic the history wrote that run.json does not list would be judged by
+    Kafka's defaults, and a wrong name or count silently changes the verdict. HistoryError names
+    the file, the key and what the data holds. The topics come from the Parquet footers where they
+    can tell (footers.topics_of), so a big history is not read for it."""
+    from harness.history.footers import max_partitions
+
+    if not config.topics:
+        return  # nothing listed: every topic is judged by the defaults, which the verdict says
+    produced = path / PRODUCED
+    held = max_partitions(produced)
+    listed = {t.name: t for t in config.topics}
+    unlisted = sorted(t for t in held if t is not None and t not in listed)
+    if unlisted:
+        raise HistoryError(f"{path / RUN_JSON}: topics: lists {sorted(listed)}, but {PRODUCED} holds writes to "
+                           f"{unlisted} (a topic run.json does not list is judged by Kafka's defaults: list it)")
+    for i, t in enumerate(config.topics):
+        top = held.get(t.name)
+        if t.partitions is not None and top is not None and top >= t.partitions:
+            raise HistoryError(f"{path / RUN_JSON}: topics.{i}.partitions: {t.partitions}, but {PRODUCED} holds "
+                               f"writes to partition {top} of {t.name}")
 
 
 def _rows_and_schema(f: Path) -> tuple[int, str]:

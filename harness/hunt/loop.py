@@ -391,9 +391,12 @@ def parse_budget(text: str) -> float:
     """``30m``, ``2h``, ``90s`` or seconds; ValueError naming the forms allowed."""
     units = {"s": 1, "m": 60, "h": 3600}
     try:
-        return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+        seconds = float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
     except ValueError:
         raise ValueError(f"--budget: {text!r} (allowed: 90s, 30m, 2h or seconds)") from None
+    if not seconds > 0:  # NaN too
+        raise ValueError(f"--budget: {text!r} leaves no time to hunt (allowed: more than 0, e.g. 90s, 30m, 2h)")
+    return seconds
 
 
 def _open_journal(opts: HuntOptions) -> dict:

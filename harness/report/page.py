@@ -304,6 +304,9 @@ def write_report(run_dirs: list[Path], out: Path, title: str = "kchaos durabilit
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.partial")
-    tmp.write_text(page)
-    tmp.replace(out)
+    try:
+        tmp.write_text(page)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing half-written is left, whatever stopped it
     return out

@@ -3,7 +3,10 @@
 Every cell is one run directory named for its coordinates under ``OUT/runs``; a cell whose
 directory exists is finished (runs are renamed into place only when complete), so an interrupted
 matrix resumes where it stopped. ``OUT/matrix.json`` records each cell's status, including cells
-that could not be carried out and why. All runs are checked together, in one Spark session.
+that could not be carried out and why. Each finished run is checked while the next one runs, and
+its verdict is printed and written (its verdict.json, its cell in matrix.json) as soon as it is
+known, so a matrix stopped halfway keeps the verdicts of the runs it finished; the runs still
+unchecked at the end (an earlier, interrupted matrix's) are checked together in one Spark session.
 """
 
 from __future__ import annotations
@@ -11,16 +14,22 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import scenario as scenario_mod
 from harness.clients.registry import LIBRARIES, canonical, names
 from harness.history import write_json_atomic
 from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
 from harness.versions import KAFKA_VERSIONS
+
+if TYPE_CHECKING:
+    from harness.checker.verdict import Verdict
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -121,37 +130,70 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
 
 
 class Status:
-    """matrix.json: each cell's coordinates, status and reason, rewritten atomically after every run."""
+    """matrix.json: each cell's coordinates, status and reason, rewritten atomically after every run
+    and every check (the runs and their checks are two threads)."""
 
     def __init__(self, out: Path):
         self.path = out / "matrix.json"
         self.cells: dict[str, dict] = {}
+        self._lock = threading.Lock()
         if self.path.exists():
             self.cells = {c["run_id"]: c for c in json.loads(self.path.read_text()).get("cells", [])}
 
     def set(self, cell: Cell, status: str, **extra) -> None:
-        self.cells[cell.run_id] = {"run_id": cell.run_id, **asdict(cell), "status": status, **extra}
-        write_json_atomic(self.path, {"cells": list(self.cells.values())})
+        with self._lock:
+            self.cells[cell.run_id] = {"run_id": cell.run_id, **asdict(cell), "status": status, **extra}
+            write_json_atomic(self.path, {"cells": list(self.cells.values())})
+
+    def add(self, cell: Cell, **extra) -> None:
+        """More about a cell already set (its verdict, once checked)."""
+        with self._lock:
+            self.cells[cell.run_id] = {**self.cells.get(cell.run_id, {}), **extra}
+            write_json_atomic(self.path, {"cells": list(self.cells.values())})
 
 
-Announce = Callable[[str, str], None]  # (what happened: "start", "done" or "error", the line to show)
+# (what happened: "start", "done" or "error" of a run, "verdict" or "check_error" of its check, the
+# line to show); the check's come from the thread that checks while the next run goes on.
+Announce = Callable[[str, str], None]
+Check = Callable[[Path], "Verdict"]  # one finished run's check: its verdict, verdict.json written
+
+
+def verdict_line(v: Verdict) -> str:
+    """A verdict in one line, as the matrix prints it when a run's check ends."""
+    broken = ", ".join(f"{a} {n:,} ({where})" for where, a, n in v.broken())
+    return v.verdict + (f": broke {broken}" if broken else "")
+
+
+def _check_one(check: Check, cell: Cell, path: Path, status: Status, announce: Announce) -> None:
+    """Check one finished run and say its verdict; a check that fails is said, and the run is left
+    for the check at the end."""
+    try:
+        v = check(path)
+    except Exception as e:
+        announce("check_error", f"{cell.run_id}: its check failed ({str(e).splitlines()[0][:200]}); checked again at "
+                          "the end")
+        return
+    status.add(cell, verdict=v.verdict, broken=[list(b) for b in v.broken()])
+    announce("verdict", f"{cell.run_id}: {verdict_line(v)}")
 
 
 def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False,
-              image_ready: Callable[[str], None] | None = None) -> list[Path]:
+              image_ready: Callable[[str], None] | None = None, check: Check | None = None) -> list[Path]:
     """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
     matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
     Cells that may share a cluster (``kept_cluster``) run one after another on one kept cluster,
     each on a topic of its own, unless ``fresh``. ``image_ready(version)`` returns once a cell's
-    Kafka image is built (images.Prefetch.wait). Returns the run directories of every finished
-    cell (this call's and earlier calls')."""
+    Kafka image is built (images.Prefetch.wait). With ``check``, each finished run is checked in a
+    thread of its own while the next one runs, and its verdict announced; the call returns once
+    every check has ended (an interrupted matrix waits for the check under way). Returns the run
+    directories of every finished cell (this call's and earlier calls')."""
     from harness.run import runner
     from harness.setup.images import ImageError
 
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     status = Status(out)
-    with KeptCluster() as kept:
+    with KeptCluster() as kept, ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-matrix-check") as checks:
         for number, (cell, s, ov, path) in enumerate(p.cells):
             if (runs_dir / cell.run_id).exists():
                 continue
@@ -170,6 +212,8 @@ def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False,
                            final=res.final)
                 announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
                                  f"({time.monotonic() - t0:.0f} s)")
+                if check is not None:
+                    checks.submit(_check_one, check, cell, runs_dir / cell.run_id, status, announce)
             except (*runner.NOT_CARRIED_OUT, ImageError) as e:
                 status.set(cell, "error", reason=str(e)[:2000])
                 announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
@@ -184,13 +228,30 @@ class Outcome:
     errors: list[dict]
 
 
+def check(spark_master: str | None = None) -> Check:
+    """A check of one run on the warm Spark server (or ``spark_master``), for ``run_cells``."""
+
+    def one(path: Path) -> Verdict:
+        from harness.checker import check_runs
+
+        (v,) = check_runs([path], master=spark_master)
+        return v
+
+    return one
+
+
 def check_and_report(finished: list[Path], out: Path, spark_master: str | None = None) -> Outcome:
-    """Check every finished run in one Spark session, then write known-results.md and the report."""
+    """Check the finished runs that have no verdict yet (all in one Spark session), then write
+    known-results.md and the report from every run's verdict."""
     from harness.checker import check_runs
+    from harness.checker.verdict import read as read_verdict
     from harness.report import known_results
     from harness.report import page as report
 
-    verdicts = check_runs(finished, master=spark_master)
+    checked = {d: v for d in finished if (v := read_verdict(d)) is not None}
+    unchecked = [d for d in finished if d not in checked]
+    checked.update(zip(unchecked, check_runs(unchecked, master=spark_master) if unchecked else [], strict=True))
+    verdicts = [checked[d] for d in finished]
     runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
     known = known_results.markdown(known_results.rows(verdicts, runs))
     coordination = known_results.coordination_rows(verdicts, runs)

@@ -59,15 +59,28 @@ def _explain(e: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def _parsed(path: Path) -> dict:
+    """A scenario file's TOML, or ScenarioError saying why it cannot be read: missing, a directory,
+    unreadable, not UTF-8, not TOML."""
+    if not path.exists():
+        raise ScenarioError(f"{path}: no such scenario file")
+    if path.is_dir():
+        raise ScenarioError(f"{path}: is a directory, not a scenario file (allowed: a .toml file, or a name in "
+                            "scenarios/)")
+    try:
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot be read ({e.strerror})") from e
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {e.start}); a scenario is a TOML file") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML ({e})") from e
+
+
 def load(path: str | Path, overrides: list[str] | None = None, **fields) -> Scenario:
     """Read, override and validate a scenario; raise ScenarioError naming the file and key."""
     path = Path(path)
-    if not path.exists():
-        raise ScenarioError(f"{path}: no such scenario file")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML ({e})") from e
+    data = _parsed(path)
     data = copy.deepcopy(data)
     data.setdefault("name", path.stem)
     for k, v in fields.items():

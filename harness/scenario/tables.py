@@ -3,6 +3,7 @@ share groups, each a typed model validated on its own; ``Scenario`` checks how t
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
@@ -69,6 +70,11 @@ class ClientTable(ScenarioTable):
         return canonical(v) if v is not None else None
 
 
+# Kafka's rule for topic names (org.apache.kafka.common.internals.Topic.validate): 1 to 249 of
+# these characters, and neither "." nor "..".
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
 class TopicSpec(ScenarioTable):
     name: str = "chaos"
     partitions: int = Field(3, ge=1, le=64)
@@ -76,6 +82,14 @@ class TopicSpec(ScenarioTable):
     min_insync_replicas: int = Field(2, ge=1)
     unclean_leader_election: bool = False
     config: PropMap = Field(default_factory=dict, description="any other topic config")
+
+    @field_validator("name")
+    @classmethod
+    def _kafka_topic_name(cls, v: str) -> str:
+        if not TOPIC_NAME.fullmatch(v) or v in (".", ".."):
+            raise ValueError(f"{v!r} is not a Kafka topic name (allowed: 1 to 249 of a-z A-Z 0-9 . _ -, not "
+                             "'.' or '..')")
+        return v
 
     def topic_config(self) -> dict[str, str]:
         return {

@@ -1,9 +1,10 @@
 """What a run's Parquet files hold, from their footers where the footers can tell.
 
-The checker numbers topics before its first shuffle (keys.PartitionKey), so it needs every topic
-of every file up front. Row-group statistics name them without reading data when each row group
-holds one topic, as every history this harness writes does; otherwise the topic column alone is
-read (dictionary-encoded, so a pass over it is cheap).
+The checker needs every topic of every file before its first shuffle, and validation checks that
+run.json lists every topic the history wrote to, each with enough partitions. Row-group statistics
+name them without reading data when each row group holds one topic, as every history this harness
+writes does; otherwise the topic column alone is read (dictionary-encoded, so a pass over it is
+cheap).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from harness.history import SCHEMAS, RunDir
 
 
 def footer_stats(f: Path, column: str) -> tuple[set | None, Any]:
@@ -53,7 +52,16 @@ def topics_of(f: Path) -> set[str | None]:
     return {t.as_py() for t in pc.unique(column)}
 
 
-def topics_in(runs: list[RunDir]) -> list[str | None]:
-    """Every topic of every contract file of ``runs``, sorted (None last)."""
-    topics = set().union(*(topics_of(r.path / name) for r in runs for name in SCHEMAS))
-    return sorted(topics, key=lambda t: (t is None, t or ""))
+
+
+def max_partitions(f: Path) -> dict[str | None, int | None]:
+    """Each topic of one file and the highest partition written to it (None: no partition), from the
+    footer when it holds one topic, else from the topic and partition columns."""
+    topics = topics_of(f)
+    if len(topics) == 1:
+        _, top = footer_stats(f, "partition")
+        if top is not None or pq.ParquetFile(f).metadata.num_rows == 0:
+            return {next(iter(topics)): top}
+    table = pq.read_table(f, columns=["topic", "partition"])
+    grouped = table.group_by("topic").aggregate([("partition", "max")])
+    return dict(zip(grouped["topic"].to_pylist(), grouped["partition_max"].to_pylist(), strict=True))

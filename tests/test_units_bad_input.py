@@ -1,0 +1,151 @@
+"""Bad input a user can give is refused with exit 2, one line naming the file or option and what is
+allowed, before any container starts, and nothing half-written is left. Each case runs the command
+line in this process (typer's runner), with Docker's address pointing nowhere: none reaches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from tests.histories import History
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "scenarios" / "smoke.toml"
+
+
+def kchaos(*args: str):
+    return CliRunner().invoke(app, list(args), env={"DOCKER_HOST": "unix:///nonexistent/kchaos-test.sock",
+                                                     "COLUMNS": "200"})
+
+
+def refused(res, *words: str) -> str:
+    """The one line of a refusal, after checking it is exit 2 without a traceback and names ``words``."""
+    text = res.output
+    assert (res.exit_code == 2 and res.exception is None) or isinstance(res.exception, SystemExit), \
+        f"{res.exit_code} {res.exception!r} {text[-2000:]}"
+    assert res.exit_code == 2, text[-2000:]
+    assert "Traceback" not in text, text[-2000:]
+    line = next(x for x in text.splitlines() if "bad input" in x or "Error" in x or "Invalid" in x)
+    for w in words:
+        assert w in text, f"{w!r} not in: {text[-1000:]}"
+    return line
+
+
+def test_a_scenario_that_is_a_directory_is_refused(tmp_path):
+    refused(kchaos("run", str(tmp_path)), str(tmp_path), "is a directory")
+
+
+def test_a_scenario_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_bytes(b"name = \"\xff\xfe\"\n")
+    refused(kchaos("run", str(f)), str(f), "not UTF-8")
+
+
+@pytest.mark.parametrize("name", ["a b", "", ".", "..", "x" * 250, "caf\u00e9"])
+def test_a_topic_name_kafka_refuses_is_refused(name):
+    refused(kchaos("run", str(SMOKE), "--set", f'topic.name="{name}"'), "topic.name", "is not a Kafka topic name")
+
+
+def test_run_out_that_exists_is_refused_before_any_image_is_looked_at(tmp_path):
+    refused(kchaos("run", str(SMOKE), "--out", str(tmp_path)), "--out", "already exists")
+
+
+def test_run_out_under_a_file_is_refused(tmp_path):
+    (tmp_path / "f").write_text("")
+    refused(kchaos("run", str(SMOKE), "--out", str(tmp_path / "f" / "run")), "--out", "cannot be created")
+
+
+@pytest.mark.parametrize("budget", ["0", "0m", "-5m", "nan"])
+def test_a_hunt_budget_that_leaves_no_time_is_refused(budget, tmp_path):
+    refused(kchaos("hunt", "smoke", "--budget", budget, "--out", str(tmp_path / "h")), "--budget")
+    assert not (tmp_path / "h").exists(), "nothing written"
+
+
+def test_a_hunt_of_no_runs_is_refused(tmp_path):
+    refused(kchaos("hunt", "smoke", "--runs", "0", "--out", str(tmp_path / "h")), "--runs", "1 or more")
+
+
+@pytest.mark.parametrize("seeds", ["0", "-2"])
+def test_a_matrix_of_no_seeds_is_refused(seeds, tmp_path):
+    refused(kchaos("matrix", "--scenarios", "smoke", "--seeds", seeds, "--out", str(tmp_path / "m")), "--seeds")
+
+
+def test_a_matrix_whose_options_leave_no_run_is_refused(tmp_path):
+    refused(kchaos("matrix", "--scenarios", "smoke", "--versions", "2.8.2", "--modes", "kraft",
+                   "--out", str(tmp_path / "m")), "leave no run")
+
+
+def test_report_to_a_directory_is_refused_and_leaves_nothing(tmp_path):
+    d = History().clean(5).write(tmp_path / "run")
+    out = tmp_path / "out"
+    out.mkdir()
+    refused(kchaos("report", str(d), "-o", str(out)), "-o", "is a directory")
+    assert not list(tmp_path.glob("**/*.partial")), "no half-written report"
+
+
+def _run_with(tmp_path: Path, **run) -> Path:
+    h = History()
+    h.clean(6, partition=0)
+    h.clean(4, partition=2)
+    h.run.update(run)
+    return h.write(tmp_path / "run")
+
+
+def test_a_run_json_that_names_another_topic_than_the_data_is_refused(tmp_path):
+    from harness.history import HistoryError, validate
+
+    d = _run_with(tmp_path, topics=[{"name": "renamed", "replication_factor": 3,
+                                     "config": {"min.insync.replicas": "2"}}])
+    with pytest.raises(HistoryError, match=r"run\.json: topics: lists \['renamed'\], but produced\.parquet holds "
+                                           r"writes to \['t'\]"):
+        validate(d)
+    refused(kchaos("check", str(d)), "topics", "renamed")
+
+
+@pytest.mark.parametrize(("partitions", "message"), [
+    (-3, r"topics\.0\.partitions.*greater than or equal to 1"),
+    (2, r"topics\.0\.partitions: 2, but produced\.parquet holds writes to partition 2 of t")])
+def test_a_run_json_partition_count_the_data_contradicts_is_refused(tmp_path, partitions, message):
+    from harness.history import HistoryError, validate
+
+    d = _run_with(tmp_path, topics=[{"name": "t", "partitions": partitions, "replication_factor": 3}])
+    with pytest.raises(HistoryError, match=message):
+        validate(d)
+
+
+def test_a_run_json_that_agrees_with_the_data_is_taken(tmp_path):
+    from harness.history import validate
+
+    d = _run_with(tmp_path, topics=[{"name": "t", "partitions": 3, "replication_factor": 3}])
+    assert validate(d).config.topics[0].partitions == 3
+
+
+def test_a_missing_run_directory_is_named_as_missing(tmp_path):
+    refused(kchaos("check", str(tmp_path / "nope")), "no such run directory")
+
+
+def test_a_spark_endpoint_nothing_answers_at_fails_within_seconds(tmp_path):
+    import time
+
+    d = History().clean(5).write(tmp_path / "run")
+    t0 = time.monotonic()
+    res = kchaos("check", str(d), "--spark-master", "sc://127.0.0.1:1")
+    assert res.exit_code == 3, res.output[-2000:]
+    assert "nothing answers at 127.0.0.1:1" in res.output and "leave out --spark-master" in res.output
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize(("option", "value"), [("--unavailable-ms", "-5"), ("--examples", "-1")])
+def test_check_options_out_of_range_are_named(tmp_path, option, value):
+    d = History().clean(5).write(tmp_path / "run")
+    refused(kchaos("check", str(d), option, value), option)
+
+
+def test_a_verdict_json_kchaos_did_not_write_is_named_by_report(tmp_path):
+    d = History().clean(5).write(tmp_path / "run")
+    (d / "verdict.json").write_text('{"run_id": "x"}')
+    refused(kchaos("report", str(d), "-o", str(tmp_path / "r.html")), "verdict.json: not a verdict kchaos wrote")
+    assert not list(tmp_path.glob("**/*.partial"))
