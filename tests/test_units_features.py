@@ -93,3 +93,15 @@ def test_kafka_17754_is_named_only_where_transactions_run_on_the_first_version(c
     cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
     issues = [k.issue for k in known_issues(run, cfgs, {"aborted_read": 3})]
     assert ("KAFKA-17754" in issues) is named
+
+
+def test_a_run_json_without_topics_is_judged_by_the_brokers_settings_and_says_so():
+    """A topic takes the brokers' min.insync.replicas when run.json lists none: judging it by Kafka's
+    default of 1 would excuse a loss the brokers' setting promised away."""
+    run = RunConfig.model_validate({"kafka_version": "3.9.1", "broker_config": {"min.insync.replicas": "2"},
+                                    "producers": [{"name": "p", "acks": "all", "idempotence": True}]})
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    assert cfgs.producers["p"].min_insync == 2
+    assert any("min.insync.replicas=2" in n and "brokers' settings" in n for n in cfgs.notes)
+    bare = resolve_configs(RunConfig(), {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    assert bare.producers["p"].min_insync == 1 and "min.insync.replicas=1" in bare.notes[0]

@@ -82,9 +82,16 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
             eligible_leader_replicas=elr,
             faults=faults,
         )
-    default_topic = Config(leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults)
+    # A topic run.json does not list takes the brokers' settings, as Kafka gives it (Kafka's defaults
+    # where broker_config names none).
+    default_topic = Config(min_insync=int(broker_cfg.get("min.insync.replicas", 1)),
+                           unclean_election=_bool(broker_cfg.get("unclean.leader.election.enable", False)),
+                           leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults)
     if not topics:
-        notes.append("run.json names no topics: assumed Kafka defaults (min.insync.replicas=1, unclean off)")
+        notes.append(f"run.json names no topics: assumed the brokers' settings (min.insync.replicas="
+                     f"{default_topic.min_insync}, unclean "
+                     f"{'on' if default_topic.unclean_election else 'off'}; Kafka's defaults where broker_config "
+                     "names none)")
 
     declared = {p.name: p for p in run.producers}
     copier_producers = {c.producer for c in run.copiers}

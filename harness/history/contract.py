@@ -329,7 +329,7 @@ def validate(path: Path) -> RunDir:
 def _agrees_with_the_data(path: Path, config: RunConfig) -> None:
     """run.json's topics are the ones the history wrote to, and none holds a partition past the count
     run.json gives it: a topic the history wrote that run.json does not list would be judged by
-    Kafka's defaults, and a wrong name or count silently changes the verdict. HistoryError names
+    the brokers' settings, and a wrong name or count silently changes the verdict. HistoryError names
     the file, the key and what the data holds. The topics come from the Parquet footers where they
     can tell (footers.topics_of), so a big history is not read for it."""
     from harness.history.footers import max_partitions
@@ -342,7 +342,7 @@ def _agrees_with_the_data(path: Path, config: RunConfig) -> None:
     unlisted = sorted(t for t in held if t is not None and t not in listed)
     if unlisted:
         raise HistoryError(f"{path / RUN_JSON}: topics: lists {sorted(listed)}, but {PRODUCED} holds writes to "
-                           f"{unlisted} (a topic run.json does not list is judged by Kafka's defaults: list it)")
+                           f"{unlisted} (a topic run.json does not list is judged by the brokers' settings: list it)")
     for i, t in enumerate(config.topics):
         top = held.get(t.name)
         if t.partitions is not None and top is not None and top >= t.partitions:
