@@ -86,7 +86,11 @@ def groups_run(tmp_path_factory):
 
 def test_groups_on_both_protocols_return_and_commit_everything(groups_run):
     d, v = groups_run
-    assert v.verdict == "pass" and not any(v.anomalies.values()), v.broken()
+    # uncommitted_read may count reads the verdict holds no evidence against its promise: records
+    # read at or above the hw their fetch response carried, which the final log holds there
+    # (stale_hw_read, judge.NOT_HELD); the run passes only if every counted one is such a read.
+    assert v.verdict == "pass" and not v.broken(), v.broken()
+    assert not any(n for a, n in v.anomalies.items() if a != "uncommitted_read"), v.anomalies
     acked = {r["value"]: (r["partition"], r["offset"]) for r in pq.read_table(d / "produced.parquet").to_pylist()
              if r["status"] == "ok"}
     ends = {p: max(o for q, o in acked.values() if q == p) + 1 for p, _ in acked.values()}
