@@ -366,7 +366,6 @@ def matrix(
     """Run the cross product of scenarios, versions, modes, clients, acks and seeds; check every run; write the report.
 
     Finished runs are kept, so a second call after an interruption resumes where it stopped."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.cluster import reaper
     from harness.run import matrix as matrix_mod
@@ -392,24 +391,7 @@ def matrix(
     reaper.install_signal_handlers()
     done = sum((out / "runs" / c.run_id).exists() for c, *_ in p.cells)
     _log(f"{len(p.cells)} runs in the matrix, {done} already done, {len(p.cells) - done} to run")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as bar:
-        task = bar.add_task("matrix", total=len(p.cells), completed=done)
-
-        def announce(what: str, line: str) -> None:
-            if what == "start":
-                bar.update(task, description=f"running {line}")
-                return
-            if what in ("verdict", "check_error"):  # a run's check ended while the next one runs
-                colour = "green" if what == "verdict" and ": fail" not in line else "red"
-                bar.console.print(f"  [{colour}]checked[/{colour}] {line}")
-                return
-            bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
-            bar.advance(task)
-
-        finished = matrix_mod.run_cells(p, out, announce, fresh=fresh_clusters,
-                                        image_ready=prefetch.wait if prefetch is not None else None,
-                                        check=matrix_mod.check(spark_master))
+    finished = _run_matrix_cells(p, out, done, fresh_clusters, prefetch, spark_master)
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)
@@ -426,6 +408,33 @@ def matrix(
         err.print(f"{len(res.errors)} run(s) could not be carried out; see {out / 'matrix.json'}")
     broken = any(v.failed for v in res.verdicts)
     raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
+
+
+def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_master: str | None) -> list[Path]:
+    """The matrix's runs under a progress bar: each run's end and its check's verdict printed as
+    they come (run/matrix.run_cells)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harness.run import matrix as matrix_mod
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as bar:
+        task = bar.add_task("matrix", total=len(p.cells), completed=done)
+
+        def announce(what: str, line: str) -> None:
+            if what == "start":
+                bar.update(task, description=f"running {line}")
+                return
+            if what in ("verdict", "check_error"):  # a run's check ended while the next one runs
+                colour = "green" if what == "verdict" and ": fail" not in line else "red"
+                bar.console.print(f"  [{colour}]checked[/{colour}] {line}")
+                return
+            bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
+            bar.advance(task)
+
+        return matrix_mod.run_cells(p, out, announce, fresh=fresh,
+                                    image_ready=prefetch.wait if prefetch is not None else None,
+                                    check=matrix_mod.check(spark_master))
 
 
 def _shard(text: str) -> tuple[int, int]:
