@@ -229,15 +229,13 @@ class Outcome:
 
 
 def check(spark_master: str | None = None) -> Check:
-    """A check of one run on the warm Spark server (or ``spark_master``), for ``run_cells``."""
+    """A check of one run on the warm Spark server (or ``spark_master``), for ``run_cells``: the
+    same one-run check the hunt makes beside its next run (hunt/trials.check)."""
+    import functools
 
-    def one(path: Path) -> Verdict:
-        from harness.checker import check_runs
+    from harness.hunt.trials import check as check_one
 
-        (v,) = check_runs([path], master=spark_master)
-        return v
-
-    return one
+    return functools.partial(check_one, spark_master=spark_master)
 
 
 def check_and_report(finished: list[Path], out: Path, spark_master: str | None = None) -> Outcome:
