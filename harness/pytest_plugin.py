@@ -223,19 +223,24 @@ class _Nemesis:
         self.cluster.heal()
 
 
-# What a fault of the fixture may set beyond its kind, target and partition, with the defaults a
-# scenario's [[faults]] table has.
-FAULT_SETTINGS = {"latency_ms": 200, "jitter_ms": 0, "rate_kbps": 64, "stream": "both", "offset_s": 0.0,
-                  "op": "write", "dir": 0, "to": "", "feature": "", "level": -1}
-
-
 def planned_fault(kind: str, target: str, partition: int, number: int, duration_s: float = 0, on=None, **kw):
-    """A fault of the fixture as the nemesis plans one; TypeError naming what is allowed otherwise."""
-    from harness.faults import PlannedFault
+    """A fault of the fixture as the nemesis plans one, with the settings a scenario's [[faults]]
+    table takes (harness/faults/settings.py); TypeError naming what is allowed otherwise."""
+    from pydantic import ValidationError
 
-    if unknown := sorted(set(kw) - set(FAULT_SETTINGS)):
-        raise TypeError(f"fault settings {unknown} are not settings of a fault (allowed: {', '.join(FAULT_SETTINGS)})")
-    return PlannedFault(0, duration_s, kind, target, partition, on=on, number=number, **{**FAULT_SETTINGS, **kw})
+    from harness.faults import SETTINGS, PlannedFault, check_kind
+
+    if unknown := sorted(set(kw) - set(SETTINGS)):
+        raise TypeError(f"fault settings {unknown} are not settings of a fault (allowed: {', '.join(SETTINGS)})")
+    try:
+        fault = PlannedFault(at_s=0, duration_s=duration_s, kind=kind, target=target, partition=partition, on=on,
+                             number=number, **kw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise TypeError(f"fault setting {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if why := check_kind(kind).refused(fault):
+        raise TypeError(f"fault {kind}: {why}")
+    return fault
 
 
 class _Armed:

@@ -199,8 +199,8 @@ def test_overlapping_faults_of_one_kind_each_heal_their_own(healed, tmp_path):
     events = EventLog(tmp_path / "events.jsonl")
     nem, other = Nemesis(healed, topic, events), Nemesis(healed, topic, events)  # as the pytest plugin does
     link = healed.topo.client(1)
-    first = nem.apply(PlannedFault(0, 1, "cut_client", "broker:1"))
-    second = other.apply(PlannedFault(0, 1, "isolate", "broker:1"))
+    first = nem.apply(PlannedFault(at_s=0, duration_s=1, kind="cut_client", target="broker:1"))
+    second = other.apply(PlannedFault(at_s=0, duration_s=1, kind="isolate", target="broker:1"))
     assert link in first.links and link in second.links and first.tag != second.tag
     nem.heal(first)
     assert {t["name"] for t in healed.toxi.toxics(link)} == {toxic_name(CUT_TOXIC, st, second.tag) for st in STREAMS}
@@ -223,7 +223,7 @@ def test_a_cut_on_one_stream_holds_the_fetch_responses_and_lets_the_requests_thr
     healed.wait_full_isr(topic)
     events = EventLog(tmp_path / "events.jsonl")
     nem = Nemesis(healed, topic, events)
-    a = nem.apply(PlannedFault(0, 1, "cut_fetch", "follower", stream="downstream"))
+    a = nem.apply(PlannedFault(at_s=0, duration_s=1, kind="cut_fetch", target="follower", stream="downstream"))
     (link,) = a.links
     assert {t["name"]: t["stream"] for t in healed.toxi.toxics(link)} == {
         toxic_name(CUT_TOXIC, "downstream", a.tag): "downstream"}
@@ -243,7 +243,7 @@ def test_a_cut_of_both_followers_cuts_the_link_between_them_once(healed, tmp_pat
     healed.wait_full_isr(topic)
     events = EventLog(tmp_path / "events.jsonl")
     nem = Nemesis(healed, topic, events)
-    a = nem.apply(PlannedFault(0, 1, "cut_replication", "followers"))
+    a = nem.apply(PlannedFault(at_s=0, duration_s=1, kind="cut_replication", target="followers"))
     f1, f2 = a.brokers
     assert len(a.links) == len(set(a.links)) and healed.topo.repl(f1, f2) in a.links
     assert all(healed.toxi.toxics(x) for x in a.links), "every link of either follower is cut"
@@ -268,7 +268,7 @@ def test_a_fault_refused_halfway_takes_back_the_toxics_it_put_on(healed, tmp_pat
     healed.toxi.add_toxic(links[-1], toxic_name(CUT_TOXIC, st, "f900"), "timeout", st, {"timeout": 0})
     events = EventLog(tmp_path / "events.jsonl")
     with pytest.raises(ToxiproxyError, match="409"):
-        Nemesis(healed, topic, events).apply(PlannedFault(0, 1, "isolate", "broker:1"))
+        Nemesis(healed, topic, events).apply(PlannedFault(at_s=0, duration_s=1, kind="isolate", target="broker:1"))
     events.close()
     assert {x: healed.toxi.toxics(x) for x in links} == {x: [] for x in links}
     assert "fault_start" not in (tmp_path / "events.jsonl").read_text()
@@ -286,14 +286,14 @@ def test_a_clients_own_links_carry_its_faults_alone(healed, tmp_path):
     assert [e for _, e in produce(healed, topic, 3, "all", "warm", **solo)] == [None] * 3
     events = EventLog(tmp_path / "events.jsonl")
     nem = Nemesis(healed, topic, events)
-    cut = nem.apply(PlannedFault(0, 1, "client_cut", "client:solo"))
+    cut = nem.apply(PlannedFault(at_s=0, duration_s=1, kind="client_cut", target="client:solo"))
     assert cut.links == [healed.topo.private_client(b, "solo") for b in healed.settings.broker_ids]
     assert [e for _, e in produce(healed, topic, 3, "all", "shared", timeout_s=10)] == [None] * 3
     refused = produce(healed, topic, 3, "all", "cut", timeout_s=3, **solo)
     assert len(refused) == 3 and all(e is not None for _, e in refused)
     nem.heal(cut)
 
-    held = nem.apply(PlannedFault(0, 1, "client_pause", "client:solo"))
+    held = nem.apply(PlannedFault(at_s=0, duration_s=1, kind="client_pause", target="client:solo"))
     p = Producer(healed.client_config("solo", **{"acks": "all", "message.timeout.ms": 30000}))
     acked: list[float] = []
     p.produce(topic, b"held", on_delivery=lambda err, msg: acked.append(time.monotonic()) if err is None else None)

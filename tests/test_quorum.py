@@ -159,7 +159,8 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
         events = EventLog(tmp_path / "events.jsonl")
         nem = Nemesis(c, "t", events)
         for kind in kinds:
-            a = nem.apply(PlannedFault(0, 1, kind, "controller:2", latency_ms=100, rate_kbps=64))
+            a = nem.apply(PlannedFault(at_s=0, duration_s=1, kind=kind, target="controller:2",
+                                       latency_ms=100, rate_kbps=64))
             assert a.brokers == [102], kind
             assert set(a.links) <= set(c.topo.isolation_links(102)), (kind, a.links)
             nem.heal(a)

@@ -10,6 +10,7 @@ import pytest
 
 from harness.checker import check_runs
 from harness.checker.verdict import Verdict
+from harness.history import RunConfig
 from harness.report.page import write_report
 from tests.browser import assert_report_page, open_report
 from tests.histories import History
@@ -110,8 +111,8 @@ def test_report_draws_the_quorum_lane_and_each_controller_failover(checked, tmp_
     (f,) = v.coordination.failovers
     assert (f.leader_before, f.new_leader, f.failover_ms) == (101, 102, 3200 - 1000)
     assert v.coordination.no_majority == [{"start_ms": t0 + 1600, "end_ms": t0 + 2400, "duration_ms": 800}]
-    (row,) = known_results.coordination_rows([v], {"quorum": {"scenario": "q", "kafka_version": "3.9.1",
-                                                              "mode": "kraft"}})
+    (row,) = known_results.coordination_rows([v], {"quorum": RunConfig(scenario="q", kafka_version="3.9.1",
+                                                                       mode="kraft")})
     assert (row["faults"], row["failovers"], row["failover_median_ms"]) == (1, 1, 2200)
     assert "| q | 3.9.1 kraft | 1 | 1 | 1 | 2.2 (2.2) |" in known_results.coordination_markdown([row])
     html = write_report([d], tmp_path / "report.html")

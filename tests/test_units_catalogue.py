@@ -13,6 +13,7 @@ from harness.checker.judge import elections
 from harness.checker.verdict import Verdict
 from harness.cluster.powerloss import cut_segment, entries, plan_from_tar, script
 from harness.cluster.settings import ClusterSettings
+from harness.history import RunConfig
 from harness.history.events import from_dicts
 from harness.report import known_results
 from harness.run import matrix
@@ -104,14 +105,15 @@ def test_known_results_count_runs_not_records():
     v = [Verdict.model_construct(run_id=f"r{i}", verdict="pass", anomalies={"lost": n, "divergence": 0, "phantom": 0})
          for i, n in enumerate([3, 0, 5])]
     runs = {f"r{i}": {"scenario": "s", "kafka_version": "2.8.2", "mode": "zk"} for i in range(3)}
-    (row,) = known_results.rows(v, runs)
+    (row,) = known_results.rows(v, {k: RunConfig.model_validate(r) for k, r in runs.items()})
     assert (row["runs"], row["with"]["lost"], row["loss_or_divergence"]) == (3, 2, 2)
     assert "| s | 2.8.2 zk | - | 3 | 2/3 (67%) |" in known_results.markdown([row])
     assert known_results.markdown([row]).endswith("| lost 2 |"), "every anomaly seen, with its runs"
     java = {"name": "java", "version": "kafka-clients 3.9.1"}
     both = {**runs, "r1": {**runs["r1"], "client": java,
                            "clients": [java, {"name": "librdkafka", "version": "librdkafka 2.16.0"}]}}
-    assert sorted(r["client"] for r in known_results.rows(v, both)) == ["-", "java 3.9.1 + librdkafka 2.16.0"], \
+    typed = {k: RunConfig.model_validate(r) for k, r in both.items()}
+    assert sorted(r["client"] for r in known_results.rows(v, typed)) == ["-", "java 3.9.1 + librdkafka 2.16.0"], \
         "a row per client libraries a run used"
 
 

@@ -9,16 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults import FAULTS, TARGET_HELP, Target
+from harness.faults import FAULTS, SETTINGS, TARGET_HELP, Target
 from harness.faults.reference import (
-    COMMON_SETTINGS,
     END,
-    SETTINGS,
     START,
     family,
     fault_reference_markdown,
     page_with_reference,
-    takes,
 )
 from harness.faults.registry import FAMILIES, TARGET_DOCS
 from harness.faults.triggers import EVENTS
@@ -52,15 +49,42 @@ def test_every_family_has_kinds_and_every_kind_one_family():
     assert all(f"### {title}" in text for title, _ in FAMILIES.values())
 
 
-def test_the_settings_each_kind_takes_are_the_scenario_models():
-    """The reference reads what a kind takes from the registry; the scenario model enforces it."""
-    from harness.scenario.fault_tables import KIND_KEYS, FaultSpec
+def _named_in_help(kind, setting: str) -> bool:
+    """Whether a kind's help names a setting: in backquotes, or bare when the name has an underscore."""
+    return f"`{setting}`" in kind.help or ("_" in setting and re.search(rf"\b{setting}\b", kind.help) is not None)
 
-    assert set(FaultSpec.model_fields) == {*COMMON_SETTINGS, *SETTINGS}
-    for setting, kinds in KIND_KEYS.items():
-        assert {k for k, f in FAULTS.items() if takes(f, setting)} == set(kinds), setting
-    directional = {k for k, f in FAULTS.items() if f.directional}
-    assert {k for k, f in FAULTS.items() if takes(f, "stream")} == directional
+
+@pytest.mark.parametrize("kind", list(FAULTS))
+def test_a_kinds_record_takes_the_settings_its_help_names(kind):
+    """The record's ``takes`` (what the scenario enforces) against its help text (what a user reads):
+    every setting the help names is taken, and a directional kind takes stream, a disk kind dir."""
+    k = FAULTS[kind]
+    named = {s for s in SETTINGS if _named_in_help(k, s)}
+    named |= {"stream"} if k.directional else set()
+    named |= {"dir"} if k.disk else set()
+    assert named == set(k.takes)
+
+
+# A value other than each setting's default, for the table below.
+OTHER_VALUE = {"latency_ms": 50, "jitter_ms": 5, "rate_kbps": 16, "stream": "upstream", "to": "4.4.0",
+               "feature": "metadata.version", "level": 1, "offset_s": 60.0, "op": "read", "dir": 1}
+
+
+@pytest.mark.parametrize("kind", list(FAULTS))
+def test_a_scenario_fault_takes_exactly_the_settings_its_kind_takes(kind):
+    from pydantic import ValidationError
+
+    from harness.scenario.fault_tables import FaultSpec
+
+    assert set(OTHER_VALUE) == set(SETTINGS)
+    needed = {key: OTHER_VALUE[key] for key, _ in FAULTS[kind].requires}
+    for setting, value in OTHER_VALUE.items():
+        fault = {"at_s": 1, "kind": kind, **needed, setting: value}
+        if setting in FAULTS[kind].takes:
+            assert FaultSpec.model_validate(fault).settings()[setting] == value
+        else:
+            with pytest.raises(ValidationError, match=f"{setting}: only .* take"):
+                FaultSpec.model_validate(fault)
 
 
 def test_every_target_spelling_is_documented_and_parses():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from harness.checker.excuses import Config, partition_excuse
 from harness.clients.groups import Member
-from harness.cluster.toxiproxy import CUT_TOXIC, LATENCY_TOXIC
 from harness.faults import CLIENT_ROLES, FAULTS
+from harness.mechanisms import CUT_TOXIC, LATENCY_TOXIC
 
 
 def test_every_entry_is_consistent():

@@ -150,7 +150,7 @@ def parquet_problems(text: str) -> list[str]:
     return problems
 
 
-_JSON_NAMES = {str: "string", int: "integer", bool: "boolean", float: "number"}
+_JSON_NAMES = {str: "string", int: "integer", bool: "boolean", float: "number", object: "any"}
 
 
 def _model(t: object) -> bool:

@@ -84,7 +84,7 @@ def test_harness_has_no_import_circle():
 # checker never into a run, set-up builds what the cluster runs and never starts one. A module belongs to
 # the stage of the longest prefix below that names it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("harness", "harness.versions", "harness.waiting")),
+    ("base", ("harness", "harness.versions", "harness.waiting", "harness.mechanisms")),
     ("history", ("harness.history",)),
     ("cluster", ("harness.cluster",)),
     ("machine tools", ("harness.setup", "harness.setup.engine", "harness.setup.images", "harness.setup.java",
@@ -166,8 +166,8 @@ def _modules_loaded_by(module: str) -> set[str]:
 
 
 # What the report must never load: it renders checked run directories, so neither Spark nor Docker
-# nor a Kafka client nor the machinery of a run has a part in it.
-NOT_IN_THE_REPORT = ("pyspark", "docker", "testcontainers", "confluent_kafka", "harness.cluster.kafka_cluster",
+# nor a Kafka client nor the cluster nor the machinery of a run has a part in it.
+NOT_IN_THE_REPORT = ("pyspark", "docker", "testcontainers", "confluent_kafka", "harness.cluster",
                      "harness.setup", "harness.run", "harness.clients.librdkafka", "harness.clients.java")
 
 

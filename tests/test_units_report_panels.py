@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.checker.verdict import Coordination, Reported, Unavailability, Verdict
+from harness.history import RunConfig
 from harness.history.events import from_dicts
 from harness.report import page
 from harness.report.panels import Panel, axis_ids, layout_key, on_axes
@@ -26,7 +27,8 @@ def _verdict(d: Path) -> Verdict:
 def _timeline(h: History, d: Path, **verdict) -> tuple[dict, list[str]]:
     """The figure of ``h`` written to ``d``, and the titles of its panels from top to bottom."""
     d = h.write(d)
-    fig = page.timeline(d, h.run, _verdict(d).model_copy(update=verdict), from_dicts(h.events))
+    run = RunConfig.model_validate(h.run)
+    fig = page.timeline(d, run, _verdict(d).model_copy(update=verdict), from_dicts(h.events))
     axes = sorted((k for k in fig["layout"] if k.startswith("yaxis")), key=lambda k: -fig["layout"][k]["domain"][1])
     return fig, [fig["layout"][k]["title"]["text"] for k in axes]
 

@@ -161,8 +161,10 @@ def test_a_slow_trigger_does_not_delay_another(tmp_path):
     events = EventLog(tmp_path / "events.jsonl")
     nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
     nem.high_watermark = lambda partition: (time.sleep(1.0), 0)[1]  # type: ignore[method-assign]
-    slow = PlannedFault(0, 1, "pause", "broker:3", 0, on=Trigger("hw", offset=10**9), number=0)
-    quick = PlannedFault(0, 1, "pause", "broker:2", 1, on=Trigger("leader_change", partition=1), number=1)
+    slow = PlannedFault(at_s=0, duration_s=1, kind="pause", target="broker:3", partition=0,
+                        on=Trigger("hw", offset=10**9), number=0)
+    quick = PlannedFault(at_s=0, duration_s=1, kind="pause", target="broker:2", partition=1,
+                         on=Trigger("leader_change", partition=1), number=1)
     nem.start([slow, quick], time.monotonic())
     time.sleep(1.5)  # both armed, and the slow one inside its second look
     c.flip.set()
@@ -197,7 +199,8 @@ def test_a_triggered_fault_in_flight_when_the_run_stops_is_finished_and_healed_b
     c.pause, c.resume = slow_pause, resumed.append  # type: ignore[method-assign]
     events = EventLog(tmp_path / "events.jsonl")
     nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
-    f = PlannedFault(0, 5, "pause", "broker:2", 1, on=Trigger("leader_change", partition=1, delay_s=0.2), number=0)
+    f = PlannedFault(at_s=0, duration_s=5, kind="pause", target="broker:2", partition=1,
+                     on=Trigger("leader_change", partition=1, delay_s=0.2), number=0)
     nem.start([f], time.monotonic())
     time.sleep(0.4)
     c.flip.set()

@@ -26,6 +26,9 @@ import time
 
 from harness.cluster.archive import one_file_tar
 from harness.cluster.settings import log_dir
+from harness.mechanisms import DISK_OPS, broken, failing, full, slow
+
+__all__ = ["DISK_OPS", "DiskFaults", "broken", "failing", "full", "slow"]
 
 CONTROL_DIR = "/etc/kchaos"
 DISK_ENV = "KCHAOS_DISKFS"  # set on every node of a cluster with faultable disks
@@ -44,7 +47,6 @@ ALL_DIRS_FAILED = "Shutdown broker because all log dirs in "
 # kchaos-diskfs looks at its control file every 50 ms: an operation that starts this long after
 # the file is rewritten sees the change.
 CONTROL_RELOAD_S = 0.15
-DISK_OPS = ("read", "write", "fsync")
 DEVICES = ["/dev/fuse:/dev/fuse:rwm"]
 CAPABILITIES = ["SYS_ADMIN"]
 
@@ -57,23 +59,6 @@ def disk_dir(k: int) -> str:
 def control_file(k: int) -> str:
     """The name of the file (in CONTROL_DIR) that says what log directory k fails."""
     return "disk" + (f"-{k}" if k > 1 else "") + ".json"
-
-
-def full() -> dict:
-    return {"full": True}
-
-
-def failing(op: str) -> dict:
-    return {"error_ops": [op]}
-
-
-def slow(latency_ms: int, jitter_ms: int) -> dict:
-    return {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "slow_ops": ["write", "fsync"]}
-
-
-def broken() -> dict:
-    """Every operation fails: the directory is gone as far as Kafka can tell."""
-    return {"error_ops": list(DISK_OPS)}
 
 
 class DiskFaults:

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 
 import requests
 
-TIMEOUT_S = 10
+from harness.mechanisms import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
 
-# The toxics a network fault puts on a link; each carries the fault's tag, so a heal removes its own.
-CUT_TOXIC = "kchaos-cut"
-LATENCY_TOXIC = "kchaos-latency"
-BANDWIDTH_TOXIC = "kchaos-bandwidth"
-HOLD_TOXIC = "kchaos-hold"
+__all__ = ["BANDWIDTH_TOXIC", "CUT_TOXIC", "HOLD_TOXIC", "LATENCY_TOXIC", "ProxySpec", "Toxiproxy", "ToxiproxyError"]
+
+TIMEOUT_S = 10
 
 
 class ToxiproxyError(RuntimeError):

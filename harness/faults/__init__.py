@@ -16,7 +16,6 @@ from harness.faults.registry import (
     MEMBER_FAULTS,
     PARTITION_ROLES,
     QUORUM_ROLES,
-    SETTINGS,
     STREAM_HELP,
     TAKES_THE_LEADER,
     TARGET_DOCS,
@@ -35,6 +34,7 @@ from harness.faults.registry import (
     check_kind,
     colour,
 )
+from harness.faults.settings import OPTIONAL_SETTINGS, SETTINGS, FaultSettings
 
 __all__ = [
     "BEYOND_KAFKA_FAULTS",
@@ -49,6 +49,7 @@ __all__ = [
     "FAULT_KINDS",
     "HOLDS_FETCHES",
     "MEMBER_FAULTS",
+    "OPTIONAL_SETTINGS",
     "PARTITION_ROLES",
     "QUORUM_ROLES",
     "SETTINGS",
@@ -63,6 +64,7 @@ __all__ = [
     "ClientAction",
     "DrawBounds",
     "FaultKind",
+    "FaultSettings",
     "GeneratorBounds",
     "PlannedFault",
     "StepAction",

@@ -1,7 +1,8 @@
 """The fault reference of docs/faults.md, rendered from the code: every fault kind of the registry
 (grouped by what it acts on, as its fields say), the settings each takes, the targets, and the
 trigger events. Nothing here is copied by hand: each line comes from FAULTS, FAMILIES, TARGET_DOCS,
-STREAM_HELP (harness/faults/registry.py), EVENTS and TRIGGER_HELP (harness/faults/triggers.py).
+STREAM_HELP (harness/faults/registry.py), FaultSettings (harness/faults/settings.py), EVENTS and
+TRIGGER_HELP (harness/faults/triggers.py).
 
     python -m harness.faults.reference      # rewrite docs/faults.md between its markers
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from harness.faults.registry import (
@@ -22,16 +23,15 @@ from harness.faults.registry import (
     TARGET_DOCS,
     TARGET_NOTE,
     FaultKind,
-    PlannedFault,
 )
+from harness.faults.settings import FaultSettings
 from harness.faults.triggers import EVENTS, TRIGGER_HELP, Trigger
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "faults.md"
 START, END = "<!-- fault-reference:start -->", "<!-- fault-reference:end -->"
-# Settings every fault takes, whatever its kind; the other fields of a planned fault are taken only by
-# the kinds that name them in their help (``stream``: the directional kinds; ``dir``: the disk kinds).
+# Settings every fault takes, whatever its kind; the others (FaultSettings) only the kinds whose
+# records list them (FaultKind.takes).
 COMMON_SETTINGS = ("at_s", "duration_s", "kind", "target", "partition", "on")
-SETTINGS = tuple(f.name for f in fields(PlannedFault) if f.name not in (*COMMON_SETTINGS, "number"))
 
 
 def family(kind: FaultKind) -> str:
@@ -64,20 +64,9 @@ def aimed_at(kind: FaultKind) -> str:
     return "brokers, KRaft controllers, ZooKeeper servers"
 
 
-def takes(kind: FaultKind, setting: str) -> bool:
-    """Whether a kind takes a setting besides COMMON_SETTINGS: its help names it (in backquotes, or
-    bare when the name has an underscore), or it is a directional kind's ``stream``, a disk kind's
-    ``dir``."""
-    if setting == "stream":
-        return kind.directional
-    if setting == "dir" and kind.disk:
-        return True
-    return f"`{setting}`" in kind.help or ("_" in setting and re.search(rf"\b{setting}\b", kind.help) is not None)
-
-
 def settings_of(kind: FaultKind) -> list[str]:
-    """The settings a kind takes besides COMMON_SETTINGS, in PlannedFault's order."""
-    return [s for s in SETTINGS if takes(kind, s)]
+    """The settings a kind takes besides COMMON_SETTINGS, in FaultSettings' order."""
+    return list(kind.takes)
 
 
 def _code(names) -> str:
@@ -109,10 +98,11 @@ def _kinds_section() -> list[str]:
 def _settings_section() -> list[str]:
     out = ["## Fault settings", "", f"Every fault takes {_code(COMMON_SETTINGS)}. The other settings, and the kinds "
            "that take them:", ""]
-    for setting in SETTINGS:
-        kinds = [k.name for k in FAULTS.values() if takes(k, setting)]
-        note = f"; {STREAM_HELP}" if setting == "stream" else ""
-        out.append(f"- `{setting}`: {_code(kinds)}{note}")
+    for setting, field in FaultSettings.model_fields.items():
+        kinds = [k.name for k in FAULTS.values() if setting in k.takes]
+        default = "" if field.default is None else f" (default `{field.default}`)"
+        note = STREAM_HELP if setting == "stream" else field.description
+        out.append(f"- `{setting}`{default}: {note}. Taken by {_code(kinds)}.")
     return [*out, ""]
 
 

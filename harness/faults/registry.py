@@ -12,12 +12,15 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Protocol
 
-from harness.cluster import disks
-from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from pydantic import BeforeValidator, ConfigDict, model_validator
+
+from harness import mechanisms
+from harness.faults.settings import SETTINGS, FaultSettings
 from harness.faults.triggers import Trigger
+from harness.mechanisms import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
 from harness.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
@@ -118,8 +121,6 @@ class Target:
         return self.role in PARTITION_ROLES
 
 
-# The settings only some fault kinds take (each kind's record lists its own in ``takes``).
-SETTINGS = ("to", "feature", "level", "offset_s", "op", "dir")
 TAKES_THE_LEADER = "takes the leader"  # a fault effect: its broker stops leading
 HOLDS_FETCHES = "holds fetches"  # a fault effect: a follower falls behind
 
@@ -142,7 +143,7 @@ def _draw_offset(rng: random.Random, bounds: DrawBounds) -> dict:
 
 
 def _draw_op(rng: random.Random, bounds: DrawBounds) -> dict:
-    return {"op": rng.choice(disks.DISK_OPS)}
+    return {"op": rng.choice(mechanisms.DISK_OPS)}
 
 
 def _draw_latency(rng: random.Random, bounds: DrawBounds) -> dict:
@@ -150,38 +151,48 @@ def _draw_latency(rng: random.Random, bounds: DrawBounds) -> dict:
     return {"latency_ms": latency, "jitter_ms": rng.randint(0, latency // 4)}
 
 
-@dataclass(frozen=True)
-class PlannedFault:
-    """One fault of a schedule: when, what, where, and (triggered) on which event."""
+def _draw_rate(rng: random.Random, bounds: DrawBounds) -> dict:
+    return {"rate_kbps": rng.choice([16, 64, 256])}
+
+
+def _target(v: object) -> object:
+    return Target.parse(v) if isinstance(v, str) else v
+
+
+class PlannedFault(FaultSettings):
+    """One fault of a schedule: when, what, where, and (triggered) on which event, with the settings
+    of its kind (FaultSettings; those its kind does not take at their defaults)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     at_s: float
     duration_s: float
     kind: str
-    target: Target  # a string is parsed (Target.parse)
+    target: Annotated[Target, BeforeValidator(_target)]  # a string is parsed (Target.parse)
     partition: int = 0
-    latency_ms: int = 0
-    jitter_ms: int = 0
-    rate_kbps: int = 0
     on: Trigger | None = None  # fire on this event after at_s (at at_s when None)
     number: int = -1  # its place in the scenario's faults (what fault_start/fault_end name); -1: generated
-    stream: str = "both"  # a cut or a delay on one direction only: upstream | downstream (topology.py)
-    to: str = ""  # rolling_upgrade: the version every node moves to
-    feature: str = ""  # feature_upgrade: the feature, and its level (-1: the newest the nodes support)
-    level: int = -1
-    offset_s: float = 0.0  # clock_skew: how far the node's wall clock jumps
-    op: str = "write"  # disk_error: the operation that fails (read | write | fsync)
-    dir: int = 0  # disk faults: the log directory (from 1); 0: every one the node has
 
-    def __post_init__(self) -> None:
-        if isinstance(self.target, str):
-            object.__setattr__(self, "target", Target.parse(self.target))
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_defaults(cls, data: object) -> object:
+        """A setting its kind fills in when the fault leaves it out (``FaultKind.defaults``), so the
+        plan says what the nemesis does."""
+        if isinstance(data, dict) and (kind := FAULTS.get(data.get("kind", ""))) is not None:
+            return {**data, **{k: v for k, v in kind.defaults.items() if data.get(k) is None}}
+        return data
 
     @property
     def end_s(self) -> float:
         return self.at_s + self.duration_s
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "target": str(self.target), "on": self.on.to_dict() if self.on else None}
+        """As run.json's ``faults`` lists it: when, what and where, the target as written, and the
+        settings its kind takes."""
+        takes = FAULTS[self.kind].takes if self.kind in FAULTS else SETTINGS
+        return {"at_s": self.at_s, "duration_s": self.duration_s, "kind": self.kind, "target": str(self.target),
+                "partition": self.partition, "on": self.on.to_dict() if self.on else None, "number": self.number,
+                **{k: getattr(self, k) for k in takes}}
 
 
 @dataclass
@@ -241,12 +252,15 @@ class FaultKind:
     summary: str = ""
     details: str = ""
     guide: str = ""
-    # The settings only some kinds take (SETTINGS), and of those, each it cannot go without, with why.
+    # The settings (harness/faults/settings.py) it takes, and of those, each it cannot go without,
+    # with why. A delay's latency and jitter, a throttle's rate and a directional kind's stream come
+    # with its toxic and need not be listed (__post_init__ adds them).
     takes: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
+    defaults: dict = field(default_factory=dict)  # what it does when a setting it takes is left out
     # How a hunt or a generator gets this kind: ``not_drawn`` says why neither draws it (a workload
     # step, a change only its user can choose); ``draw`` draws the settings of a hunt's fault of this
-    # kind beyond the generic ones (direction, latency or rate by its toxic); ``generate`` a
+    # kind beyond its direction (drawn for every directional kind); ``generate`` a
     # generator's; ``probe`` is what it cannot be tried without when a hunt lists the faults a
     # scenario takes.
     not_drawn: str = ""
@@ -261,6 +275,24 @@ class FaultKind:
     changes: str = ""
     log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
     adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
+
+    def __post_init__(self) -> None:
+        implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
+        takes = {*self.takes, *implied, *(("stream",) if self.directional else ())}
+        unknown = takes - set(SETTINGS)
+        assert not unknown, f"{self.name} takes {sorted(unknown)}, which are not fault settings ({SETTINGS})"
+        object.__setattr__(self, "takes", tuple(k for k in SETTINGS if k in takes))
+
+    def refused(self, fault: FaultSettings) -> str | None:
+        """Why ``fault``'s settings do not fit this kind: a setting it does not take given a value, or
+        one it cannot go without missing; None when they fit."""
+        for key in fault.not_taken(self.takes):
+            kinds = [k.name for k in FAULTS.values() if key in k.takes]
+            return f"{key}: only {' and '.join(kinds)} take{'s' if len(kinds) == 1 else ''} {key}, not {self.name}"
+        for key, why in self.requires:
+            if getattr(fault, key) is None or getattr(fault, key) == 0:
+                return f"{key}: {why}"
+        return None
 
     @property
     def drawn(self) -> bool:
@@ -400,7 +432,7 @@ def _await_roll(c: KafkaCluster, a: Applied, b: int) -> None:
 
 
 def _feature_upgrade(c: KafkaCluster, a: Applied, b: int) -> None:
-    a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level if a.fault.level >= 0 else None)
+    a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level)
 
 
 # ---------------------------------------------------------------- clocks
@@ -424,19 +456,19 @@ def _dirs(c: KafkaCluster, a: Applied, b: int) -> list[int]:
 
 
 def _fill(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.full(), _noted_dirs(a, _dirs(c, a, b)))
+    c.fail_disk(b, mechanisms.full(), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _break(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.failing(a.fault.op), _noted_dirs(a, _dirs(c, a, b)))
+    c.fail_disk(b, mechanisms.failing(a.fault.op), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _slow_down(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.slow(a.fault.latency_ms, a.fault.jitter_ms), _noted_dirs(a, _dirs(c, a, b)))
+    c.fail_disk(b, mechanisms.slow(a.fault.latency_ms, a.fault.jitter_ms), _noted_dirs(a, _dirs(c, a, b)))
 
 
 def _lose_dir(c: KafkaCluster, a: Applied, b: int) -> None:
-    c.fail_disk(b, disks.broken(), _noted_dirs(a, [a.fault.dir or 1]))
+    c.fail_disk(b, mechanisms.broken(), _noted_dirs(a, [a.fault.dir]))
 
 
 def _noted_dirs(a: Applied, dirs: list[int]) -> list[int]:
@@ -509,7 +541,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("slow_fetch", "latency_ms (+- jitter_ms) on the broker's connection to the partition's leader",
               "#c5b0d5", _slow(_to_leader), toxic=LATENCY_TOXIC, directional=True, on_nodes=False,
               summary="fetches from the partition's leader delayed",
-              effects=frozenset({HOLDS_FETCHES})),
+              effects=frozenset({HOLDS_FETCHES}), draw=_draw_latency),
     FaultKind("cut_coordination", "a broker: its links to every ZooKeeper server / KRaft controller; a "
               "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
               _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC, directional=True,
@@ -565,12 +597,12 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               disk=True,
               summary="log directory failing: EIO to every `op`",
               guide="disks-and-clocks.md",
-              takes=("op", "dir"), draw=_draw_op),
+              takes=("op", "dir"), defaults={"op": "write"}, draw=_draw_op),
     FaultKind("slow_disk", "every write and fsync of the node's log directory waits latency_ms (+- jitter_ms) first",
               "#969696", _slow_down, _mend, disk=True,
               summary="log directory slow: writes and fsyncs wait latency_ms",
               guide="disks-and-clocks.md",
-              takes=("dir",), draw=_draw_latency),
+              takes=("latency_ms", "jitter_ms", "dir"), draw=_draw_latency),
     FaultKind("log_dir_failure", "log directory `dir` (default 1) of a broker with log_dirs >= 2 fails: every "
               "read, write and fsync in it answers EIO, and the broker carries on with the others; the heal mends "
               "it and restarts the broker, which then serves it again", "#000000", _lose_dir, _mend, disk=True,
@@ -578,12 +610,13 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               details="`log_dirs` (2 to 4 directories per broker) is a top-level scenario key. Not on a KRaft "
                       "controller, which has one log directory (disk_error fails that).",
               guide="disks-and-clocks.md",
-              takes=("dir",), generate=lambda rng, g, log_dirs: {"dir": rng.randint(1, log_dirs)}, log_dirs_needed=2),
+              takes=("dir",), defaults={"dir": 1}, generate=lambda rng, g, log_dirs: {"dir": rng.randint(1, log_dirs)},
+              log_dirs_needed=2),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True,
-              summary="latency_ms +- jitter_ms on every link"),
+              summary="latency_ms +- jitter_ms on every link", draw=_draw_latency),
     FaultKind("bandwidth", "rate_kbps on every link of the node", "#98df8a", _throttle, toxic=BANDWIDTH_TOXIC,
-              summary="rate_kbps on every link"),
+              summary="rate_kbps on every link", draw=_draw_rate),
     FaultKind("client_kill", "a transactional producer or the copier dies mid-transaction (target client:NAME); "
               "a new instance with the same transactional.id takes over at once and fences it. A group member's "
               "process is killed without leaving the group; a new one joins at the heal", "#393b79",
@@ -609,7 +642,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               not_drawn="a workload step of a quiet producer: the scenario's own script, not a fault to search over"),
     FaultKind("client_latency", "latency_ms +- jitter_ms on a client's own links (target client:NAME)", "#6b6ecf",
               _slow(_own_links), toxic=LATENCY_TOXIC, directional=True, client_links=True, clients=frozenset({"any"}),
-              summary="latency_ms +- jitter_ms on its own links"),
+              summary="latency_ms +- jitter_ms on its own links", draw=_draw_latency),
     FaultKind("client_clock_skew", "a plain producer's wall clock jumps by offset_s seconds and returns at the heal "
               "(target client:NAME): the timestamps it stamps on records follow it, and a Java client's timeouts "
               "that run on the wall clock too (libfaketime in its JVM); librdkafka reads the wall clock only to "

@@ -181,6 +181,9 @@ class ShareGroupConfig(_Shape):
     final_start_offsets: dict[str, int] = Field(default_factory=dict)  # its share-partition start after healing
     delivery_count_limit: int = 5
     isolation: str = "read_uncommitted"
+    acknowledge: str | None = None  # how its members acknowledge (the scenario's table; the report shows it)
+    lock_ms: int | None = None
+    crash_ratio: float = 0.0
 
 
 class WorkloadSpan(_Shape):
@@ -211,6 +214,22 @@ class RunConfig(_Shape):
     client: ClientLibrary | None = None  # the client library of every table that names none
     workload: WorkloadSpan = Field(default_factory=WorkloadSpan)
     topic: TopicConfig | None = None  # one topic, as run.json held it before ``topics``
+    # What the report shows of the run beside the verdict: where it came from and how to repeat it.
+    run_id: str | None = None
+    scenario: str | None = None
+    description: str | None = None
+    brokers: int | None = None
+    racks: list[str] | None = None
+    seed: int | None = None
+    reproduce: str | None = None
+    images: dict[str, str] = Field(default_factory=dict)
+    load: list[dict[str, object]] = Field(default_factory=list)
+    cluster: dict[str, object] = Field(default_factory=dict)
+    clients: list[ClientLibrary] = Field(default_factory=list)  # every client library a table named
+
+    def libraries(self) -> list[ClientLibrary]:
+        """The client libraries the run used (``client`` alone in a run.json from before ``clients``)."""
+        return self.clients or ([self.client] if self.client else [])
 
 
 def check_run_config(run_file: Path, run: object) -> RunConfig:
@@ -225,6 +244,44 @@ def check_run_config(run_file: Path, run: object) -> RunConfig:
         key = ".".join(str(x) for x in err["loc"] if not str(x).startswith(("function-", "literal[")))
         raise HistoryError(f"{run_file}: key '{key}': {err['msg']} (got {json.dumps(err['input'], default=str)[:80]})"
                            ) from e
+
+
+def read_run_config(d: Path) -> RunConfig:
+    """A run directory's run.json, typed (an empty one when the run wrote none); HistoryError names
+    the key whose shape breaks the contract."""
+    run_file = d / RUN_JSON
+    if not run_file.exists():
+        return RunConfig()
+    try:
+        return check_run_config(run_file, json.loads(run_file.read_bytes().decode("utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise HistoryError(f"{run_file}: not valid JSON ({e})") from e
+
+
+CHECKPOINTS_JSON = "checkpoints.json"
+
+
+class BrokerCheckpoints(BaseModel):
+    """One broker's checkpoint files for the run's topic, read after healing: per partition
+    ("topic-partition") its high watermark, recovery point and log start, and its leader-epoch
+    cache as (epoch, start offset) pairs."""
+
+    model_config = ConfigDict(extra="allow")
+    high_watermark: dict[str, int] = Field(default_factory=dict)
+    recovery_point: dict[str, int] = Field(default_factory=dict)
+    log_start: dict[str, int] = Field(default_factory=dict)
+    leader_epochs: dict[str, list[tuple[int, int]]] = Field(default_factory=dict)
+
+
+def read_checkpoints(d: Path) -> dict[int, BrokerCheckpoints]:
+    """``checkpoints.json`` per broker id, typed; {} when the run wrote none."""
+    f = d / CHECKPOINTS_JSON
+    if not f.exists():
+        return {}
+    try:
+        return {int(b): BrokerCheckpoints.model_validate(v) for b, v in json.loads(f.read_text()).items()}
+    except (ValueError, ValidationError) as e:
+        raise HistoryError(f"{f}: {e}") from e
 
 
 def _type_ok(actual: pa.DataType, expected: pa.DataType) -> bool:

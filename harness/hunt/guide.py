@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from harness.cluster.toxiproxy import CUT_TOXIC, LATENCY_TOXIC
 from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
 from harness.hunt.precursors import Precursor
 from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, with_faults
+from harness.mechanisms import CUT_TOXIC
 from harness.scenario import Scenario
 
 SWARM_SHARE = 0.5  # each fault kind is in a fresh draw's subset with this probability
@@ -147,7 +147,7 @@ def _hold(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move], last
     f = _fitted(s, {"at_s": start, "duration_s": round(rng.uniform(*lasting), 1), "kind": kind,
                     "target": f"broker:{p.broker}", "partition": p.partition,
                     "stream": rng.choice(["downstream", None])})
-    if f is not None and FAULTS[kind].toxic == LATENCY_TOXIC:
+    if f is not None and "latency_ms" in FAULTS[kind].takes:
         f["latency_ms"] = rng.randint(*bounds(s).latency_ms)
     return f
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, LATENCY_TOXIC
 from harness.faults import FAULT_KINDS, FAULTS, Target
 from harness.scenario import HuntSpec, Scenario
 
@@ -107,12 +106,7 @@ def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntS
     kind = FAULTS[move.kind]
     if kind.directional and rng.random() < 0.3:
         f["stream"] = rng.choice(["upstream", "downstream"])
-    if kind.toxic == LATENCY_TOXIC:
-        f["latency_ms"] = rng.randint(*spec.latency_ms)
-        f["jitter_ms"] = rng.randint(0, f["latency_ms"] // 4)
-    if kind.toxic == BANDWIDTH_TOXIC:
-        f["rate_kbps"] = rng.choice([16, 64, 256])
-    if kind.draw is not None:  # the settings only this kind takes
+    if kind.draw is not None:  # the settings of its kind: a latency, a rate, an offset, ...
         f.update(kind.draw(rng, spec))
     if rng.random() < spec.triggers:
         f["on"] = _trigger(s, rng, f, number)

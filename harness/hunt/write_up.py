@@ -11,7 +11,6 @@ import tomli_w
 
 from harness.checker.anomaly import BY_NAME
 from harness.checker.verdict import NOT_HEALED, Verdict
-from harness.cluster.toxiproxy import LATENCY_TOXIC
 from harness.faults import FAULTS
 from harness.history import RUN_JSON
 from harness.hunt.evidence import evidence
@@ -43,7 +42,7 @@ def fault_in_words(i: int, f: FaultSpec) -> str:
     kind = FAULTS[f.kind]
     where = f"{f.target}" + (f" (of partition {f.partition})" if f.target.of_partition else "")
     what = f"**{f.kind}** on {where}" + (f", {f.stream} only" if f.stream != "both" else "")
-    if kind.toxic == LATENCY_TOXIC:
+    if "latency_ms" in kind.takes:
         what += f", {f.latency_ms} ms +- {f.jitter_ms} ms"
     when = f"at {f.at_s:g} s" if f.on is None else f"after {f.at_s:g} s, on {f.on.trigger()}"
     return f"{i}. {when}: {what} for {f.duration_s:g} s ({kind.help})"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from harness.checker.verdict import Verdict
-from harness.history import CONSUMED, OFFSETS, PRODUCED
+from harness.history import CONSUMED, OFFSETS, PRODUCED, RunConfig
 from harness.history.events import CommitRefused, Event, Rebalance
 from harness.report.panels import Panel, PanelFamily, RunView
 
@@ -20,8 +20,8 @@ HELD, LAG = Panel("held", "partitions held"), Panel("lag", "commit lag (records)
 AROUND = 3  # records (or commits) shown on each side of an anomaly
 
 
-def has_groups(run: dict) -> bool:
-    return bool(run.get("groups"))
+def has_groups(run: RunConfig) -> bool:
+    return bool(run.groups)
 
 
 def held_spans(events: list[Event], end_ms: int) -> list[dict]:

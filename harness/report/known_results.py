@@ -8,23 +8,23 @@ import statistics
 
 from harness.checker.excuses import client_label
 from harness.checker.verdict import Verdict
+from harness.history import RunConfig
 
 
-def clients(run: dict) -> str:
+def clients(run: RunConfig) -> str:
     """The client libraries a run used, as labels name them (``java 3.9.1 + librdkafka 2.16.0``); "-"
     for a run.json from before clients were recorded."""
-    used = run.get("clients") or ([run["client"]] if run.get("client") else [])
-    return " + ".join(sorted({client_label(c) for c in used})) or "-"
+    return " + ".join(sorted({client_label(c.model_dump()) for c in run.libraries()})) or "-"
 
 
-def rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
+def rows(verdicts: list[Verdict], runs: dict[str, RunConfig]) -> list[dict]:
     """Per scenario, version, mode and clients: in how many runs each anomaly showed, and how many
     broke a promise."""
     rows: dict[tuple, dict] = {}
     for v in verdicts:
-        run = runs.get(v.run_id, {})
-        key = (run.get("scenario", "?"), run.get("kafka_version", "?"), run.get("mode", "?"),
-               "elr" if run.get("eligible_leader_replicas") else "", clients(run))
+        run = runs.get(v.run_id, RunConfig())
+        key = (run.scenario or "?", run.kafka_version or "?", run.mode or "?",
+               "elr" if run.eligible_leader_replicas else "", clients(run))
         r = rows.setdefault(key, {"scenario": key[0], "kafka_version": key[1], "mode": key[2], "elr": bool(key[3]),
                                   "client": key[4], "runs": 0, "broke_promise": 0, "any_anomaly": 0,
                                   "loss_or_divergence": 0, "with": {}})
@@ -65,7 +65,7 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def coordination_rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[dict]:
+def coordination_rows(verdicts: list[Verdict], runs: dict[str, RunConfig]) -> list[dict]:
     """Per scenario, version and mode with faults on the coordination layer: how many such faults,
     how many changed the leader and how fast (failover), and what they cost (no majority, no
     acknowledgement), each as the median and the worst over the runs' faults."""
@@ -73,8 +73,8 @@ def coordination_rows(verdicts: list[Verdict], runs: dict[str, dict]) -> list[di
     for v in verdicts:
         if not v.coordination.failovers:
             continue
-        run = runs.get(v.run_id, {})
-        key = (run.get("scenario", "?"), run.get("kafka_version", "?"), run.get("mode", "?"))
+        run = runs.get(v.run_id, RunConfig())
+        key = (run.scenario or "?", run.kafka_version or "?", run.mode or "?")
         a = acc.setdefault(key, {"runs": 0, "faults": 0, "failover": [], "no_majority": [], "outage": []})
         a["runs"] += 1
         for f in v.coordination.failovers:

@@ -31,8 +31,11 @@ from harness.history import (
     RUN_JSON,
     VERDICT_JSON,
     HistoryError,
+    RunConfig,
     find_run_dirs,
+    read_checkpoints,
     read_events,
+    read_run_config,
 )
 from harness.history.events import Event, Fault, FaultSkipped, TriggerUnfired, WorkloadStart
 from harness.report import base, groups, known_results, quorum, transactions
@@ -50,10 +53,9 @@ def _read_json(p: Path) -> dict:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
-def _t0(run: dict, produced: pa.Table, events: list[Event]) -> int:
-    wl = run.get("workload") or {}
-    if wl.get("start_ms"):
-        return int(wl["start_ms"])
+def _t0(run: RunConfig, produced: pa.Table, events: list[Event]) -> int:
+    if run.workload.start_ms:
+        return run.workload.start_ms
     starts = [e.ts_ms for e in events if isinstance(e, WorkloadStart)]
     if starts:
         return int(starts[0])
@@ -118,7 +120,7 @@ def outline_unavailability(layout: dict, verdict: Verdict, t0: int) -> None:
                                       "text": f"unavailable {w['duration_ms'] / 1000:.1f} s"})
 
 
-def timeline(d: Path, run: dict, verdict: Verdict, events: list[Event]) -> dict:
+def timeline(d: Path, run: RunConfig, verdict: Verdict, events: list[Event]) -> dict:
     """Plotly figure (as a dict) of one run: the panels of every family the run has (``FAMILIES``) on
     one time axis, faults shaded."""
     produced = pq.read_table(d / PRODUCED, columns=["send_ts_ms"])
@@ -178,9 +180,9 @@ def faults_near(events: list[Event], examples: list[dict], window_ms: int = 1500
 
 
 def run_section(d: Path, verdict: Verdict) -> dict:
-    run = _read_json(d / RUN_JSON)
+    run = read_run_config(d)
     events = read_events(d)
-    cp = _read_json(d / "checkpoints.json")
+    cp = read_checkpoints(d)
     fig = timeline(d, run, verdict, events)
     anomalies = []
     for a in ANOMALIES:
@@ -192,22 +194,23 @@ def run_section(d: Path, verdict: Verdict) -> dict:
                           "columns": sorted({k for e in ex for k in e}, key=lambda k: (k not in (
                               "value", "topic", "partition", "offset", "ack_offset"), k)),
                           "faults": faults_near(events, ex)})
-    t0 = (run.get("workload") or {}).get("start_ms") or 0
-    env = {k: run.get(k) for k in ("scenario", "description", "kafka_version", "mode", "brokers", "racks", "seed",
-                                    "eligible_leader_replicas") if k in run}
+    t0 = run.workload.start_ms or 0
+    env = {k: v for k in ("scenario", "description", "kafka_version", "mode", "brokers", "racks", "seed",
+                          "eligible_leader_replicas") if (v := getattr(run, k)) is not None}
+    as_written = _read_json(d / RUN_JSON)  # "every setting": the file's own keys, shown as it holds them
     return {
         "id": verdict.run_id, "dir": str(d), "verdict": verdict, "run": run, "env": env,
-        "images": run.get("images") or {}, "reproduce": run.get("reproduce", ""), "load": run.get("load") or [],
-        "settings": {k: run.get(k) for k in ("topics", "producers", "consumers", "broker_config", "faults")
-                     if k in run},
-        "cluster_settings": (run.get("cluster") or {}).get("settings"),
+        "images": run.images, "reproduce": run.reproduce or "", "load": run.load,
+        "settings": {k: as_written[k] for k in ("topics", "producers", "consumers", "broker_config", "faults")
+                     if k in as_written},
+        "cluster_settings": run.cluster.get("settings"),
         "figure": json.dumps(fig, default=str), "anomalies": anomalies,
         "divergence": divergence_tables(d, verdict), "txn_records": txn_tables(d, verdict),
         "groups": group_tables(d, verdict) if verdict.by_group else [],
         "group_context": group_context(d, verdict) if verdict.by_group else {},
         "share_groups": share_group_tables(d, verdict, run),
         "known_issues": verdict.known_issues, "not_healed": [x.describe() for x in verdict.not_healed],
-        "epochs": {b: v.get("leader_epochs") for b, v in cp.items()},
+        "epochs": {b: v.leader_epochs for b, v in cp.items()},
         "checkpoints": cp, "t0": t0,
         "faults": [e for e in events if isinstance(e, Fault)],
         "upgrades": upgrade_rows([e for e in events if isinstance(e, Fault)], t0),
@@ -245,8 +248,8 @@ def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> lis
             cells = []
             for a in shown:
                 cells.append(_group_cell(v, a) if a in GROUP_ANOMALIES and v.by_group else _cell(c, a))
-            rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].get("scenario", ""),
-                         "version": s["run"].get("kafka_version", "?"), "mode": s["run"].get("mode", "?"),
+            rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].scenario or "",
+                         "version": s["run"].kafka_version or "?", "mode": s["run"].mode or "?",
                          "client": st.get("client") or "-", "acks": st["acks"], "min_insync": st["min_insync"],
                          "unclean": "on" if st["unclean_election"] else "off",
                          "idempotent": "yes" if st["idempotence"] else "no",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.checker.verdict import Verdict
+    from harness.history import RunConfig
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class RunView:
     time (ms) its workload started, which every panel's x axis counts from."""
 
     path: Path
-    run: dict
+    run: RunConfig
     verdict: Verdict
     events: list[dict]
     t0: int

@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from harness.checker.verdict import Verdict
-from harness.history import CONSUMED, DELIVERIES, SHARE_ACKS
+from harness.history import CONSUMED, DELIVERIES, SHARE_ACKS, RunConfig
 
 
-def share_group_tables(d: Path, verdict: Verdict, run: dict) -> list[dict]:
+def share_group_tables(d: Path, verdict: Verdict, run: RunConfig) -> list[dict]:
     """Per share group: its verdict row, its members (deliveries, redeliveries, acknowledgements by
     type and outcome) and its partitions (start offset, start offset after healing, log end)."""
     d = Path(d)
-    groups = {g["name"]: g for g in run.get("share_groups") or []}
+    groups = {g.name: g for g in run.share_groups}
     rows = [g for g in verdict.by_group if g.group in groups]
     if not rows or not (d / DELIVERIES).exists():
         return []
@@ -39,7 +39,7 @@ def share_group_tables(d: Path, verdict: Verdict, run: dict) -> list[dict]:
         members = [{"member": m, "given": given[m], "again": again[m], "crashed": crashed.get(m, 0),
                     "acks": ", ".join(f"{t} {o} {n}" for (mm, t, o), n in sorted(acked.items()) if mm == m)}
                    for m in sorted(given)]
-        starts, ends = spec.get("start_offsets") or {}, spec.get("final_start_offsets") or {}
+        starts, ends = spec.start_offsets, spec.final_start_offsets
         parts = [{"partition": k, "start": starts.get(k), "end": ends.get(k), "log_end": final_end.get(k)}
                  for k in sorted(set(starts) | set(ends))]
         out.append({"verdict": g, "spec": spec, "members": members, "partitions": parts})

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import history
 from harness import scenario as scenario_mod
 from harness.clients.registry import LIBRARIES, canonical, names
 from harness.history import write_json_atomic
@@ -250,7 +251,7 @@ def check_and_report(finished: list[Path], out: Path, spark_master: str | None =
     unchecked = [d for d in finished if d not in checked]
     checked.update(zip(unchecked, check_runs(unchecked, master=spark_master) if unchecked else [], strict=True))
     verdicts = [checked[d] for d in finished]
-    runs = {d.name: json.loads((d / "run.json").read_text()) for d in finished}
+    runs = {d.name: history.read_run_config(d) for d in finished}
     known = known_results.markdown(known_results.rows(verdicts, runs))
     coordination = known_results.coordination_rows(verdicts, runs)
     if coordination:

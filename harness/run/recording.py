@@ -332,7 +332,7 @@ class Recording:
                                 history.DELIVERIES_SCHEMA)
             history.write_table(d / history.SHARE_ACKS, [r for _, rows in shared for r in rows],
                                 history.SHARE_ACKS_SCHEMA)
-        history.write_json_atomic(d / "checkpoints.json", {str(k): v for k, v in checkpoints.items()})
+        history.write_json_atomic(d / history.CHECKPOINTS_JSON, {str(k): v for k, v in checkpoints.items()})
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
 

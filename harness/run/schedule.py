@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-from harness.faults import FAULTS, SETTINGS, PlannedFault, Target
+from harness.faults import FAULTS, PlannedFault, Target
 from harness.faults.triggers import Trigger
-from harness.scenario import FaultSpec, Scenario
+from harness.scenario import GeneratorSpec, Scenario
 
 __all__ = ["PlannedFault", "plan"]
 
@@ -27,7 +27,7 @@ def plan(s: Scenario, seed: int | None = None) -> list[PlannedFault]:
     rng = random.Random(s.seed if seed is None else seed)
     out: list[PlannedFault] = []
     for i, f in enumerate(s.faults):
-        out.append(_planned(f, _resolve_random(f.target, rng, s.brokers), i))
+        out.append(f.planned(_resolve_random(f.target, rng, s.brokers), i))
     if s.generator is not None:
         out += _generated(s, rng, max((f.end_s for f in out if f.on is None), default=0.0))
     out.sort(key=lambda f: f.at_s)
@@ -57,18 +57,14 @@ def _generated(s: Scenario, rng: random.Random, after_s: float) -> list[PlannedF
         on = Trigger("fault_start", fault=out[-1].number, delay_s=delay) if chained else None
         made = FAULTS[kind].generate(rng, g, s.log_dirs) if FAULTS[kind].generate else {}
         out.append(PlannedFault(at_s=out[-1].at_s if chained else round(t, 2), duration_s=duration, kind=kind,
-                                target=target, partition=partition, latency_ms=g.latency_ms, jitter_ms=g.jitter_ms,
-                                rate_kbps=g.rate_kbps, on=on, number=number, **made))
+                                target=target, partition=partition, on=on, number=number,
+                                **_generic_settings(g, FAULTS[kind].takes), **made))
         starts.append(start)
         number += 1
         t = max(t, start + duration) + (rng.uniform(*g.gap_s) if not chained else 0.0)
     return out
 
 
-def _planned(f: FaultSpec, target: Target, number: int) -> PlannedFault:
-    """A scenario's fault as planned: its settings as written, those its kind does not take left at
-    PlannedFault's defaults (FaultSpec refuses them)."""
-    settings = {k: v for k in SETTINGS if (v := getattr(f, k)) is not None}
-    return PlannedFault(at_s=f.at_s, duration_s=f.duration_s, kind=f.kind, target=target, partition=f.partition,
-                        latency_ms=f.latency_ms, jitter_ms=f.jitter_ms, rate_kbps=f.rate_kbps,
-                        on=f.on.trigger() if f.on is not None else None, number=number, stream=f.stream, **settings)
+def _generic_settings(g: GeneratorSpec, takes: tuple[str, ...]) -> dict:
+    """The generator's latency, jitter and rate, for a drawn kind that takes them."""
+    return {k: getattr(g, k) for k in ("latency_ms", "jitter_ms", "rate_kbps") if k in takes}

@@ -8,7 +8,6 @@ from harness.scenario.broker_config import (
     share_broker_config,
 )
 from harness.scenario.fault_tables import (
-    KIND_KEYS,
     FaultSpec,
     GeneratorSpec,
     HuntSpec,
@@ -43,7 +42,6 @@ from harness.scenario.tables import (
 
 __all__ = [
     "FREEFORM_MAPS",
-    "KIND_KEYS",
     "MAX_MEMBERS",
     "ROLE_WORDS",
     "UNLIMITED_RATE",

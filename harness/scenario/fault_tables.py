@@ -4,10 +4,11 @@ registry's (harness/faults/)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import (
     BeforeValidator,
+    ConfigDict,
     Field,
     PlainSerializer,
     model_validator,
@@ -17,8 +18,9 @@ from harness.faults import (
     CLIENT_FAULTS,
     FAULT_KINDS,
     FAULTS,
-    SETTINGS,
     TARGET_HELP,
+    FaultSettings,
+    PlannedFault,
     Target,
     check_kind,
 )
@@ -67,51 +69,30 @@ class TriggerSpec(ScenarioTable):
         return Trigger(**self.model_dump())
 
 
-# The fault settings only some kinds take, and those kinds (each kind's record says which it takes).
-KIND_KEYS = {key: tuple(k for k, f in FAULTS.items() if key in f.takes) for key in SETTINGS}
+class FaultSpec(FaultSettings, ScenarioTable):
+    """``[[faults]]``: one fault, at ``at_s`` for ``duration_s`` (or on the event of ``on``), with
+    the settings its kind takes (harness/faults/settings.py)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
-class FaultSpec(ScenarioTable):
     at_s: float = Field(ge=0)
     duration_s: float = Field(5.0, ge=0)
     kind: str
     target: TargetField = Target("leader")
     partition: int = Field(0, ge=0, description="whose leader/followers 'leader' and 'follower...' mean")
-    latency_ms: int = Field(200, ge=0)
-    jitter_ms: int = Field(0, ge=0)
-    rate_kbps: int = Field(64, ge=1)
     on: TriggerSpec | None = Field(None, description="fire on an event after at_s instead of at at_s")
-    stream: Literal["both", "upstream", "downstream"] = Field(
-        "both", description="cuts and delays: one direction only. upstream is what the connecting side sends (a "
-                            "follower's fetch requests), downstream what it receives (the leader's fetch responses, "
-                            "which carry the high watermark)")
-    to: str | None = Field(None, description="rolling_upgrade: the Kafka version every node is moved to")
-    feature: str | None = Field(None, description="feature_upgrade: the feature (metadata.version, "
-                                                  "transaction.version, ...)")
-    level: int | None = Field(None, ge=0, description="feature_upgrade: the level (default: the newest production "
-                                                      "level the running version has)")
-    offset_s: float | None = Field(None, description="clock_skew, client_clock_skew: how far the node's or the "
-                                                     "client's wall clock jumps (seconds, forward or back)")
-    op: Literal["read", "write", "fsync"] | None = Field(None, description="disk_error: the operation that fails "
-                                                                          "(default write)")
-    dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
-                                                    "default: every one; log_dir_failure: 1)")
 
     @model_validator(mode="after")
     def _check(self) -> FaultSpec:
-        kind = check_kind(self.kind)
-        for key, kinds in KIND_KEYS.items():
-            if getattr(self, key) is not None and self.kind not in kinds:
-                raise ValueError(f"{key}: only {' and '.join(kinds)} take{'s' if len(kinds) == 1 else ''} {key}, not "
-                                 f"{self.kind}")
-        for key, why in kind.requires:
-            if getattr(self, key) is None or getattr(self, key) == 0:
-                raise ValueError(f"{key}: {why}")
-        if self.stream != "both" and not kind.directional:
-            directional = [k for k, f in FAULTS.items() if f.directional]
-            raise ValueError(f"stream: {self.stream} applies to cuts and delays of one direction only, not "
-                             f"{self.kind} (allowed kinds: {', '.join(directional)})")
+        if why := check_kind(self.kind).refused(self):
+            raise ValueError(why)
         return self
+
+    def planned(self, target: Target, number: int) -> PlannedFault:
+        """This fault as the nemesis plans it, aimed at ``target`` (resolved from the scenario's)."""
+        return PlannedFault(at_s=self.at_s, duration_s=self.duration_s, kind=self.kind, target=target,
+                            partition=self.partition, on=self.on.trigger() if self.on is not None else None,
+                            number=number, **self.settings())
 
 
 class GeneratorSpec(ScenarioTable):

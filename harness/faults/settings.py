@@ -1,0 +1,54 @@
+"""The settings a fault takes beyond when, what and where: declared once, here, with their types,
+bounds, defaults and meaning. A scenario's ``[[faults]]`` table, the nemesis's planned fault, the
+pytest plugin's ``nemesis.fault`` and the fault reference (docs/faults.md) all read this model;
+which kinds take which setting is each kind's record (``FaultKind.takes``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.mechanisms import DISK_OPS
+
+DiskOp = Literal[DISK_OPS]  # type: ignore[valid-type]
+
+
+class FaultSettings(BaseModel):
+    """What a fault of some kinds takes: a delay's latency, a throttle's rate, a cut's direction, an
+    upgrade's version or feature, a skew's offset, a disk fault's operation and directory. A setting
+    a kind does not take keeps its default, which every kind that does take it may rely on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    latency_ms: int = Field(200, ge=0, description="delays and slow disks: the added latency (ms)")
+    jitter_ms: int = Field(0, ge=0, description="delays and slow disks: +- this much on each (ms)")
+    rate_kbps: int = Field(64, ge=1, description="bandwidth: the rate every link is throttled to (KB/s)")
+    stream: Literal["both", "upstream", "downstream"] = Field(
+        "both", description="cuts and delays: one direction only. upstream is what the connecting side sends (a "
+                            "follower's fetch requests), downstream what it receives (the leader's fetch responses, "
+                            "which carry the high watermark)")
+    to: str | None = Field(None, description="rolling_upgrade: the Kafka version every node is moved to")
+    feature: str | None = Field(None, description="feature_upgrade: the feature (metadata.version, "
+                                                  "transaction.version, ...)")
+    level: int | None = Field(None, ge=0, description="feature_upgrade: the level (default: the newest production "
+                                                      "level the running version has)")
+    offset_s: float | None = Field(None, description="clock_skew, client_clock_skew: how far the node's or the "
+                                                     "client's wall clock jumps (seconds, forward or back)")
+    op: DiskOp | None = Field(None, description="disk_error: the operation that fails (default write)")
+    dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
+                                                    "default: every one; log_dir_failure: 1)")
+
+    def settings(self) -> dict:
+        """Each setting's value, whatever else the model holds (a planned fault's when and where)."""
+        return {k: getattr(self, k) for k in SETTINGS}
+
+    def not_taken(self, takes: tuple[str, ...]) -> list[str]:
+        """The settings given another value than their default that a kind taking ``takes`` ignores."""
+        return [k for k in SETTINGS if k not in takes and getattr(self, k) != FaultSettings.model_fields[k].default]
+
+
+# Every setting, in the order the reference and run.json list them.
+SETTINGS: tuple[str, ...] = tuple(FaultSettings.model_fields)
+# The settings without a default value of their own: only the kinds that take them mean anything by them.
+OPTIONAL_SETTINGS: tuple[str, ...] = tuple(k for k, f in FaultSettings.model_fields.items() if f.default is None)
