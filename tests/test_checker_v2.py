@@ -18,7 +18,7 @@ import pytest
 
 from harness.checker import ANOMALIES, check_runs, group_label
 from harness.checker.promises import V1_ANOMALIES
-from harness.history import HistoryError
+from harness.history import HistoryError, RunConfig
 from tests.histories import History
 
 pytestmark = pytest.mark.spark
@@ -340,6 +340,6 @@ def test_bad_copiers_in_run_json_are_bad_input(tmp_path):
 def test_the_report_matrix_judges_a_groups_anomaly_by_the_group(planted, commit, state):
     from harness.report.page import matrix_rows
 
-    rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": {}}])
+    rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": RunConfig()}])
     cells = [cell for row in rows for cell in row["cells"] if cell["anomaly"] == "group_unseen"]
     assert cells and all(cell["count"] == 1 and cell["state"] == state for cell in cells)

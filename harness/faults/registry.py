@@ -288,7 +288,8 @@ class FaultKind:
         one it cannot go without missing; None when they fit."""
         for key in fault.not_taken(self.takes):
             kinds = [k.name for k in FAULTS.values() if key in k.takes]
-            return f"{key}: only {' and '.join(kinds)} take{'s' if len(kinds) == 1 else ''} {key}, not {self.name}"
+            named = " and ".join(kinds) if len(kinds) <= 2 else ", ".join(kinds)
+            return f"{key}: only {named} take{'s' if len(kinds) == 1 else ''} {key}, not {self.name}"
         for key, why in self.requires:
             if getattr(fault, key) is None or getattr(fault, key) == 0:
                 return f"{key}: {why}"
