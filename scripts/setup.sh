@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent: Python packages, Debian packages (docker.io,
-# debootstrap, maven), a running Docker engine, and every image. Seconds when already done.
+# maven), a running Docker engine, and every image. Seconds when already done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}

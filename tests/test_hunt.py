@@ -47,16 +47,22 @@ def test_bad_input_exits_2_before_any_container(tmp_path):
     assert not (tmp_path / "h" / "runs").exists()
 
 
+# A hunt space that cannot break a promise unless kchaos (or Kafka) regressed: the safe
+# configuration under one short fault of a kind Kafka promises to survive, on no trigger, so the
+# test's time does not depend on what the draw finds.
+SAFE_SPACE = ("--set", 'hunt.kinds=["cut_replication", "latency"]', "--set", "hunt.faults=[1, 1]",
+              "--set", "hunt.fault_duration_s=[1.0, 3.0]", "--set", "hunt.triggers=0")
+
+
 def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
     """One schedule drawn on the safe configuration: hunt.json says what it cost and that it ran;
     the same command again runs nothing; a different seed in that directory is refused."""
     require_docker(["3.9.1"])
     out = tmp_path / "h"
     args = ("smoke", "--runs", "1", "--seed", "5", "--out", str(out), "--set", "duration_s=10", "--set", "zookeepers=1",
-            "--confirm", "1",
-            "--shrink-runs", "1")  # should the draw break a promise, its investigation stays short
+            *SAFE_SPACE, "--confirm", "1", "--shrink-runs", "1")
     r = hunt(*args)
-    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert r.returncode == 0, "a safe space finds nothing: " + r.stdout + r.stderr
     doc = json.loads((out / "hunt.json").read_text())
     assert doc["drawn"] == 1 and doc["runs"] >= 1 and doc["wall_s"] > doc["workload_s"] >= 10
     (first,) = [d for d in (out / "runs").iterdir() if d.name.startswith("h0000")][:1]

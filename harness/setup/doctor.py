@@ -47,7 +47,7 @@ def check_tools() -> Check:
     if parts:
         fix = f"kchaos doctor --fix (apt-get install {' '.join(missing)})" if missing else "install the Go toolchain"
         return Check("build tools", False, "missing: " + "; ".join(parts), fix)
-    return Check("build tools", True, "dockerd, debootstrap, mvn, go and java are installed")
+    return Check("build tools", True, "dockerd, mvn, go and java are installed")
 
 
 def check_engine() -> Check:

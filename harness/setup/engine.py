@@ -19,10 +19,10 @@ from docker.errors import DockerException
 from harness.waiting import until
 
 DOCKERD_LOG = Path(os.environ.get("KCHAOS_DOCKERD_LOG", "/var/log/kchaos-dockerd.log"))
-# Debian packages the set-up needs, by a command each installs: the engine, debootstrap for the
-# base image, Maven, and libfaketime for a Java client's clock_skew (the faketime command's package
-# brings the library).
-APT_PACKAGES = {"dockerd": "docker.io", "debootstrap": "debootstrap", "mvn": "maven", "faketime": "faketime"}
+# Debian packages the set-up needs, by a command each installs: the engine, Maven, and libfaketime
+# for a Java client's clock_skew (the faketime command's package brings the library). The base
+# image needs only apt and dpkg-deb, which every Debian system has.
+APT_PACKAGES = {"dockerd": "docker.io", "mvn": "maven", "faketime": "faketime"}
 
 
 class EngineError(RuntimeError):

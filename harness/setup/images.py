@@ -1,8 +1,9 @@
 """Building every image kchaos runs, locally, without a container registry.
 
 Three recipes, each tagged by a hash of its inputs so a second build is a no-op:
-- the JRE 17 base: debootstrap + ``docker import`` (or FROM a pullable image
-  named by KCHAOS_BASE_IMAGE, on machines that can pull);
+- the JRE 17 base: Debian's packages unpacked side by side, then ``docker import``
+  (harness/setup/base_image.py; or a pullable image named by KCHAOS_BASE_IMAGE, on machines
+  that can pull);
 - Kafka per version: Apache Kafka's own jars resolved on Maven Central by ``mvn``;
   the same image runs ZooKeeper, brokers, KRaft controllers and Kafka's tools;
 - Toxiproxy: ``go install`` of its server from its Go module, in a scratch image.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
@@ -27,17 +27,16 @@ from pathlib import Path
 import docker
 from docker.errors import BuildError, ImageNotFound
 
+from harness.setup import base_image
 from harness.setup.tools import build_lock, resolve_jars, run_tool
 from harness.versions import DEFAULT_VERSION, KafkaVersion, all_versions, get_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
 DISKFS_DIR = DOCKER_DIR / "kafka" / "diskfs"  # the disk faults' pass-through file system (Go)
-DEBIAN_SUITE = "bookworm"
-DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_VERSION = "v2.12.0"
-RECIPE_REVISION = "1"  # bump to force every image to rebuild
+RECIPE_REVISION = "2"  # bump to force every image to rebuild
 
 Log = Callable[[str], None]
 
@@ -78,7 +77,7 @@ def base_ref() -> ImageRef:
     pulled = os.environ.get("KCHAOS_BASE_IMAGE")
     if pulled:
         return ImageRef("base", pulled)
-    h = _digest(RECIPE_REVISION, DEBIAN_SUITE, ",".join(_base_packages()))
+    h = _digest(RECIPE_REVISION, base_image.debian_release(), ",".join(_base_packages()))
     return ImageRef("base", f"kchaos/jre17:{h}")
 
 
@@ -156,27 +155,11 @@ def _build_base(client: docker.DockerClient, log: Log) -> None:
         log(f"pulling base image {ref.tag}")
         client.images.pull(ref.tag)
         return
-    if os.geteuid() != 0:
-        raise ImageError("debootstrap needs root; run as root, or set KCHAOS_BASE_IMAGE=eclipse-temurin:17-jre")
-    log(f"building base {ref.tag} with debootstrap ({DEBIAN_SUITE}, {', '.join(_base_packages())})")
-    with tempfile.TemporaryDirectory(prefix="kchaos-rootfs-") as tmp:
-        root = Path(tmp) / "rootfs"
-        _run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(_base_packages())}", DEBIAN_SUITE,
-             str(root), DEBIAN_MIRROR],
-            "debootstrap",
-        )
-        for junk in ("var/cache/apt/archives", "usr/share/doc", "usr/share/man", "usr/share/locale",
-                     "var/lib/apt/lists"):
-            shutil.rmtree(root / junk, ignore_errors=True)
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(
-            ["docker", "import", "--change", "ENV LANG=C.UTF-8", "-", ref.tag],
-            stdin=tar.stdout, capture_output=True, text=True,
-        )
-        tar.wait()
-        if imp.returncode != 0 or tar.returncode != 0:
-            raise ImageError(f"docker import of {ref.tag} failed: {imp.stderr.strip()}")
+    log(f"building base {ref.tag} from Debian's packages ({', '.join(_base_packages()[:3])}, ...)")
+    try:
+        base_image.assemble(_base_packages(), ref.tag, log)
+    except base_image.BaseImageError as e:
+        raise ImageError(str(e)) from e
 
 
 def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:

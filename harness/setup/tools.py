@@ -1,4 +1,4 @@
-"""Running the build tools set-up uses (debootstrap, go, mvn, javac, java), and resolving jars from
+"""Running the build tools set-up uses (go, mvn, javac, java), and resolving jars from
 Maven Central: shared by the images' builds (images.py) and the Java driver's (java_driver.py)."""
 
 from __future__ import annotations
