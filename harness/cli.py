@@ -417,6 +417,10 @@ def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_mast
 
     from harness.run import matrix as matrix_mod
 
+    if done < len(p.cells) and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER")):
+        from harness.checker import warm
+
+        warm.prestart()  # up by the time the first run ends: its check then finds it warm
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar:
         task = bar.add_task("matrix", total=len(p.cells), completed=done)

@@ -10,6 +10,8 @@ the quorum changed. A run that did not heal takes the kept cluster with it, and 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,28 +57,78 @@ def with_node_faults(s: Scenario, skewable_clocks: bool, faultable_disks: bool) 
     return s.model_copy(update={"cluster": {**s.cluster, **wanted}}) if wanted else s
 
 
+def _boot(s: Scenario) -> KafkaCluster:
+    from harness.cluster import KafkaCluster
+    from harness.setup import cluster_images
+
+    c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades))
+    c.__enter__()
+    return c
+
+
+class _Ahead:
+    """A cluster booting in a thread while another run goes on: the next run's, when it needs
+    other settings than the kept one (a matrix moving to its next Kafka version)."""
+
+    def __init__(self, s: Scenario, before: Callable[[], None] | None) -> None:
+        self.settings = s.cluster_settings()
+        self.cluster: KafkaCluster | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(s, before), name="kchaos-boot-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, s: Scenario, before: Callable[[], None] | None) -> None:
+        try:
+            if before is not None:
+                before()  # e.g. the image the cluster runs, still being built
+            self.cluster = _boot(s)
+        except BaseException as e:  # the run that needs it boots its own, and fails there if it must
+            self.error = e
+
+    def take(self) -> KafkaCluster | None:
+        """The booted cluster, once its boot ends (None: the boot failed)."""
+        self._thread.join()
+        return self.cluster
+
+    def discard(self) -> None:
+        if (c := self.take()) is not None:
+            c.__exit__(None, None, None)
+
+
 class KeptCluster:
     """One cluster kept running between runs that may share it, replaced when a run needs other
-    settings or a clean one, and removed by ``close`` (the reaper removes it if the process dies)."""
+    settings or a clean one, and removed by ``close`` (the reaper removes it if the process dies).
+    ``boot_ahead`` starts the next run's cluster while the current run goes on, so a matrix that
+    moves to another version does not wait for its boot."""
 
     def __init__(self) -> None:
         self.cluster: KafkaCluster | None = None
+        self._ahead: _Ahead | None = None
 
     def for_run(self, s: Scenario, reuse: bool) -> KafkaCluster | None:
         """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
         boots its own), and a kept one of other settings is removed first."""
         if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
-            self.close()
+            self._close_kept()
         if not reuse:
             return None
+        if self.cluster is None and self._ahead is not None and self._ahead.settings == s.cluster_settings():
+            ahead, self._ahead = self._ahead, None
+            self.cluster = ahead.take()
         if self.cluster is None:
-            from harness.cluster import KafkaCluster
-            from harness.setup import cluster_images
-
-            c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades))
-            c.__enter__()
-            self.cluster = c
+            self.cluster = _boot(s)
         return self.cluster
+
+    def boot_ahead(self, s: Scenario, before: Callable[[], None] | None = None) -> None:
+        """Start booting the cluster ``s`` runs on, unless the kept one (or one already booting) has
+        its settings; ``before`` runs first in the boot's thread."""
+        wanted = s.cluster_settings()
+        if (self.cluster is not None and self.cluster.settings == wanted) or (
+                self._ahead is not None and self._ahead.settings == wanted):
+            return
+        if self._ahead is not None:
+            self._ahead.discard()
+        self._ahead = _Ahead(s, before)
 
     def execute(self, s: Scenario, out: Path, reuse: bool, **execute_args: Any) -> RunResult:
         """``runner.execute`` of ``s`` into ``out``, on the kept cluster when ``reuse``. A run that did
@@ -89,13 +141,22 @@ class KeptCluster:
             self.close()
             raise
         if result.unsettled:
-            self.close()
+            self._close_kept()
         return result
 
-    def close(self) -> None:
+    def _close_kept(self) -> None:
         c, self.cluster = self.cluster, None
         if c is not None:
             c.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """Remove the kept cluster and any booting ahead (waiting for its boot to end)."""
+        ahead, self._ahead = self._ahead, None
+        try:
+            self._close_kept()
+        finally:
+            if ahead is not None:
+                ahead.discard()
 
     def __enter__(self) -> KeptCluster:
         return self

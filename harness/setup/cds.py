@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness.setup import java as jre
 from harness.setup.java import cache_dir
+from harness.setup.tools import build_lock
 
 AOT_VERSION = 25  # the first runtime whose cache is written in one training run (-XX:AOTCacheOutput)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive must not print to the user
@@ -96,23 +97,29 @@ def remove_unused(keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
     return gone
 
 
-def build(log=print, timeout_s: float = 300) -> Path | None:
+def build(log=print, timeout_s: float = 300, nice: int = 0) -> Path | None:
     """Build the cache if it is missing, in a child process; returns its path (None: no java).
 
     The child reconciles a tiny history and lets its JVM exit normally, which is when the JVM
     writes the cache; it is written under a temporary name and renamed only when complete, so a
-    concurrent ``kchaos check`` never maps half a file.
+    concurrent ``kchaos check`` never maps half a file. One build at a time on a machine: a second
+    caller waits for the first and finds the cache built.
     """
     p = archive_path()
     if p is None or p.is_file():
         return p
+    with build_lock("spark-start-up-cache"):
+        return p if p.is_file() else _train(p, log, timeout_s, nice)
+
+
+def _train(p: Path, log, timeout_s: float, nice: int) -> Path | None:
     p.parent.mkdir(parents=True, exist_ok=True)
     remove_unused(p)
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     t0 = time.monotonic()
     try:
-        subprocess.run([sys.executable, "-m", "harness.setup.cds_training", str(tmp)], check=True, timeout=timeout_s,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        subprocess.run(["nice", "-n", str(nice), sys.executable, "-m", "harness.setup.cds_training", str(tmp)],
+                       check=True, timeout=timeout_s, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if not tmp.is_file():
             raise RuntimeError(f"the JVM wrote no cache at {tmp}")
         tmp.replace(p)
@@ -124,3 +131,63 @@ def build(log=print, timeout_s: float = 300) -> Path | None:
         tmp.unlink(missing_ok=True)
     log(f"built the Spark start-up cache in {time.monotonic() - t0:.0f} s: {p}")
     return p
+
+
+BACKGROUND_LOG = "spark-start-up-cache.log"
+
+
+def build_in_background(log=print) -> bool:
+    """Start building the cache in a process of its own and return at once (False: there is nothing
+    to build). Only a check needs the cache, and one without it works, about 5 s slower to start:
+    so set-up does not wait the minute or two its training takes. The process waits for the
+    machine to be idle (the command that set-up ran for, a first matrix, goes first), trains at the
+    lowest CPU priority, and ends once the cache is written (or its training failed, which its log
+    says); a check that starts before then runs without it."""
+    p = archive_path()
+    if p is None or p.is_file():
+        return False
+    out = cache_dir() / BACKGROUND_LOG
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        subprocess.Popen([sys.executable, "-m", "harness.setup.cds"], stdin=subprocess.DEVNULL, stdout=f, stderr=f,
+                         start_new_session=True)
+    log(f"building the Spark start-up cache in the background (log: {out})")
+    return True
+
+
+IDLE_SHARE = 0.6  # the machine counts as idle when this share of its CPU time is idle
+IDLE_SAMPLE_S = 5.0
+IDLE_WAIT_MAX_S = 900.0  # train by then however busy the machine is
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(idle, total) jiffies since boot, from /proc/stat's first line."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)  # idle + iowait
+
+
+def wait_until_idle(share: float = IDLE_SHARE, sample_s: float = IDLE_SAMPLE_S,
+                    most_s: float = IDLE_WAIT_MAX_S) -> float:
+    """Return once two samples in a row find the CPU idle at least ``share`` of the time, or after
+    ``most_s``; the seconds waited."""
+    t0, calm, (idle, total) = time.monotonic(), 0, _cpu_times()
+    while time.monotonic() - t0 < most_s and calm < 2:
+        time.sleep(sample_s)
+        (i2, t2), (i1, t1) = _cpu_times(), (idle, total)
+        idle, total = i2, t2
+        calm = calm + 1 if t2 > t1 and (i2 - i1) / (t2 - t1) >= share else 0
+    return time.monotonic() - t0
+
+
+def _main() -> None:
+    def log(m: str) -> None:
+        print(time.strftime("%H:%M:%S"), m, flush=True)
+
+    if archive_path() is None or archive_path().is_file():  # type: ignore[union-attr]
+        return
+    log(f"waited {wait_until_idle():.0f} s for an idle machine")
+    build(log=log, nice=19)
+
+
+if __name__ == "__main__":
+    _main()

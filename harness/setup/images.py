@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,17 +204,20 @@ def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
 
 
 def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
+    """Kafka's jars resolved while the base image is built (on a new machine both are downloads),
+    then the image on that base."""
     kv = get_version(version)
     ref = kafka_ref(kv)
-    base = build_base(client, log)
-    log(f"building {ref.tag} from Maven Central ({', '.join(kv.maven_artifacts())})")
-    with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
-        ctx = Path(tmp)
-        shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
-        shutil.copy2(diskfs_binary(log), ctx / "kchaos-diskfs")
-        resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
-                     ImageError)
-        _docker_build(client, ctx, ref.tag, {"BASE": base, "KAFKA_VERSION": kv.version})
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-base") as pool:
+        base = pool.submit(build_base, client, log)
+        log(f"building {ref.tag} from Maven Central ({', '.join(kv.maven_artifacts())})")
+        with tempfile.TemporaryDirectory(prefix=f"kchaos-kafka-{kv.version}-") as tmp:
+            ctx = Path(tmp)
+            shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
+            resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
+                         ImageError)
+            shutil.copy2(diskfs_binary(log), ctx / "kchaos-diskfs")
+            _docker_build(client, ctx, ref.tag, {"BASE": base.result(), "KAFKA_VERSION": kv.version})
 
 
 def build_upgrade(client: docker.DockerClient, version: str, later: list[str], log: Log) -> str:
