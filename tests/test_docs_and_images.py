@@ -60,6 +60,16 @@ def test_the_feature_level_table_is_what_each_versions_jars_say():
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 
 
+@pytest.mark.docker
+@pytest.mark.chaos_long
+def test_the_config_definitions_are_what_each_versions_jars_say():
+    """harness/scenario/config_defs.json, read again from every version's jars on Maven Central (the
+    long tier, as the feature levels)."""
+    r = subprocess.run([sys.executable, "scripts/config_defs.py", "--check"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 def _ensure_in_a_process(version: str) -> str:
     from harness.setup import engine, images
 

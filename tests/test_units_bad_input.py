@@ -49,6 +49,46 @@ def test_a_topic_name_kafka_refuses_is_refused(name):
     refused(kchaos("run", str(SMOKE), "--set", f'topic.name="{name}"'), "topic.name", "is not a Kafka topic name")
 
 
+@pytest.mark.parametrize(("setting", "words"), [
+    ("topic.config.retention.mss=1000", ["topic.config.retention.mss", "no topic config", "retention.ms"]),
+    ("broker_config.num.network.threads=lots", ["broker_config.num.network.threads", "'lots' is not an integer"]),
+    ("topic.config.cleanup.policy=compakt", ["topic.config.cleanup.policy", "allowed: compact, delete"]),
+    ("broker_config.num.network.threads=0", ["broker_config.num.network.threads", "out of range", "[1,...]"]),
+    ("topic.config.retention.ms=forever", ["topic.config.retention.ms", "not an integer"]),
+    ("broker_config.auto.create.topics.enable=yes", ["allowed: true, false"]),
+])
+def test_a_topic_config_or_broker_property_kafka_refuses_is_refused(setting, words):
+    """Against the version's own config definitions (harness/scenario/config_defs.json), before any
+    container: a name it does not define (with the names it is close to), a value it would not parse
+    or its validator would refuse."""
+    refused(kchaos("run", str(SMOKE), "--set", setting), *words)
+
+
+@pytest.mark.parametrize("setting", ["topic.config.retention.ms=60000", 'topic.config.cleanup.policy="compact,delete"',
+                                     'broker_config.inter.broker.protocol.version="3.9"',
+                                     "broker_config.listener.name.internal.foo=x"])
+def test_a_topic_config_or_broker_property_kafka_takes_is_taken(setting):
+    from harness.scenario.loading import load
+
+    assert load(SMOKE, [setting])
+
+
+def test_the_config_checks_follow_what_each_validator_says():
+    """value_problem on built definitions: a type's parse, a Range's bounds, a list of allowed values
+    (case-insensitive when it says so, each element of a list type), and a validator whose text
+    does not say all it allows (an API version) left to the broker."""
+    from harness.scenario.config_defs import value_problem
+
+    assert value_problem("7", "INT", "Range", "[1,...,5]") == "7 is out of range (allowed: [1,...,5])"
+    assert value_problem("-1", "LONG", "Range", "[...,10]") is None
+    assert value_problem("2147483648", "INT", None, None).endswith("is not an integer (a int)")
+    assert value_problem("0.5", "DOUBLE", "Range", "[0.0,...,1.0]") is None
+    assert value_problem("DELETE", "LIST", "ValidList", "[compact, delete]") is not None
+    assert value_problem("DISABLED", "STRING", "CaseInsensitiveValidString", "(case insensitive) [disabled, x]") is None
+    assert value_problem("0.10.2", "STRING", "ApiVersionValidator", "[0.10.2-IV0, 0.11.0-IV0]") is None
+    assert value_problem("TRUE", "BOOLEAN", None, None) is None
+
+
 def test_run_out_that_exists_is_refused_before_any_image_is_looked_at(tmp_path):
     refused(kchaos("run", str(SMOKE), "--out", str(tmp_path)), "--out", "already exists")
 

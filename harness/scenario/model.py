@@ -35,6 +35,7 @@ from harness.faults import (
     Target,
 )
 from harness.faults.triggers import PARTITION_EVENTS, cycle
+from harness.scenario import config_defs
 from harness.scenario.broker_config import kip848_broker_config, share_broker_config
 from harness.scenario.fault_tables import FaultSpec, GeneratorSpec, HuntSpec
 from harness.scenario.tables import (
@@ -161,6 +162,7 @@ class Scenario(ScenarioTable):
                 raise ValueError(f"faults.{i}: ends at {f.at_s + f.duration_s:g} s, after duration_s = "
                                  f"{self.duration_s:g}")
         self._check_upgrades()
+        self._check_kafka_configs()
         self._check_triggers()
         self._check_generator_clients()
         self._check_share_groups()  # before the configs: a share group's library must have a share consumer
@@ -202,6 +204,16 @@ class Scenario(ScenarioTable):
     def upgrades(self) -> list[str]:
         """The versions the rolling upgrades move the cluster to, in order: its image holds them all."""
         return [f.to for f in self.faults if FAULTS[f.kind].changes == "version" and f.to is not None]
+
+    def _check_kafka_configs(self) -> None:
+        """``topic.config`` and ``broker_config`` against the config definitions of every Kafka version
+        the cluster runs (its own, then each a rolling upgrade moves it to): a name that version does not
+        define, or a value it would refuse, is bad input here rather than a broker that will not start."""
+        for version in dict.fromkeys([self.kafka_version, *self.upgrades]):
+            found = [*config_defs.problems(self.topic.config, version, "topic", "topic.config"),
+                     *config_defs.problems(self.broker_config, version, "broker", "broker_config")]
+            if found:
+                raise ValueError("; ".join(found))
 
     def _check_client_configs(self) -> None:
         """Each table's client library has a driver, runs at the version named, and takes the table's ``config``."""
