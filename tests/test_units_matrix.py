@@ -93,3 +93,72 @@ def test_a_failed_check_is_said_and_left_for_the_end(monkeypatch, tmp_path):
     errors = [line for what, line in said if what == "check_error"]
     assert len(errors) == 2 and "the Spark server went away" in errors[0] and "checked again at the end" in errors[0]
     assert all("verdict" not in c for c in json.loads((tmp_path / "matrix.json").read_text())["cells"])
+
+
+class _FakeCluster:
+    """What KeptCluster needs of a cluster: its settings, and whether it was removed."""
+
+    def __init__(self, settings):
+        self.settings, self.removed = settings, False
+
+    def __exit__(self, *exc) -> None:
+        self.removed = True
+
+
+def _scenario(version: str) -> scenario_mod.Scenario:
+    return scenario_mod.load(Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml",
+                             [f"kafka_version={version}"])
+
+
+def test_the_next_versions_cluster_boots_ahead_and_is_taken_by_its_run(monkeypatch):
+    """boot_ahead boots in a thread (after ``before``: the image); the run that needs those settings
+    takes that cluster instead of booting one; a kept cluster of other settings is removed; one
+    booting ahead that no run takes is removed by close."""
+    from harness.run import kept_cluster
+
+    booted: list[_FakeCluster] = []
+    gate = threading.Event()
+
+    def boot(s):
+        gate.wait(5)
+        booted.append(_FakeCluster(s.cluster_settings()))
+        return booted[-1]
+
+    monkeypatch.setattr(kept_cluster, "_boot", boot)
+    first, second = _scenario("3.9.1"), _scenario("3.9.2")
+    kept = kept_cluster.KeptCluster()
+    gate.set()
+    assert kept.for_run(first, reuse=True) is booted[0]
+    waited: list[str] = []
+    kept.boot_ahead(second, before=lambda: waited.append("image"))
+    kept.boot_ahead(second)  # already booting: nothing more
+    assert kept.for_run(second, reuse=True) is booted[1] and len(booted) == 2 and waited == ["image"]
+    assert booted[0].removed and not booted[1].removed
+    kept.boot_ahead(first)
+    kept.close()
+    assert all(c.removed for c in booted) and len(booted) == 3
+
+
+def test_an_interrupted_matrix_does_not_wait_for_a_boot_ahead(monkeypatch):
+    """close(wait=False), as an interrupt does: returns while the boot goes on, and the boot's thread
+    removes the cluster once it is up, since no run will take it."""
+    from harness.run import kept_cluster
+
+    gate, booted = threading.Event(), []
+
+    def boot(s):
+        gate.wait(5)
+        booted.append(_FakeCluster(s.cluster_settings()))
+        return booted[-1]
+
+    monkeypatch.setattr(kept_cluster, "_boot", boot)
+    kept = kept_cluster.KeptCluster()
+    kept.boot_ahead(_scenario("3.9.1"))
+    kept.close(wait=False)
+    assert not booted, "close returned before the boot ended"
+    gate.set()
+    for _ in range(100):
+        if booted and booted[0].removed:
+            break
+        threading.Event().wait(0.05)
+    assert booted and booted[0].removed

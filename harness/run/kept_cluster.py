@@ -74,6 +74,7 @@ class _Ahead:
         self.settings = s.cluster_settings()
         self.cluster: KafkaCluster | None = None
         self.error: BaseException | None = None
+        self._abandoned = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(s, before), name="kchaos-boot-ahead", daemon=True)
         self._thread.start()
 
@@ -84,13 +85,23 @@ class _Ahead:
             self.cluster = _boot(s)
         except BaseException as e:  # the run that needs it boots its own, and fails there if it must
             self.error = e
+            return
+        if self._abandoned.is_set():  # nobody will take it: removed here, where it was made
+            self.cluster.__exit__(None, None, None)
+            self.cluster = None
 
     def take(self) -> KafkaCluster | None:
         """The booted cluster, once its boot ends (None: the boot failed)."""
         self._thread.join()
         return self.cluster
 
-    def discard(self) -> None:
+    def discard(self, wait: bool = True) -> None:
+        """Remove the cluster: at once when its boot has ended; else, without ``wait``, by the boot's
+        own thread when it ends (an interrupted process does not wait for a boot it will not use, and
+        if it exits first the reaper's watchdog removes the containers)."""
+        if not wait and self._thread.is_alive():
+            self._abandoned.set()
+            return
         if (c := self.take()) is not None:
             c.__exit__(None, None, None)
 
@@ -137,8 +148,11 @@ class KeptCluster:
 
         try:
             result = runner.execute(s, out, cluster=self.for_run(s, reuse), **execute_args)
-        except BaseException:
-            self.close()
+        except Exception:
+            self._close_kept()  # the next run boots its own, or takes the one booting ahead
+            raise
+        except BaseException:  # interrupted: leave at once
+            self.close(wait=False)
             raise
         if result.unsettled:
             self._close_kept()
@@ -149,17 +163,18 @@ class KeptCluster:
         if c is not None:
             c.__exit__(None, None, None)
 
-    def close(self) -> None:
-        """Remove the kept cluster and any booting ahead (waiting for its boot to end)."""
+    def close(self, wait: bool = True) -> None:
+        """Remove the kept cluster and any booting ahead (without ``wait``, one still booting is
+        left to remove itself: see _Ahead.discard)."""
         ahead, self._ahead = self._ahead, None
         try:
             self._close_kept()
         finally:
             if ahead is not None:
-                ahead.discard()
+                ahead.discard(wait)
 
     def __enter__(self) -> KeptCluster:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(wait=exc_type is None)
