@@ -226,6 +226,7 @@ class RunConfig(_Shape):
     load: list[dict[str, object]] = Field(default_factory=list)
     cluster: dict[str, object] = Field(default_factory=dict)
     clients: list[ClientLibrary] = Field(default_factory=list)  # every client library a table named
+    scenario_config: dict[str, object] | None = None  # the scenario as run (a hunt reads its draws back)
 
     def libraries(self) -> list[ClientLibrary]:
         """The client libraries the run used (``client`` alone in a run.json from before ``clients``)."""

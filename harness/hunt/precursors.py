@@ -10,7 +10,6 @@ files after it ran: the brokers' logs (``logs/kafka-N.log``) and ``produced.parq
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +68,10 @@ def read(run_dir: Path, topic: str) -> list[Precursor]:
     """The precursors of one finished run directory on ``topic`` (none when it kept no broker logs,
     history or workload start)."""
     cuts = truncations(run_dir, topic)
-    path, run = run_dir / history.PRODUCED, run_dir / history.RUN_JSON
-    if not cuts or not path.exists() or not run.exists():
+    path = run_dir / history.PRODUCED
+    if not cuts or not path.exists() or not (run_dir / history.RUN_JSON).exists():
         return []
-    start_ms = json.loads(run.read_text()).get("workload", {}).get("start_ms")
+    start_ms = history.read_run_config(run_dir).workload.start_ms
     if start_ms is None:
         return []
     cols = ["topic", "partition", "status", "offset", "ack_ts_ms"]

@@ -7,7 +7,6 @@ running the same command again replays the finished part from disk and carries o
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
-from harness.history import RUN_JSON
+from harness.history import read_run_config
 from harness.run.kept_cluster import KeptCluster
 from harness.scenario import Scenario
 
@@ -162,7 +161,7 @@ class Trials:
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error)
 
     def _read_back(self, name: str, path: Path, s: Scenario) -> Trial:
-        ran = json.loads((path / RUN_JSON).read_text()).get("scenario_config")
+        ran = read_run_config(path).scenario_config
         if ran is None or Scenario.model_validate(ran) != s:
             raise HuntError(f"{path}: holds a run of another scenario than this hunt draws there (another --seed, "
                             "scenario or --set used this directory; allowed: the same command, or a new --out)")

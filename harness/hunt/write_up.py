@@ -12,7 +12,7 @@ import tomli_w
 from harness.checker.anomaly import BY_NAME
 from harness.checker.verdict import NOT_HEALED, Verdict
 from harness.faults import FAULTS
-from harness.history import RUN_JSON
+from harness.history import ClientLibrary, read_run_config
 from harness.hunt.evidence import evidence
 from harness.hunt.goal import Hit
 from harness.scenario import FaultSpec, Scenario
@@ -67,11 +67,12 @@ def configuration_in_words(s: Scenario) -> list[str]:
     return lines
 
 
-def _client(client: dict) -> str:
+def _client(client: ClientLibrary | None) -> str:
     """A client library as a report names it: ``java kafka-clients 3.9.1``, ``librdkafka 2.16.0`` (whose
     version already names it)."""
-    name, version = str(client.get("name", "?")), str(client.get("version", ""))
-    return version if version.startswith(name) else f"{name} {version}".strip()
+    if client is None:
+        return "?"
+    return client.version if client.version.startswith(client.name) else f"{client.name} {client.version}".strip()
 
 
 def _definition(anomaly: str) -> str:
@@ -94,12 +95,12 @@ def _observed(hit: Hit, verdict: Verdict) -> list[str]:
 
 def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
     """The report of one finding. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
-    run = json.loads((run_dir / RUN_JSON).read_text())
-    client = run.get("client", {})
+    run = read_run_config(run_dir)
+    client = run.client
     k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
     kinds = sorted({f.kind for f in minimal.faults})
     title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
-             f"{run['kafka_version']} ({run['mode']}), {_client(client)}").strip()
+             f"{run.kafka_version} ({run.mode}), {_client(client)}").strip()
     out = [f"# {title}", ""]
     if k == 0:
         out += [f"> Not reproduced: none of {n} re-runs on a clean cluster showed it again; it showed once, in "
@@ -109,11 +110,11 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
                 "The hunt was asked for this anomaly class (`--anomaly`).", ""]
     out += [
         "| | |", "|---|---|",
-        f"| Kafka | {run['kafka_version']} ({run['mode']}), {run['brokers']} brokers, "
-        f"image `{run['images']['kafka']}` |",
-        f"| Client | {', '.join(_client(c) for c in run.get('clients') or [client])} |",
-        f"| Feature levels | {run.get('features') or 'none (ZooKeeper mode or no features)'} |",
-        f"| Eligible leader replicas | {run.get('eligible_leader_replicas')} |",
+        f"| Kafka | {run.kafka_version} ({run.mode}), {run.brokers} brokers, "
+        f"image `{run.images.get('kafka')}` |",
+        f"| Client | {', '.join(_client(c) for c in run.libraries()) or '?'} |",
+        f"| Feature levels | {run.features or 'none (ZooKeeper mode or no features)'} |",
+        f"| Eligible leader replicas | {run.eligible_leader_replicas} |",
         f"| Reproduced | {k} of {n} runs of the minimal schedule "
         f"(the schedule as found: {finding['confirmed']['k']} of {finding['confirmed']['n']} re-runs) |",
         f"| Known | {finding['known'] or 'not known to kchaos'} |",
