@@ -163,6 +163,27 @@ def test_a_run_json_that_agrees_with_the_data_is_taken(tmp_path):
     assert validate(d).config.topics[0].partitions == 3
 
 
+def test_a_group_commit_mode_outside_the_contract_is_refused(tmp_path):
+    from harness.history import HistoryError, validate
+
+    d = _run_with(tmp_path, groups=[{"name": "g", "commit": "sometimes"}])
+    with pytest.raises(HistoryError, match=r"run\.json: key 'groups\.0\.commit': Input should be 'auto', 'sync' or "
+                                           r"'async'"):
+        validate(d)
+
+
+def test_a_null_group_commit_is_judged_as_sync_and_said():
+    """run.json's null commit is its absence: the group is judged as committing after processing, and
+    the assumptions say so (not a commit mode called "None")."""
+    from harness.checker.judge import declared_groups
+    from harness.history import RunConfig
+
+    notes: list[str] = []
+    groups = declared_groups(RunConfig.model_validate({"groups": [{"name": "g", "commit": None}]}), notes, {"g"})
+    assert groups["g"]["commit"] is None and notes == [
+        "group g: run.json's commit is null: assumed to commit after processing (commit=sync)"]
+
+
 def test_a_missing_run_directory_is_named_as_missing(tmp_path):
     refused(kchaos("check", str(tmp_path / "nope")), "no such run directory")
 

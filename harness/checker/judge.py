@@ -291,6 +291,9 @@ def declared_groups(run: RunConfig, notes: list[str], seen: set[str]) -> dict[st
     for c in run.copiers:
         groups.setdefault(c.group, {"protocol": "classic", "commit": "transaction", "topics": list(c.input_topics),
                                     **({"client": c.client.model_dump()} if c.client else {})})
+    for name, g in groups.items():
+        if g.get("commit", "sync") is None:
+            notes.append(f"group {name}: run.json's commit is null: assumed to commit after processing (commit=sync)")
     for name in sorted(seen - set(groups)):
         notes.append(f"group {name} is not in run.json: assumed to commit after processing (commit=sync)")
         groups[name] = {"commit": "sync"}
@@ -303,7 +306,7 @@ def group_verdicts(idx: int, job: JobResult, run: RunConfig, cfgs: RunConfigs) -
     rows = []
     for name, g in declared_groups(run, cfgs.notes, seen).items():
         topic = next((cfgs.topics[t] for t in g.get("topics") or [] if t in cfgs.topics), Config())
-        commit = str(g.get("commit", "sync"))
+        commit = str(g.get("commit") or "sync")  # run.json's null is its absence
         # A share group is judged by the share classes, a consumer group (or a copier's) by the others.
         classes = [a for a in GROUP_ANOMALIES if a.startswith("share_") == (commit == "share")]
         prom = {a: p for a, p in group_promises(topic, commit).items() if a in classes}

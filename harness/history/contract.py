@@ -169,7 +169,7 @@ class CopierConfig(_Shape):
 
 class GroupConfig(_Shape):
     name: str
-    commit: str | None = None
+    commit: Literal["auto", "sync", "async"] | None = None  # null or absent: sync
     topics: list[str] = Field(default_factory=list)
     client: ClientLibrary | None = None
 
