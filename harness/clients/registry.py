@@ -1,7 +1,8 @@
 """The client libraries kchaos has a driver for, one record each: where its driver, its config check
-and its set-up build live, which scenario tables it makes clients for, and a line of help. A new
-library is a folder under harness/clients/ and one line in ``LIBRARIES``: the scenario's validation,
-the command line's help, the pytest plugin, set-up and doctor read it from here.
+and its build (made the first time a scenario uses it) live, which scenario tables it makes clients
+for, and a line of help. A new library is a folder under harness/clients/ and one line in
+``LIBRARIES``: the scenario's validation, the command line's help, the pytest plugin and doctor
+read it from here.
 
 This module imports no driver: a library's modules are imported by name when something asks them."""
 
@@ -43,7 +44,7 @@ ALIASES = {"confluent-kafka": "librdkafka"}  # the Python binding's name, which 
 
 
 class BuildError(RuntimeError):
-    """A library's set-up build failed; the message says what to do."""
+    """A library's build failed; the message says what to do."""
 
 
 def names() -> str:
@@ -62,7 +63,7 @@ def libraries_for(kind: str) -> list[str]:
 
 
 def builds() -> dict[str, ModuleType]:
-    """Each library that set-up builds, with its build module."""
+    """Each library that needs a build, with its build module (doctor reports what is built)."""
     return {lib.name: importlib.import_module(lib.build) for lib in LIBRARIES.values() if lib.build}
 
 

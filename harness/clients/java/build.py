@@ -80,8 +80,8 @@ def _run(cmd: list[str], what: str) -> str:
 
 
 def build(version: str, log=print) -> Path:
-    """Build the driver for kafka-clients ``version`` unless it is built; its directory. Set-up builds
-    the default version's; any other is built the first time a scenario names it."""
+    """Build the driver for kafka-clients ``version`` unless it is built; its directory. Each version
+    is built the first time a scenario uses it there (set-up builds none)."""
     final = build_dir(version)
     if built(version):
         return final

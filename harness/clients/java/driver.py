@@ -1,5 +1,5 @@
 """The driver for Apache Kafka's Java client (kafka-clients): every client is a JVM process of its own
-running ``src/kchaos/Driver.java``, built at set-up from Maven Central (clients/java/build.py)
+running ``src/kchaos/Driver.java``, built from Maven Central the first time a scenario uses it (clients/java/build.py)
 for the broker's Kafka version, talked to by the process protocol of docs/drivers.md (java_process.py).
 
 Producers (plain and idempotent), consumers, consumer-group members (GroupMember.java, acted on
