@@ -179,15 +179,21 @@ def wait_until_idle(share: float = IDLE_SHARE, sample_s: float = IDLE_SAMPLE_S,
     return time.monotonic() - t0
 
 
-def _main() -> None:
+def _main(now: bool) -> None:
+    """``python -m harness.setup.cds``: the background build (waits for an idle machine, then trains
+    at the lowest priority); with ``--now``, build at once and return when the cache exists (the
+    test command, whose suite would otherwise never leave the machine idle)."""
     def log(m: str) -> None:
         print(time.strftime("%H:%M:%S"), m, flush=True)
 
     if archive_path() is None or archive_path().is_file():  # type: ignore[union-attr]
+        return
+    if now:
+        build(log=log)
         return
     log(f"waited {wait_until_idle():.0f} s for an idle machine")
     build(log=log, nice=19)
 
 
 if __name__ == "__main__":
-    _main()
+    _main(now="--now" in sys.argv[1:])
