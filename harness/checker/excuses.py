@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from harness.clients.registry import canonical
 from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
+from harness.history import ClientLibrary
 
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
 
@@ -40,11 +41,13 @@ class Config:
                    else ""))
 
 
-def client_label(client: dict | None) -> str:
+def client_label(client: ClientLibrary | dict | None) -> str:
     """A client library and its version as a label names them: ``librdkafka 2.12.1``, ``java 3.9.1``;
     "" for none. Promises differ by client where the clients' contracts do (known_issues)."""
     if not client:
         return ""
+    if isinstance(client, ClientLibrary):
+        client = client.model_dump()
     name = canonical(str(client.get("name")))
     return f"{name} {str(client.get('version', '')).split(' ')[-1]}".strip()
 

@@ -24,7 +24,7 @@ from harness.checker.verdict import (
     Unavailability,
     Verdict,
 )
-from harness.history import ClientLibrary, ProducerConfig, RunConfig, RunDir, read_events
+from harness.history import ProducerConfig, RunConfig, RunDir, read_events
 from harness.history.events import Event, Fault, IsrNotRestored, State, TriggerUnfired
 from harness.versions import leader_epochs_on, version_key
 
@@ -39,10 +39,6 @@ class RunConfigs:
 
 def _bool(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "on")
-
-
-def _as_dict(client: ClientLibrary | None) -> dict | None:
-    return client.model_dump() if client is not None else None
 
 
 def eligible_leader_replicas(run: RunConfig) -> bool:
@@ -109,7 +105,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
         idem = txn or (d.idempotence if d.idempotence is not None
                        else _bool((d.model_extra or {}).get("enable.idempotence", False)))
         producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn,
-                                  client=client_label(_as_dict(d.client or run.client)))
+                                  client=client_label(d.client or run.client))
         producer_topic[name] = topic
     return RunConfigs(topics, producers, producer_topic, notes)
 
@@ -361,7 +357,7 @@ def known_issues(run: RunConfig, cfgs: RunConfigs, anomalies: dict[str, int]) ->
             "zookeeper": run.mode == "zk",
             "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
                                       and version_key(run.kafka_version) < (4, 2),
-            "librdkafka_async_commits": any(_librdkafka(client_label(_as_dict(g.client or run.client)))
+            "librdkafka_async_commits": any(_librdkafka(client_label(g.client or run.client))
                                             and g.commit in ("async", "auto") for g in run.groups)}
     out = []
     for issue, names, needs, why in KNOWN_ISSUES:

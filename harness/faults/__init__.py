@@ -34,7 +34,7 @@ from harness.faults.registry import (
     check_kind,
     colour,
 )
-from harness.faults.settings import OPTIONAL_SETTINGS, SETTINGS, FaultSettings
+from harness.faults.settings import SETTINGS, FaultSettings
 
 __all__ = [
     "BEYOND_KAFKA_FAULTS",
@@ -49,7 +49,6 @@ __all__ = [
     "FAULT_KINDS",
     "HOLDS_FETCHES",
     "MEMBER_FAULTS",
-    "OPTIONAL_SETTINGS",
     "PARTITION_ROLES",
     "QUORUM_ROLES",
     "SETTINGS",

@@ -50,5 +50,3 @@ class FaultSettings(BaseModel):
 
 # Every setting, in the order the reference and run.json list them.
 SETTINGS: tuple[str, ...] = tuple(FaultSettings.model_fields)
-# The settings without a default value of their own: only the kinds that take them mean anything by them.
-OPTIONAL_SETTINGS: tuple[str, ...] = tuple(k for k, f in FaultSettings.model_fields.items() if f.default is None)

@@ -14,7 +14,7 @@ from harness.history import RunConfig
 def clients(run: RunConfig) -> str:
     """The client libraries a run used, as labels name them (``java 3.9.1 + librdkafka 2.16.0``); "-"
     for a run.json from before clients were recorded."""
-    return " + ".join(sorted({client_label(c.model_dump()) for c in run.libraries()})) or "-"
+    return " + ".join(sorted({client_label(c) for c in run.libraries()})) or "-"
 
 
 def rows(verdicts: list[Verdict], runs: dict[str, RunConfig]) -> list[dict]:

@@ -73,7 +73,6 @@ class _Ahead:
     def __init__(self, s: Scenario, before: Callable[[], None] | None) -> None:
         self.settings = s.cluster_settings()
         self.cluster: KafkaCluster | None = None
-        self.error: BaseException | None = None
         self._abandoned = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(s, before), name="kchaos-boot-ahead", daemon=True)
         self._thread.start()
@@ -83,8 +82,7 @@ class _Ahead:
             if before is not None:
                 before()  # e.g. the image the cluster runs, still being built
             self.cluster = _boot(s)
-        except BaseException as e:  # the run that needs it boots its own, and fails there if it must
-            self.error = e
+        except BaseException:  # the run that needs it boots its own, and fails there if it must
             return
         if self._abandoned.is_set():  # nobody will take it: removed here, where it was made
             self.cluster.__exit__(None, None, None)
@@ -119,11 +117,12 @@ class KeptCluster:
     def for_run(self, s: Scenario, reuse: bool) -> KafkaCluster | None:
         """The kept cluster when ``reuse`` and its settings are the scenario's; else None (the run
         boots its own), and a kept one of other settings is removed first."""
-        if self.cluster is not None and (not reuse or self.cluster.settings != s.cluster_settings()):
+        wanted = s.cluster_settings()
+        if self.cluster is not None and (not reuse or self.cluster.settings != wanted):
             self._close_kept()
         if not reuse:
             return None
-        if self.cluster is None and self._ahead is not None and self._ahead.settings == s.cluster_settings():
+        if self.cluster is None and self._ahead is not None and self._ahead.settings == wanted:
             ahead, self._ahead = self._ahead, None
             self.cluster = ahead.take()
         if self.cluster is None:

@@ -16,6 +16,7 @@ machine's Debian release; docker/base/packages.txt lists them.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -23,6 +24,8 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from harness.setup.tools import run_tool
 
 # Debian 12 merges /usr: these top-level directories are links into it, and packages that still
 # ship files under them land in /usr (tar --keep-directory-symlink).
@@ -38,6 +41,7 @@ class BaseImageError(RuntimeError):
     """The base image cannot be assembled: the message names the step and its output."""
 
 
+@functools.cache
 def debian_release() -> str:
     """This machine's Debian release (``bookworm``): the one its apt sources serve, so the base's."""
     try:
@@ -45,14 +49,6 @@ def debian_release() -> str:
     except OSError:
         return "unknown"
     return fields.get("VERSION_CODENAME", "unknown").strip('"')
-
-
-def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise BaseImageError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
-    return proc
 
 
 def download_closure(packages: list[str], into: Path, log: Callable[[str], None]) -> list[Path]:
@@ -67,8 +63,8 @@ def download_closure(packages: list[str], into: Path, log: Callable[[str], None]
            "-o", "Debug::NoLocking=1", *packages]
     if subprocess.run(cmd, capture_output=True).returncode != 0:
         log("reading Debian's package lists (apt-get update)")
-        _run(["apt-get", "update", "-qq"], "apt-get update")
-        _run(cmd, "apt-get download of the base image's packages")
+        run_tool(["apt-get", "update", "-qq"], "apt-get update", BaseImageError)
+        run_tool(cmd, "apt-get download of the base image's packages", BaseImageError)
     return sorted((into / "archives").glob("*.deb"))
 
 
@@ -112,7 +108,7 @@ def _configure(root: Path) -> None:
     for junk in JUNK:
         shutil.rmtree(root / junk, ignore_errors=True)
     if os.geteuid() == 0:
-        _run(["ldconfig", "-r", str(root)], "ldconfig of the base image")
+        run_tool(["ldconfig", "-r", str(root)], "ldconfig of the base image", BaseImageError)
 
 
 def import_image(root: Path, tag: str) -> None:

@@ -18,6 +18,7 @@ checks the class path itself) is ignored, silently, and classes load as before.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -170,12 +171,13 @@ def wait_until_idle(share: float = IDLE_SHARE, sample_s: float = IDLE_SAMPLE_S,
                     most_s: float = IDLE_WAIT_MAX_S) -> float:
     """Return once two samples in a row find the CPU idle at least ``share`` of the time, or after
     ``most_s``; the seconds waited."""
-    t0, calm, (idle, total) = time.monotonic(), 0, _cpu_times()
+    t0, calm, before = time.monotonic(), 0, _cpu_times()
     while time.monotonic() - t0 < most_s and calm < 2:
         time.sleep(sample_s)
-        (i2, t2), (i1, t1) = _cpu_times(), (idle, total)
-        idle, total = i2, t2
-        calm = calm + 1 if t2 > t1 and (i2 - i1) / (t2 - t1) >= share else 0
+        now = _cpu_times()
+        idle, total = now[0] - before[0], now[1] - before[1]
+        calm = calm + 1 if total > 0 and idle / total >= share else 0
+        before = now
     return time.monotonic() - t0
 
 
@@ -186,10 +188,16 @@ def _main(now: bool) -> None:
     def log(m: str) -> None:
         print(time.strftime("%H:%M:%S"), m, flush=True)
 
-    if archive_path() is None or archive_path().is_file():  # type: ignore[union-attr]
+    p = archive_path()
+    if p is None or p.is_file():
         return
     if now:
         build(log=log)
+        return
+    waiting = (cache_dir() / "spark-start-up-cache.waiting.lock").open("a")
+    try:  # one background build waits at a time: set-up runs before every command
+        fcntl.flock(waiting, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
         return
     log(f"waited {wait_until_idle():.0f} s for an idle machine")
     build(log=log, nice=19)
