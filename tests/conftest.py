@@ -4,21 +4,23 @@ they fail with the command that fixes it (never skip), under CI and everywhere e
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from harness.checker import session
 from harness.clients.librdkafka.workload import ACKS0_LINGER_S
 from harness.cluster import ClusterSettings, KafkaCluster
 from harness.setup import cluster_images, engine, images
 
-# The checker's own tests check on an embedded driver in this process: they assert what a check
-# leaves cached in its caller's session, which only an embedded session shows. test_warm_spark.py
-# checks the warm server against it; `kchaos` processes the tests start check on the warm server.
-session.DEFAULT_MASTER = session.EMBEDDED
+# Checks run on the warm Spark server, as a user's do: one JVM, warmed once, shared by both test
+# workers and the `kchaos` processes the tests start (an embedded driver per worker cost the suite
+# twice the CPU of its checks). tests/test_checker.py checks on an embedded driver: it asserts what a
+# check leaves cached in its caller's session, which only an embedded session shows.
 
 # One ZooKeeper server: these tests are about brokers; tests/test_quorum.py and the catalogue run the
 # three-node quorum that clusters have by default.
@@ -58,6 +60,47 @@ def healed(cluster, request):
             print(f"--- broker {b}\n" + "\n".join(x[:300] for x in lines[-25:]))
     cluster.heal()
     cluster.wait_ready(90)
+
+
+# Each test file's seconds in the last measured default suite (tests/file_costs.json). Two workers
+# take one file at a time (--dist loadfile, in collection order): the dearest files go first, so
+# neither worker is left with a long file while the other has nothing to do. A file not yet
+# measured counts as dear: it goes early rather than alone at the end.
+FILE_COSTS: dict[str, float] = json.loads((Path(__file__).parent / "file_costs.json").read_text())
+UNMEASURED_FILE_COST_S = 60.0
+RECORD_COSTS = "KCHAOS_RECORD_FILE_COSTS"  # set to a path: the suite's seconds per file are written there
+
+
+def file_cost(path: Path) -> float:
+    return FILE_COSTS.get(path.name, UNMEASURED_FILE_COST_S)
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The dearest files first, each file's tests in their own order (sort is stable). When any
+    test checks a run, the warm Spark server starts now, while the first clusters boot."""
+    items.sort(key=lambda item: -file_cost(item.path))
+    if any(item.get_closest_marker("spark") or item.get_closest_marker("docker") for item in items):
+        from harness.checker import warm
+
+        warm.prestart()
+
+
+_seconds_per_file: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Sum each file's seconds (setup, call and teardown; in the controller when tests run on workers)."""
+    if os.environ.get(RECORD_COSTS):
+        name = report.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        _seconds_per_file[name] = _seconds_per_file.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session) -> None:
+    """With KCHAOS_RECORD_FILE_COSTS set, write what this suite measured: the table the order comes from."""
+    target = os.environ.get(RECORD_COSTS)
+    if target and _seconds_per_file and not hasattr(session.config, "workerinput"):
+        costs = {k: round(v) for k, v in sorted(_seconds_per_file.items(), key=lambda kv: -kv[1]) if v >= 1}
+        Path(target).write_text(json.dumps(costs, indent=1) + "\n")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

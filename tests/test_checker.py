@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.checker import ANOMALIES, check_runs, summarize
+from harness.checker import ANOMALIES, check_runs, session, summarize
 from harness.checker.promises import V1_ANOMALIES
 from harness.checker.verdict import read as read_verdict
 from harness.history import HistoryError
@@ -27,9 +27,20 @@ def only(**counts: int) -> dict[str, int]:
     return {**ZERO, **counts}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def embedded_driver():
+    """This module checks on an embedded driver in this process, the one session whose cache a test
+    can see (nothing_cached); the rest of the suite checks on the warm server."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr(session, "DEFAULT_MASTER", session.EMBEDDED)
+    yield
+    mp.undo()
+
+
 def nothing_cached() -> bool:
-    """Whether the Spark session (if one has started) holds no cached rows: a check releases what it
-    cached however it ends, for a caller that goes on using the session."""
+    """Whether the embedded Spark session (if a check has started one: bad input is refused before)
+    holds no cached rows: a check releases what it cached however it ends, for a caller that goes
+    on using the session."""
     from pyspark.sql import SparkSession
 
     s = SparkSession.getActiveSession()
