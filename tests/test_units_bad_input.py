@@ -4,12 +4,19 @@ line in this process (typer's runner), with Docker's address pointing nowhere: n
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.setup import engine
 from tests.histories import History
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,14 +196,81 @@ def test_a_missing_run_directory_is_named_as_missing(tmp_path):
 
 
 def test_a_spark_endpoint_nothing_answers_at_fails_within_seconds(tmp_path):
-    import time
-
     d = History().clean(5).write(tmp_path / "run")
     t0 = time.monotonic()
     res = kchaos("check", str(d), "--spark-master", "sc://127.0.0.1:1")
     assert res.exit_code == 3, res.output[-2000:]
     assert "nothing answers at 127.0.0.1:1" in res.output and "leave out --spark-master" in res.output
     assert time.monotonic() - t0 < 30
+
+
+@contextlib.contextmanager
+def silent_listener(family: int, address) -> Iterator[None]:
+    """A server at ``address`` that accepts every connection and never answers: a hung engine."""
+    server = socket.socket(family)
+    server.bind(address)
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                held.append(server.accept()[0])
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+        for c in [*held, server]:
+            c.close()
+
+
+def test_a_spark_endpoint_that_never_answers_fails_within_its_probe_time(tmp_path, monkeypatch):
+    from harness.checker import warm
+
+    monkeypatch.setattr(warm, "PROBE_S", 3.0)
+    d = History().clean(5).write(tmp_path / "run")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with silent_listener(socket.AF_INET, ("127.0.0.1", port)):
+        t0 = time.monotonic()
+        res = kchaos("check", str(d), "--spark-master", f"sc://127.0.0.1:{port}")
+        waited = time.monotonic() - t0
+    assert res.exit_code == 3, res.output[-2000:]
+    assert f"sc://127.0.0.1:{port}: accepts connections but ran no Spark job within 3 s" in res.output
+    assert waited < 20 and not (d / "verdict.json").exists()
+
+
+def test_a_docker_engine_that_never_answers_fails_within_seconds_naming_docker_host(tmp_path):
+    sock = tmp_path / "docker.sock"
+    with silent_listener(socket.AF_UNIX, str(sock)):
+        t0 = time.monotonic()
+        res = CliRunner().invoke(app, ["run", str(SMOKE), "--out", str(tmp_path / "r")],
+                                 env={"DOCKER_HOST": f"unix://{sock}", "COLUMNS": "200"})
+        waited = time.monotonic() - t0
+    assert res.exit_code == 3 and "Traceback" not in res.output, res.output[-2000:]
+    assert "Read timed out" in res.output and f"DOCKER_HOST is unix://{sock}: start the engine it names" in res.output
+    assert waited < engine.PROBE_TIMEOUT_S + 10 and not (tmp_path / "r").exists()
+
+
+def test_a_local_dockerd_that_does_not_answer_is_named_and_not_started_again(tmp_path, monkeypatch):
+    """dockerd runs (its pid file names a live process) but its socket does not answer: a second
+    dockerd would not start, so the set-up says which process to stop instead of starting one."""
+    sock, pid_file = tmp_path / "docker.sock", tmp_path / "docker.pid"
+    pid_file.write_text(str(os.getpid()))
+    monkeypatch.setattr(engine, "DOCKERD_PID", pid_file)
+    monkeypatch.setattr(engine, "LOCAL_SOCKETS", (f"unix://{sock}",))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{sock}")
+    monkeypatch.setattr(engine, "start_dockerd", lambda **_: pytest.fail("a second dockerd was started"))
+    with silent_listener(socket.AF_UNIX, str(sock)), pytest.raises(engine.EngineError) as e:
+        engine.ensure_engine(install=True, log=lambda m: None)
+    assert f"dockerd (pid {os.getpid()}) runs but does not answer: stop it (kill {os.getpid()}" in str(e.value)
 
 
 @pytest.mark.parametrize(("option", "value"), [("--unavailable-ms", "-5"), ("--examples", "-1")])

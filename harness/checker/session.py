@@ -46,6 +46,23 @@ def _answers(url: str) -> None:
             "--spark-master to check on the warm local server") from e
 
 
+def _connect(url: str):
+    """A Connect session at ``url`` that answered a tiny job, else SparkUnreachable: within
+    CONNECT_WAIT_S when nothing listens, within the warm server's probe time when something
+    listens but does not answer."""
+    from harness.checker import warm
+
+    _answers(url)
+    spark = warm.connect(url, warm.PROBE_S)
+    if spark is None:
+        why = warm.PROBE_ERRORS[-1][:300] if warm.PROBE_ERRORS else "no answer"
+        raise SparkUnreachable(
+            f"--spark-master {url}: accepts connections but ran no Spark job within {warm.PROBE_S:g} s ({why}); "
+            "check that a Spark Connect server (not another service) listens there, or leave out "
+            "--spark-master to check on the warm local server")
+    return spark
+
+
 def spark_session(master: str | None = None, jvm_options: str = ""):
     """The warm server when ``master`` is None (or KCHAOS_SPARK_MASTER names one), a Connect
     session for ``sc://`` URLs, else a classic driver on that master (``local[*]``: embedded)."""
@@ -55,8 +72,7 @@ def spark_session(master: str | None = None, jvm_options: str = ""):
 
         return warm.session()
     if master.startswith("sc://"):
-        _answers(master)
-        return SparkSession.builder.remote(master).create()
+        return _connect(master)
     # PySpark marks a process that opened a Connect session (its functions then build Connect
     # columns); an embedded driver after that needs the mark gone.
     os.environ.pop(CONNECT_MARK, None)

@@ -215,7 +215,14 @@ def start() -> ServerInfo:
 # ---------------------------------------------------------------- sessions
 
 def _session(info: ServerInfo, timeout_s: float):
-    """A new Connect session on the server that ran a tiny job, or None if it did not in time.
+    """A new Connect session on the server that ran a tiny job, or None if it did not in time."""
+    return connect(info.url, timeout_s, info.spark_version)
+
+
+def connect(url: str, timeout_s: float, spark_version: str | None = None):
+    """A new Connect session at ``url`` that ran a tiny job (on ``spark_version`` when given), or
+    None if it did not in time: an endpoint that accepts connections but never answers would
+    otherwise hold a check for ever.
 
     A session that failed its probe has its client closed: an open client's exit hook sends the
     server a clean-up request and retries it for minutes, which would keep a check whose old server
@@ -227,11 +234,13 @@ def _session(info: ServerInfo, timeout_s: float):
 
     def probe() -> None:
         try:
-            made.append(SparkSession.builder.remote(info.url).create())
+            made.append(SparkSession.builder.remote(url).create())
             if abandoned.is_set():  # created after the caller gave up on it
                 made[0].client.close()
                 return
-            if made[0].version == info.spark_version and made[0].range(3).count() == 3:
+            if spark_version not in (None, made[0].version):
+                PROBE_ERRORS.append(f"{url} runs Spark {made[0].version}, not {spark_version}")
+            elif made[0].range(3).count() == 3:
                 answered.set()
         except Exception as e:  # the server's fault or ours: said when a new server fails too
             PROBE_ERRORS.append(f"{type(e).__name__}: {e}")

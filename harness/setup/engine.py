@@ -36,6 +36,43 @@ class EngineStatus:
     server_version: str | None = None
 
 
+LOCAL_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/docker.sock")
+DOCKERD_PID = Path("/var/run/docker.pid")
+PROBE_TIMEOUT_S = 5  # an engine answers a ping in milliseconds, even beside a loaded suite
+
+
+def running_dockerd() -> int | None:
+    """The pid of the dockerd this machine runs (its pid file names a live process), else None."""
+    try:
+        pid = int(DOCKERD_PID.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def foreign_host() -> str | None:
+    """DOCKER_HOST when it names an engine other than this machine's local socket."""
+    host = os.environ.get("DOCKER_HOST", "")
+    return host if host and host not in LOCAL_SOCKETS else None
+
+
+def startable() -> bool:
+    """Whether starting dockerd here could give an engine that answers."""
+    return foreign_host() is None and running_dockerd() is None
+
+
+def what_fixes_it() -> str:
+    """The command or step that gives an engine that answers, for the situation at hand."""
+    if (host := foreign_host()) is not None:
+        return (f"DOCKER_HOST is {host}: start the engine it names, or unset DOCKER_HOST for this "
+                "machine's, which `kchaos doctor --fix` installs and starts")
+    if (pid := running_dockerd()) is not None:
+        return (f"dockerd (pid {pid}) runs but does not answer: stop it (kill {pid}; its log {DOCKERD_LOG}) "
+                "and run `kchaos doctor --fix` to start another")
+    return "Run `kchaos doctor --fix` to install and start one."
+
+
 def client(timeout: int = 120) -> docker.DockerClient:
     """A docker SDK client; raises EngineError with a plain explanation if none answers."""
     try:
@@ -43,15 +80,12 @@ def client(timeout: int = 120) -> docker.DockerClient:
         c.ping()
         return c
     except DockerException as e:
-        raise EngineError(
-            f"no Docker engine answers ({e.__class__.__name__}: {e}). "
-            "Run `kchaos doctor --fix` to install and start one."
-        ) from e
+        raise EngineError(f"no Docker engine answers ({e.__class__.__name__}: {e}). {what_fixes_it()}") from e
 
 
 def status() -> EngineStatus:
     try:
-        c = client(timeout=10)
+        c = client(timeout=PROBE_TIMEOUT_S)
         v = c.version().get("Version")
         c.close()
         return EngineStatus(True, f"Docker engine {v} answers", v)
@@ -105,9 +139,14 @@ def start_dockerd(log=print, wait_s: float = 60.0) -> None:
 
 
 def ensure_engine(install: bool = True, log=print) -> docker.DockerClient:
-    """Return a client to a running engine, installing and starting one if allowed."""
-    if status().ok:
+    """Return a client to a running engine, installing and starting one if allowed and if starting
+    one can help (not when DOCKER_HOST names another engine, or this machine's dockerd runs but
+    does not answer: a second would not start)."""
+    st = status()
+    if st.ok:
         return client()
+    if not startable():
+        raise EngineError(st.detail)
     if not install:
         raise EngineError("no Docker engine answers; run `kchaos doctor --fix`")
     install_packages([p for p in missing_packages() if p == "docker.io"], log=log)
