@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -79,10 +80,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     """The dearest files first, each file's tests in their own order (sort is stable). When any
     test checks a run, the warm Spark server starts now, while the first clusters boot."""
     items.sort(key=lambda item: -file_cost(item.path))
-    if any(item.get_closest_marker("spark") or item.get_closest_marker("docker") for item in items):
-        from harness.checker import warm
-
-        warm.prestart()
+    worker = getattr(config, "workerinput", {}).get("workerid", "gw0")
+    if worker == "gw0" and any(item.get_closest_marker("spark") or item.get_closest_marker("docker") for item in items):
+        # In a process of its own: a Connect session opened in this one would turn the Column
+        # functions to Connect's under tests/test_checker.py's embedded driver.
+        subprocess.Popen([sys.executable, "-m", "harness.checker.warm", "start"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 _seconds_per_file: dict[str, float] = {}

@@ -27,33 +27,22 @@ def only(**counts: int) -> dict[str, int]:
     return {**ZERO, **counts}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def embedded_driver():
-    """This module checks on an embedded driver in this process, the one session whose cache a test
-    can see (nothing_cached); the rest of the suite checks on the warm server."""
-    mp = pytest.MonkeyPatch()
-    mp.setattr(session, "DEFAULT_MASTER", session.EMBEDDED)
-    yield
-    mp.undo()
+@pytest.fixture
+def embedded_driver(monkeypatch):
+    """A check on an embedded driver in this process: the one session whose cache a test can see
+    (nothing_cached). The rest of the suite, this module's other tests among it, checks on the warm
+    server."""
+    monkeypatch.setattr(session, "DEFAULT_MASTER", session.EMBEDDED)
 
 
 def nothing_cached() -> bool:
-    """Whether the embedded Spark session (if a check has started one: bad input is refused before)
-    holds no cached rows: a check releases what it cached however it ends, for a caller that goes
-    on using the session."""
+    """Whether the embedded Spark session holds no cached rows: a check releases what it cached
+    however it ends, for a caller that goes on using the session."""
     from pyspark.sql import SparkSession
 
     s = SparkSession.getActiveSession()
-    return s is None or s._jsparkSession.sharedState().cacheManager().isEmpty()
-
-
-def check_one(tmp_path, h: History, name: str = "run") -> dict:
-    d = h.write(tmp_path / name)
-    (v,) = check_runs([d])
-    # The Spark job and the reference implementation agree on every history built here.
-    assert v.anomalies == h.reference()
-    assert nothing_cached()
-    return v
+    assert s is not None, "an embedded driver started in this process"
+    return s._jsparkSession.sharedState().cacheManager().isEmpty()
 
 
 def plant(h: History, anomaly: str) -> None:
@@ -331,8 +320,17 @@ def judged(tmp_path_factory) -> dict:
     for name, h in hs.items():
         # The Spark job and the reference implementation agree on every history built here.
         assert verdicts[name].anomalies == h.reference(), f"{name}: the Spark checker and the reference must agree"
-    assert nothing_cached()
     return verdicts
+
+
+def test_a_check_on_an_embedded_driver_leaves_nothing_cached_in_its_callers_session(tmp_path, embedded_driver):
+    """A caller that goes on using its session (an embedded driver's user) finds no rows a check
+    cached, and the embedded driver's verdict is the warm server's and the reference's."""
+    h = History().clean(5)
+    plant(h, "lost")
+    (v,) = check_runs([h.write(tmp_path / "run")])
+    assert v.anomalies == h.reference() and v.verdict == "fail"
+    assert nothing_cached()
 
 
 def test_clean_history_has_no_anomaly_and_passes(judged):
@@ -540,6 +538,13 @@ def test_bad_input_names_file_and_column_and_writes_nothing(tmp_path, how):
     with pytest.raises(HistoryError, match=BAD[how]):
         check_runs([d])
     assert not (d / "verdict.json").exists()
+
+
+def test_a_check_that_fails_midway_leaves_nothing_cached(tmp_path, embedded_driver):
+    """Bad input found by the Spark job itself, after it cached the history's rows."""
+    d = _corrupt(tmp_path, "no final read")
+    with pytest.raises(HistoryError, match=BAD["no final read"]):
+        check_runs([d])
     assert nothing_cached(), "a check that fails midway must not leave its cached rows in the session"
 
 
@@ -662,6 +667,5 @@ def test_shuffled_lookups_and_topics_as_columns_give_the_same_answers(tmp_path, 
     verdicts = check_runs([h.write(tmp_path / name) for name, h in hs.items()])
     for h, v in zip(hs.values(), verdicts, strict=True):
         assert v.anomalies == h.reference()
-    assert nothing_cached()
     assert_lookups(verdicts[0])
     assert_topics(verdicts[1])
