@@ -19,6 +19,8 @@ from tests.conftest import require_docker
 
 pytestmark = pytest.mark.docker
 
+SMOKE = Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml"
+
 
 def _start_held_cluster() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
@@ -66,6 +68,28 @@ def test_killed_run_leaves_nothing(sig):
     from harness.setup.doctor import check_leftovers
 
     assert check_leftovers().ok
+
+
+def test_a_cluster_that_cannot_come_up_fails_at_once_with_the_brokers_own_reason():
+    """A broker setting each version's config definition takes but Kafka refuses beside another
+    (KafkaConfig.validateValues: replica.socket.timeout.ms, 30 s by default, must be at least
+    replica.fetch.wait.max.ms) is left to the broker: it exits at start, and the run stops there
+    with the broker's own words, exit 3, no container and no run directory left, long before the
+    boot's bound."""
+    require_docker(["3.9.1"])
+    out = Path(f"/tmp/kchaos-never-up-{os.getpid()}")
+    t0 = time.monotonic()
+    with subprocess.Popen([sys.executable, "-m", "harness", "run", str(SMOKE), "--out", str(out), "--set",
+                           "zookeepers=1", "--set", "broker_config.replica.fetch.wait.max.ms=40000"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "COLUMNS": "200"}) as p:
+        said, _ = p.communicate(timeout=300)
+    took = time.monotonic() - t0
+    assert p.returncode == 3 and "Traceback (most recent call last)" not in said, said[-3000:]
+    assert "exited (code 1)" in said and "replica.socket.timeout.ms should always be at least" in said, said[-3000:]
+    assert took < 60, f"{took:.0f} s: a broker that exits is noticed at once, not at the boot's bound"
+    assert not out.exists(), "no run directory for a run that never started"
+    assert [x.name for x in reaper.inventory(engine.client()) if x.pid == str(p.pid)] == []
 
 
 def test_next_run_removes_what_a_dead_run_left():

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,32 @@ def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
     assert again.returncode == r.returncode and json.loads((out / "hunt.json").read_text())["runs"] == doc["runs"]
     other = hunt("smoke", "--runs", "1", "--seed", "6", "--out", str(out))
     assert other.returncode == 2 and "another hunt" in other.stderr
+
+
+@pytest.mark.chaos_long  # a cluster of its own; tests/test_interrupts.py stops check and report in the default tier
+def test_a_hunt_stopped_by_ctrl_c_mid_run_exits_130_within_seconds_and_leaves_no_container(tmp_path):
+    require_docker(["3.9.1"])
+    p = subprocess.Popen([sys.executable, "-m", "harness", "hunt", "smoke", "--runs", "1", "--seed", "5", "--out",
+                          str(tmp_path / "h"), "--set", "duration_s=30", "--set", "zookeepers=1", *SAFE_SPACE],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(leftovers(p.pid)) < 5 and time.monotonic() < deadline:  # toxiproxy, ZooKeeper, three brokers
+            assert p.poll() is None, p.stdout.read()
+            time.sleep(0.5)
+        time.sleep(5)  # the run under way
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130 and time.monotonic() - sent < 10, (p.returncode, out[-2000:])
+    assert "Traceback" not in out, out[-2000:]
+    deadline = time.monotonic() + 10
+    while leftovers(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not leftovers(p.pid), "a stopped hunt leaves no container"
 
 
 @pytest.mark.chaos_long
