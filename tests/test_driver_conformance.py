@@ -15,7 +15,7 @@ from harness.checker import check_runs
 from harness.checker.excuses import client_label
 from harness.clients.java import build as java_driver
 from harness.clients.registry import LIBRARIES
-from harness.run import runner
+from harness.run.kept_cluster import KeptCluster
 from harness.scenario import ScenarioError, load
 from tests.conftest import assert_sends_recorded, require_docker
 
@@ -76,12 +76,28 @@ def require_driver(version: str) -> None:
         pytest.fail(f"the Java driver for kafka-clients {version} cannot be built: {e}", pytrace=False)
 
 
+@pytest.fixture(scope="module")
+def kept():
+    """Every driver's run on one cluster: each has a topic, a group and a copier group of its own
+    (group_of), so nothing one run leaves on the cluster is read by the next."""
+    k = KeptCluster()
+    yield k
+    k.close()
+
+
+def group_of(client: str) -> str:
+    return f"g-{client}"
+
+
 def scenario(tmp_path, client: str) -> tuple[list[str], object]:
     """BASE with ``client`` as the scenario's library and producer b on another library beside it
     (a table's own ``client``); a Java run's group is a kafka-clients of another version than the
-    broker's (a table's own ``client_version``)."""
+    broker's (a table's own ``client_version``). The topic, the group and the copier's group are
+    named for the client."""
     other = next(c for c in LIBRARIES if c != client)
-    sets = [f"client={client}", f"producers.1.client={other}"]
+    g = group_of(client)
+    sets = [f"client={client}", f"producers.1.client={other}", f"topic.name=chaos-{client}", f"groups.0.name={g}",
+            f"faults.0.target=client:{g}-1", f"copier.group=kchaos-copier-{client}"]
     if client == "java":
         sets.append("groups.0.client_version=4.1.2")
     p = tmp_path / "s.toml"
@@ -93,7 +109,7 @@ def scenario(tmp_path, client: str) -> tuple[list[str], object]:
 
 
 @pytest.mark.parametrize("client", list(LIBRARIES))
-def test_every_driver_records_the_contract(tmp_path, client):
+def test_every_driver_records_the_contract(tmp_path, client, kept):
     """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
     exactly-once copier and a group whose member's process is frozen for 2 s, made by ``client``;
     no fault touches a broker, so nothing may be lost, the group returns everything, and every
@@ -101,10 +117,10 @@ def test_every_driver_records_the_contract(tmp_path, client):
     require_docker(["3.9.1"])
     require_driver("3.9.1")
     sets, s = scenario(tmp_path, client)
-    res = runner.execute(s, tmp_path / "run", overrides=sets, log=lambda m: None)
-    d = res.path
+    res = kept.execute(s, tmp_path / "run", reuse=True, overrides=sets, log=lambda m: None)
+    d, g = res.path, group_of(client)
     produced = pq.read_table(d / "produced.parquet").to_pylist()
-    consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == "chaos"]
+    consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == s.topic.name]
     plain = [r for r in produced if r["producer"] in ("a", "b")]
     acked = {r["value"] for r in plain if r["status"] == "ok"}
     assert len(acked) > 1500 and len(acked) == len(plain), "fault-free: every send acknowledged"
@@ -122,17 +138,17 @@ def test_every_driver_records_the_contract(tmp_path, client):
     ends = {q: max(r["hw"] for r in consumed if r["phase"] == "final" and r["partition"] == q) for q in (0, 1)}
     assert all(r["hw"] is not None and r["hw"] <= ends[r["partition"]]
                and (r["offset"] < r["hw"] or at.get((r["partition"], r["offset"])) == r["value"]) for r in live_rows)
-    grouped = [r for r in consumed if r["group"] == "g"]
+    grouped = [r for r in consumed if r["group"] == g]
     assert acked <= {r["value"] for r in grouped}, "the group returned every acknowledged record"
-    assert {r["consumer"].split("/")[0] for r in grouped} == {"g-1", "g-2"}
+    assert {r["consumer"].split("/")[0] for r in grouped} == {f"{g}-1", f"{g}-2"}
     assert all(r["generation"] >= 1 and r["hw"] is not None for r in grouped)
     offsets = pq.read_table(d / "offsets.parquet").to_pylist()
-    assert {r["partition"] for r in offsets if r["group"] == "g" and r["phase"] == "live"} == {0, 1}, \
+    assert {r["partition"] for r in offsets if r["group"] == g and r["phase"] == "live"} == {0, 1}, \
         "each partition's commits recorded"
     notes = [x for x in (d / "events.jsonl").read_text().splitlines() if '"note"' in x]
     assert not any("had not committed to the end" in x for x in notes), \
         "the group commits past its last record (a transaction's marker is no record to read)"
-    assert_transactions_recorded(produced, pq.read_table(d / "txns.parquet").to_pylist())
+    assert_transactions_recorded(produced, pq.read_table(d / "txns.parquet").to_pylist(), f"{s.topic.name}-copy")
     (pause,) = [e for e in map(json.loads, (d / "events.jsonl").read_text().splitlines()) if e["type"] == "fault"]
     # Frozen before its heal: the member stops itself after its batch, which on a loaded machine can take
     # most of the 2 s window.
@@ -148,12 +164,12 @@ def test_every_driver_records_the_contract(tmp_path, client):
         "each configuration names its client"
     if client == "java":
         assert run["groups"][0]["client"] == {"name": "java", "version": "kafka-clients 4.1.2"}, "a table's version"
-        assert "Kafka version: 4.1.2" in "".join(f.read_text() for f in (d / "members" / "g").glob("*.log"))
+        assert "Kafka version: 4.1.2" in "".join(f.read_text() for f in (d / "members" / g).glob("*.log"))
         log = (d / "logs" / "clients.log").read_text()
         assert "kchaos.java" in log and "ProducerConfig values" in log, "kafka-clients' own log is in the run's log"
 
 
-def assert_transactions_recorded(produced: list[dict], txns: list[dict]) -> None:
+def assert_transactions_recorded(produced: list[dict], txns: list[dict], copy_topic: str) -> None:
     """The transactional producer's transactions, committed and (a seeded share) aborted, each send
     under one, acknowledged if it committed (an abort fails the sends it finds still queued, never
     sent: librdkafka's _PURGE_QUEUE, kafka-clients' TransactionAbortedException); the copier's
@@ -175,7 +191,7 @@ def assert_transactions_recorded(produced: list[dict], txns: list[dict]) -> None
     committed = {r["value"] for r in produced if r["producer"] in ("a", "b") or (r["producer"] == "t" and
                  outcome[r["txn"]] == "committed")}
     copies = [r for r in produced if r["producer"] == "copier" and r["status"] == "ok"]
-    assert all(r["topic"] == "chaos-copy" and outcome[r["txn"]] == "committed" for r in copies)
+    assert all(r["topic"] == copy_topic and outcome[r["txn"]] == "committed" for r in copies)
     sources = [r["source"] for r in copies]
     assert len(sources) == len(set(sources)) and set(sources) <= committed
     # How far it got depends on the machine's load; that every record below its group's committed
