@@ -14,7 +14,8 @@ fi
 # the checks the tests make should start as fast as a user's.
 ${PYTHON:-python3} -m harness.setup.cds --now >&2
 if [ $# -eq 0 ]; then set -- -m "not chaos_long"; fi
-# Two workers, a test file each at a time: most of a test's time is spent waiting on containers
-# and JVMs, so two files run side by side on two cores; the dearest files first, in tests/conftest.py's
-# order (xdist's own reorder, by test count, is off). KCHAOS_TEST_WORKERS=0 runs in one process.
+# Two workers, a group of tests each at a time (a file, or the files that share a cluster: see
+# tests/conftest.py's scheduler): most of a test's time is spent waiting on containers and JVMs, so two run side
+# by side on two cores; the dearest groups first (xdist's own reorder, by test count, is off).
+# KCHAOS_TEST_WORKERS=0 runs in one process.
 exec ${PYTHON:-python3} -m pytest -q --durations=20 -n "${KCHAOS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

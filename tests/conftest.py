@@ -41,6 +41,25 @@ def require_docker(versions: list[str] | None = None) -> None:
         pytest.fail(f"image could not be built: {e}", pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def kept_cluster():
+    """This worker's kept cluster (harness/run/kept_cluster.py), for the files of a KEPT_* group:
+    a run boots it, or takes the one an earlier run of the same cluster settings healed."""
+    from harness.run.kept_cluster import KeptCluster
+
+    kept = KeptCluster()
+    yield kept
+    kept.close()
+
+
+def run_on_kept(kept, s, out: Path, tag: str):
+    """``s`` run on the kept cluster, on a topic of its own (``NAME-tag``)."""
+    from harness.run.kept_cluster import may_share_a_cluster, on_a_topic_of_its_own
+
+    assert may_share_a_cluster(s), f"{s.name} keeps state on the cluster beyond its topic"
+    return kept.execute(on_a_topic_of_its_own(s, tag), out, reuse=True, log=lambda m: None)
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """One ZooKeeper-mode cluster shared by a module's tests; each test heals what it broke."""
@@ -76,10 +95,36 @@ def file_cost(path: Path) -> float:
     return FILE_COSTS.get(path.name, UNMEASURED_FILE_COST_S)
 
 
+# Test files whose runs share one cluster (the kept_cluster fixture), by the group they share it in:
+# the scheduler below gives a group's files to one worker, one after another, so they share its
+# cluster whatever the schedule. Every other file is a group of its own (as --dist loadfile).
+CLUSTER_GROUPS = {"test_run.py": "kept cluster 3.9.1 zk", "test_triggers.py": "kept cluster 3.9.1 zk"}
+
+
+def group_of(path: str) -> str:
+    """The scheduling group of a test file (a path or a node id's)."""
+    name = path.split("::", 1)[0].rsplit("/", 1)[-1]
+    return CLUSTER_GROUPS.get(name, name)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, but the files of one cluster group go to one worker together."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFileAndClusterGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByFileAndClusterGroup(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The dearest files first, each file's tests in their own order (sort is stable). When any
-    test checks a run, the warm Spark server starts now, while the first clusters boot."""
-    items.sort(key=lambda item: -file_cost(item.path))
+    """The dearest groups first, each group's tests in their files' own order (sort is stable).
+    When any test checks a run, the warm Spark server starts now, while the first clusters boot."""
+    cost: dict[str, float] = {}
+    for path in {item.path for item in items}:
+        cost[group_of(path.name)] = cost.get(group_of(path.name), 0.0) + file_cost(path)
+    items.sort(key=lambda item: (-cost[group_of(item.path.name)], group_of(item.path.name)))
     worker = getattr(config, "workerinput", {}).get("workerid", "gw0")
     if worker == "gw0" and any(item.get_closest_marker("spark") or item.get_closest_marker("docker") for item in items):
         # In a process of its own: a Connect session opened in this one would turn the Column

@@ -12,32 +12,17 @@ import pytest
 
 from harness.checker import check_runs
 from harness.report.page import write_report
-from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
 from harness.scenario import load
 from tests.browser import assert_report_page
-from tests.conftest import assert_sends_recorded, require_docker
+from tests.conftest import assert_sends_recorded, require_docker, run_on_kept
 
-pytestmark = pytest.mark.docker
+pytestmark = pytest.mark.docker  # its runs share a cluster with tests/test_triggers.py's (conftest.CLUSTER_GROUPS)
 
 
 def scenario(tmp_path, body: str, **over):
     p = tmp_path / "s.toml"
     p.write_text(textwrap.dedent(body))
     return load(p, [f"{k}={v}" for k, v in over.items()])
-
-
-@pytest.fixture(scope="module")
-def kept():
-    """Both runs on one cluster, as a matrix's cells share one: their cluster settings are the same,
-    each runs on a topic of its own, and the second starts on what the first healed."""
-    k = KeptCluster()
-    yield k
-    k.close()
-
-
-def execute(kept: KeptCluster, s, out, tag: str):
-    assert may_share_a_cluster(s), "a run of this module keeps nothing on the cluster beyond its topic"
-    return kept.execute(on_a_topic_of_its_own(s, tag), out, reuse=True, log=lambda m: None)
 
 
 # Followers that fall 3 s behind on a loaded machine (two test workers on two cores) leave the ISR
@@ -59,13 +44,13 @@ replica_lag_time_max_ms = 15000
 """
 
 
-def test_fault_free_run_finds_every_acknowledged_record(tmp_path, kept):
+def test_fault_free_run_finds_every_acknowledged_record(tmp_path, kept_cluster):
     require_docker(["3.9.1"])
     s = scenario(tmp_path, BASE.replace("count = 1", 'count = 1\nconfig = { "fetch.wait.max.ms" = 50 }')
                  + '[[producers]]\nname = "a"\nacks = "all"\nidempotence = true\nrate = 150\n'
                  'config = { "debug" = "eos", "socket.timeout.ms" = 20000 }\n'
                  '[[producers]]\nname = "b"\nacks = "1"\nrate = 150\n')
-    res = execute(kept, s, tmp_path / "run", "free")
+    res = run_on_kept(kept_cluster, s, tmp_path / "run", "free")
     d = res.path
     produced = pq.read_table(d / "produced.parquet").to_pylist()
     consumed = pq.read_table(d / "consumed.parquet").to_pylist()
@@ -110,13 +95,13 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path, kept):
     assert v.anomalies == {**dict.fromkeys(v.anomalies, 0), "uncommitted_read": len(at_hw)} and v.verdict == "pass"
 
 
-def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change_and_reported(tmp_path, kept):
+def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change_and_reported(tmp_path, kept_cluster):
     """The fault log's times against the sampled leaders; then the run's HTML report, as a reader opens it."""
     require_docker(["3.9.1"])
     s = scenario(tmp_path, BASE + '[[producers]]\nacks = "1"\nrate = 200\n'
                  '[[faults]]\nat_s = 2\nduration_s = 5\nkind = "kill"\ntarget = "leader"\npartition = 0\n',
                  duration_s=9)
-    res = execute(kept, s, tmp_path / "run", "kill")
+    res = run_on_kept(kept_cluster, s, tmp_path / "run", "kill")
     events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
     (fault,) = [e for e in events if e["type"] == "fault"]
     old = fault["leader_before"]

@@ -14,9 +14,9 @@ from harness.cluster.broker_log import truncation
 from harness.report.page import write_report
 from harness.run import runner
 from harness.scenario import load
-from tests.conftest import require_docker
+from tests.conftest import require_docker, run_on_kept
 
-pytestmark = pytest.mark.docker
+pytestmark = pytest.mark.docker  # its first test shares tests/test_run.py's cluster (conftest.CLUSTER_GROUPS)
 
 SCENARIO = """
 name = "triggered"
@@ -62,13 +62,16 @@ target = "leader"
 [faults.on]
 event = "hw"
 offset = 1000000
+
+[cluster]  # tests/test_run.py's cluster settings: the two share a cluster
+replica_lag_time_max_ms = 15000
 """
 
 
-def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercised(tmp_path):
+def test_triggered_faults_fire_on_their_events_and_an_unfired_one_is_not_exercised(tmp_path, kept_cluster):
     require_docker(["3.9.1"])
     (tmp_path / "t.toml").write_text(SCENARIO)
-    res = runner.execute(load(tmp_path / "t.toml"), tmp_path / "run", log=lambda m: None)
+    res = run_on_kept(kept_cluster, load(tmp_path / "t.toml"), tmp_path / "run", "triggered")
     (v,) = check_runs([res.path])
     events = [json.loads(line) for line in (res.path / "events.jsonl").read_text().splitlines()]
     fired = {e["fault"]: e for e in events if e["type"] == "trigger"}
