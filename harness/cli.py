@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.clients.registry import BuildError
@@ -59,7 +60,7 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
         try:
             doctor_mod.fix(log=_log, stop_spark=not keep_spark)
         except (engine.EngineError, images.ImageError, BuildError) as e:
-            err.print(f"[red]could not fix:[/red] {e}")
+            err.print(f"[red]could not fix:[/red] {escape(str(e))}")
             raise typer.Exit(EXIT_NOT_RUN) from e
     checks = doctor_mod.run_checks()
     if quiet and all(c.ok for c in checks):
@@ -94,7 +95,7 @@ def images_cmd(
         t0 = time.monotonic()
         refs = images.build_all(client, versions=None if every else (version or images.set_up_versions()), log=_log)
     except (engine.EngineError, images.ImageError) as e:
-        err.print(f"[red]{e}[/red]")
+        err.print(f"[red]{escape(str(e))}[/red]")
         raise typer.Exit(EXIT_NOT_RUN) from e
     for r in refs:
         console.print(f"  {r.kind:10} {r.tag}")
@@ -119,7 +120,7 @@ def up(
     try:
         settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers, **size)
     except ValidationError as e:
-        err.print(f"[red]bad input:[/red] {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
+        err.print(f"[red]bad input:[/red] {escape(str(e.errors()[0]['loc'][0]))}: {escape(e.errors()[0]['msg'])}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     reaper.install_signal_handlers()
     try:
@@ -133,7 +134,7 @@ def up(
     except KeyboardInterrupt:
         console.print("stopping")
     except (ClusterError, engine.EngineError) as e:
-        err.print(f"[red]cluster could not start:[/red] {e}")
+        err.print(f"[red]cluster could not start:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -160,10 +161,10 @@ def _refusing_bad_input():
     try:
         yield
     except (scenario_mod.ScenarioError, BadOption) as e:
-        err.print(f"[red]bad input:[/red] {e}")
+        err.print(f"[red]bad input:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except engine.EngineError as e:
-        err.print(f"[red]cannot run:[/red] {e}")
+        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -175,7 +176,7 @@ def _ensure_images(versions: list[str]) -> None:
     try:
         images.ensure(engine.client(timeout=10), versions, log=_log)
     except (engine.EngineError, images.ImageError) as e:
-        err.print(f"[red]cannot run:[/red] {e}")
+        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -222,7 +223,7 @@ def run(
     try:
         res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
     except runner.NOT_CARRIED_OUT as e:
-        err.print(f"[red]the run could not be carried out:[/red] {e}")
+        err.print(f"[red]the run could not be carried out:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
     _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "
          f"{res.final} in the final read, {res.replicas} replica records, {res.faults} faults")
@@ -259,10 +260,10 @@ def check(
             raise ValueError(f"--examples: {examples} (allowed: 0 or more)")
         verdicts = check_runs(run_dirs, master=spark_master, threshold_ms=unavailable_ms, examples=examples)
     except (HistoryError, ValueError) as e:
-        err.print(f"[red]bad input:[/red] {e}")
+        err.print(f"[red]bad input:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except SparkUnreachable as e:
-        err.print(f"[red]cannot run:[/red] {e}")
+        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
     print_verdicts(verdicts, summarize(verdicts))
     _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
@@ -298,7 +299,7 @@ def report(
             check_runs(unchecked)
         out = report_mod.write_report(run_dirs, output, title=title)
     except (HistoryError, ValueError) as e:  # BadOption too
-        err.print(f"[red]bad input:[/red] {e}")
+        err.print(f"[red]bad input:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     _log(f"report: {out.resolve()}")
 
@@ -509,7 +510,7 @@ def hunt(
                 refuse_a_hunts_own_directory(out, "a hunt of one process (--parallel merges shards)")
             h = Hunt(opts, announce=_log) if parallel == 1 else None
         except (ValueError, HuntError) as e:
-            err.print(f"[red]bad input:[/red] {e}")
+            err.print(f"[red]bad input:[/red] {escape(str(e))}")
             raise typer.Exit(EXIT_BAD_INPUT) from e
         _ensure_images(sorted({b.scenario.kafka_version for b in drawn_on}))
     if h is None:
@@ -518,7 +519,7 @@ def hunt(
     try:
         outcome = h.run()
     except CannotRun as e:
-        err.print(f"[red]cannot run:[/red] {e}")
+        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_NOT_RUN) from e
     j = outcome.journal
     _log(f"{j['runs']} runs ({j['drawn']} drawn), {j['workload_s']:g} s of workload in {j['wall_s']:g} s; "
@@ -537,10 +538,10 @@ def _parallel_hunt(opts, n: int) -> None:
     codes = run_shards(shard_commands(opts, n))
     done = [shard_dir(opts.out, k, n) for k in range(1, n + 1) if (shard_dir(opts.out, k, n) / "hunt.json").exists()]
     if not done:
-        err.print(f"[red]cannot run:[/red] no shard of {n} wrote its hunt.json (exit codes {codes})")
+        err.print(f"[red]cannot run:[/red] no shard of {n} wrote its hunt.json (exit codes {escape(str(codes))})")
         raise typer.Exit(max(codes) if max(codes) != EXIT_BROKEN else EXIT_NOT_RUN)
     if any(c in (EXIT_BAD_INPUT, EXIT_NOT_RUN) for c in codes):
-        err.print(f"shards' exit codes: {codes}; merging the {len(done)} that wrote their hunt.json")
+        err.print(f"shards' exit codes: {escape(str(codes))}; merging the {len(done)} that wrote their hunt.json")
     _merge_hunts(done, opts.out)
 
 
@@ -551,7 +552,7 @@ def _merge_hunts(dirs: list[Path], out: Path) -> None:
     try:
         doc = merge(dirs, out)
     except HuntError as e:
-        err.print(f"[red]bad input:[/red] {e}")
+        err.print(f"[red]bad input:[/red] {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     _log(f"{len(dirs)} hunts: {doc['runs']} runs ({doc['drawn']} drawn), {doc['wall_s']:g} s of machine time; "
          f"{len(doc['findings'])} findings in {out / 'hunt.json'}")

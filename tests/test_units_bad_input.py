@@ -111,6 +111,13 @@ def test_a_hunt_budget_that_leaves_no_time_is_refused(budget, tmp_path):
     assert not (tmp_path / "h").exists(), "nothing written"
 
 
+def test_a_refusal_that_holds_brackets_is_printed_whole(tmp_path):
+    """The terminal's markup must not eat a message's own brackets (``[min, max]``, a list of values)."""
+    line = refused(kchaos("hunt", str(SMOKE), "--runs", "1", "--set", "hunt.faults=[3, 1]",
+                          "--out", str(tmp_path / "h")))
+    assert "faults: [3, 1] is not [min, max] with 0 <= min <= max" in line, line
+
+
 def test_a_hunt_of_no_runs_is_refused(tmp_path):
     refused(kchaos("hunt", "smoke", "--runs", "0", "--out", str(tmp_path / "h")), "--runs", "1 or more")
 
