@@ -18,7 +18,19 @@ from pathlib import Path
 from tests.histories import History
 
 STOPPED_WITHIN_S = 5.0
-WAITING_S = 4.0  # long enough to import, read the run directory and reach the server's lock
+
+
+def waits_on(lock: Path, pid: int, timeout_s: float = 60) -> bool:
+    """Whether process ``pid`` comes to wait for ``lock`` (a blocked flock in /proc/locks, its
+    waiters marked ``->``) within ``timeout_s``: on a loaded machine its imports alone take seconds."""
+    inode = f":{lock.stat().st_ino} "
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        held = Path("/proc/locks").read_text().splitlines()
+        if any("->" in x and f" {pid} " in x and inode in x for x in held):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def interrupted_while_waiting_for_spark(tmp_path: Path, *args: str) -> tuple[int, float, str]:
@@ -33,8 +45,7 @@ def interrupted_while_waiting_for_spark(tmp_path: Path, *args: str) -> tuple[int
         p = subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
-            time.sleep(WAITING_S)
-            assert p.poll() is None, f"it should wait for the lock, but exited {p.returncode}: {p.stdout.read()}"
+            assert waits_on(state / "lock", p.pid), f"it never waited for the lock: {p.poll()}"
             sent = time.monotonic()
             p.send_signal(signal.SIGINT)
             out, _ = p.communicate(timeout=60)
