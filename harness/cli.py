@@ -43,6 +43,12 @@ def _options(verbose: bool = typer.Option(False, "--verbose", help="client-libra
     logs.quiet_clients()
 
 
+def _said(label: str, what: object) -> None:
+    """``label: what`` on stderr, the label red; ``what`` as written (the terminal's markup would eat
+    its brackets: "is not [min, max]", a list of exit codes)."""
+    err.print(f"[red]{label}:[/red] {escape(str(what))}")
+
+
 def _log(msg: str) -> None:
     console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {msg}")
 
@@ -60,7 +66,7 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
         try:
             doctor_mod.fix(log=_log, stop_spark=not keep_spark)
         except (engine.EngineError, images.ImageError, BuildError) as e:
-            err.print(f"[red]could not fix:[/red] {escape(str(e))}")
+            _said("could not fix", e)
             raise typer.Exit(EXIT_NOT_RUN) from e
     checks = doctor_mod.run_checks()
     if quiet and all(c.ok for c in checks):
@@ -95,7 +101,7 @@ def images_cmd(
         t0 = time.monotonic()
         refs = images.build_all(client, versions=None if every else (version or images.set_up_versions()), log=_log)
     except (engine.EngineError, images.ImageError) as e:
-        err.print(f"[red]{escape(str(e))}[/red]")
+        err.print(escape(str(e)), style="red")
         raise typer.Exit(EXIT_NOT_RUN) from e
     for r in refs:
         console.print(f"  {r.kind:10} {r.tag}")
@@ -120,7 +126,7 @@ def up(
     try:
         settings = ClusterSettings(kafka_version=kafka_version, mode=mode, brokers=brokers, **size)
     except ValidationError as e:
-        err.print(f"[red]bad input:[/red] {escape(str(e.errors()[0]['loc'][0]))}: {escape(e.errors()[0]['msg'])}")
+        _said("bad input", f"{e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
         raise typer.Exit(EXIT_BAD_INPUT) from e
     reaper.install_signal_handlers()
     try:
@@ -134,7 +140,7 @@ def up(
     except KeyboardInterrupt:
         console.print("stopping")
     except (ClusterError, engine.EngineError) as e:
-        err.print(f"[red]cluster could not start:[/red] {escape(str(e))}")
+        _said("cluster could not start", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -161,10 +167,10 @@ def _refusing_bad_input():
     try:
         yield
     except (scenario_mod.ScenarioError, BadOption) as e:
-        err.print(f"[red]bad input:[/red] {escape(str(e))}")
+        _said("bad input", e)
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except engine.EngineError as e:
-        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
+        _said("cannot run", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -176,7 +182,7 @@ def _ensure_images(versions: list[str]) -> None:
     try:
         images.ensure(engine.client(timeout=10), versions, log=_log)
     except (engine.EngineError, images.ImageError) as e:
-        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
+        _said("cannot run", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
@@ -223,7 +229,7 @@ def run(
     try:
         res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
     except runner.NOT_CARRIED_OUT as e:
-        err.print(f"[red]the run could not be carried out:[/red] {escape(str(e))}")
+        _said("the run could not be carried out", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
     _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "
          f"{res.final} in the final read, {res.replicas} replica records, {res.faults} faults")
@@ -260,10 +266,10 @@ def check(
             raise ValueError(f"--examples: {examples} (allowed: 0 or more)")
         verdicts = check_runs(run_dirs, master=spark_master, threshold_ms=unavailable_ms, examples=examples)
     except (HistoryError, ValueError) as e:
-        err.print(f"[red]bad input:[/red] {escape(str(e))}")
+        _said("bad input", e)
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except SparkUnreachable as e:
-        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
+        _said("cannot run", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
     print_verdicts(verdicts, summarize(verdicts))
     _log(f"checked {len(verdicts)} run(s) in {time.monotonic() - t0:.1f} s")
@@ -299,7 +305,7 @@ def report(
             check_runs(unchecked)
         out = report_mod.write_report(run_dirs, output, title=title)
     except (HistoryError, ValueError) as e:  # BadOption too
-        err.print(f"[red]bad input:[/red] {escape(str(e))}")
+        _said("bad input", e)
         raise typer.Exit(EXIT_BAD_INPUT) from e
     _log(f"report: {out.resolve()}")
 
@@ -510,7 +516,7 @@ def hunt(
                 refuse_a_hunts_own_directory(out, "a hunt of one process (--parallel merges shards)")
             h = Hunt(opts, announce=_log) if parallel == 1 else None
         except (ValueError, HuntError) as e:
-            err.print(f"[red]bad input:[/red] {escape(str(e))}")
+            _said("bad input", e)
             raise typer.Exit(EXIT_BAD_INPUT) from e
         _ensure_images(sorted({b.scenario.kafka_version for b in drawn_on}))
     if h is None:
@@ -519,7 +525,7 @@ def hunt(
     try:
         outcome = h.run()
     except CannotRun as e:
-        err.print(f"[red]cannot run:[/red] {escape(str(e))}")
+        _said("cannot run", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
     j = outcome.journal
     _log(f"{j['runs']} runs ({j['drawn']} drawn), {j['workload_s']:g} s of workload in {j['wall_s']:g} s; "
@@ -538,10 +544,10 @@ def _parallel_hunt(opts, n: int) -> None:
     codes = run_shards(shard_commands(opts, n))
     done = [shard_dir(opts.out, k, n) for k in range(1, n + 1) if (shard_dir(opts.out, k, n) / "hunt.json").exists()]
     if not done:
-        err.print(f"[red]cannot run:[/red] no shard of {n} wrote its hunt.json (exit codes {escape(str(codes))})")
+        _said("cannot run", f"no shard of {n} wrote its hunt.json (exit codes {codes})")
         raise typer.Exit(max(codes) if max(codes) != EXIT_BROKEN else EXIT_NOT_RUN)
     if any(c in (EXIT_BAD_INPUT, EXIT_NOT_RUN) for c in codes):
-        err.print(f"shards' exit codes: {escape(str(codes))}; merging the {len(done)} that wrote their hunt.json")
+        err.print(escape(f"shards' exit codes: {codes}; merging the {len(done)} that wrote their hunt.json"))
     _merge_hunts(done, opts.out)
 
 
@@ -552,7 +558,7 @@ def _merge_hunts(dirs: list[Path], out: Path) -> None:
     try:
         doc = merge(dirs, out)
     except HuntError as e:
-        err.print(f"[red]bad input:[/red] {escape(str(e))}")
+        _said("bad input", e)
         raise typer.Exit(EXIT_BAD_INPUT) from e
     _log(f"{len(dirs)} hunts: {doc['runs']} runs ({doc['drawn']} drawn), {doc['wall_s']:g} s of machine time; "
          f"{len(doc['findings'])} findings in {out / 'hunt.json'}")
@@ -571,7 +577,7 @@ def spark(action: str = typer.Argument("status", help="status | stop")) -> None:
         _log("stopped the warm Spark server" if warm.stop() else "no warm Spark server was running")
         raise typer.Exit(EXIT_OK)
     if action != "status":
-        err.print(f"spark: {action!r} is not an action (allowed: status, stop)")
+        err.print(escape(f"spark: {action!r} is not an action (allowed: status, stop)"))
         raise typer.Exit(EXIT_BAD_INPUT)
     info = warm.read_info()
     if info is None or not warm.alive(info):

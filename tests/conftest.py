@@ -83,9 +83,9 @@ def healed(cluster, request):
 
 
 # Each test file's seconds in the last measured default suite (tests/file_costs.json). Two workers
-# take one file at a time (--dist loadfile, in collection order): the dearest files go first, so
-# neither worker is left with a long file while the other has nothing to do. A file not yet
-# measured counts as dear: it goes early rather than alone at the end.
+# take one group of files at a time (the scheduler below, in collection order): the dearest go
+# first, so neither worker is left with a long one while the other has nothing to do. A file not
+# yet measured counts as dear: it goes early rather than alone at the end.
 FILE_COSTS: dict[str, float] = json.loads((Path(__file__).parent / "file_costs.json").read_text())
 UNMEASURED_FILE_COST_S = 60.0
 RECORD_COSTS = "KCHAOS_RECORD_FILE_COSTS"  # set to a path: the suite's seconds per file are written there
@@ -101,10 +101,14 @@ def file_cost(path: Path) -> float:
 CLUSTER_GROUPS = {"test_run.py": "kept cluster 3.9.1 zk", "test_triggers.py": "kept cluster 3.9.1 zk"}
 
 
+def file_name(nodeid: str) -> str:
+    """The test file a node id (or a path) names: ``test_run.py``."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+
+
 def group_of(path: str) -> str:
     """The scheduling group of a test file (a path or a node id's)."""
-    name = path.split("::", 1)[0].rsplit("/", 1)[-1]
-    return CLUSTER_GROUPS.get(name, name)
+    return CLUSTER_GROUPS.get(file_name(path), file_name(path))
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -139,7 +143,7 @@ _seconds_per_file: dict[str, float] = {}
 def pytest_runtest_logreport(report) -> None:
     """Sum each file's seconds (setup, call and teardown; in the controller when tests run on workers)."""
     if os.environ.get(RECORD_COSTS):
-        name = report.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        name = file_name(report.nodeid)
         _seconds_per_file[name] = _seconds_per_file.get(name, 0.0) + report.duration
 
 

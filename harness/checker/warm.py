@@ -214,11 +214,6 @@ def start() -> ServerInfo:
 
 # ---------------------------------------------------------------- sessions
 
-def _session(info: ServerInfo, timeout_s: float):
-    """A new Connect session on the server that ran a tiny job, or None if it did not in time."""
-    return connect(info.url, timeout_s, info.spark_version)
-
-
 def connect(url: str, timeout_s: float, spark_version: str | None = None):
     """A new Connect session at ``url`` that ran a tiny job (on ``spark_version`` when given), or
     None if it did not in time: an endpoint that accepts connections but never answers would
@@ -261,11 +256,11 @@ def session():
     """A Connect session on the warm server: the running one if it is well, else a new one."""
     with _flock("lock", fcntl.LOCK_EX):
         info = read_info()
-        s = _session(info, PROBE_S) if info is not None and alive(info) and \
+        s = connect(info.url, PROBE_S, info.spark_version) if info is not None and alive(info) and \
             info.spark_version == spark_version() else None
         if s is None:
             info = start()
-            s = _session(info, START_S)
+            s = connect(info.url, START_S, info.spark_version)
             if s is None:
                 kill(info)
                 why = PROBE_ERRORS[-1] if PROBE_ERRORS else "no answer in time"
@@ -275,14 +270,16 @@ def session():
     return s
 
 
-def prestart() -> threading.Thread:
-    """Make sure a server is up, in the background: a run starts it while its cluster boots, so the
-    check that follows finds it warm. Failures are left to the check, which reports them."""
-    def ensure() -> None:
-        with contextlib.suppress(Exception):
-            session().stop()
+def ensure_up() -> None:
+    """Make sure a server is up, for checks to come. Failures are left to the check, which reports them."""
+    with contextlib.suppress(Exception):
+        session().stop()
 
-    t = threading.Thread(target=ensure, name="spark-connect-prestart", daemon=True)
+
+def prestart() -> threading.Thread:
+    """ensure_up in the background: a run starts the server while its cluster boots, so the check
+    that follows finds it warm."""
+    t = threading.Thread(target=ensure_up, name="spark-connect-prestart", daemon=True)
     t.start()
     return t
 
@@ -329,6 +326,5 @@ def watch(pid: int, idle_s: float = IDLE_S, every_s: float = 10.0) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["watch"]:
     watch(int(sys.argv[2]))
-elif __name__ == "__main__" and sys.argv[1:2] == ["start"]:  # a server up, for checks to come
-    with contextlib.suppress(Exception):
-        session().stop()
+elif __name__ == "__main__" and sys.argv[1:2] == ["start"]:
+    ensure_up()
