@@ -22,7 +22,7 @@ KINDS = {"plain": {}, "skewable clocks": {"skewable_clocks": True}, "faultable d
 
 def rates(settings: ClusterSettings, seconds: float, rounds: int, warmup: float) -> list[float]:
     """Records per second acknowledged in each round, after a warm-up, on a cluster of ``settings``."""
-    with KafkaCluster(settings, cluster_images(settings.kafka_version)) as c:
+    with KafkaCluster(settings, cluster_images(settings.kafka_version, disks=settings.faultable_disks)) as c:
         c.create_topic("bench", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
         recording_producer(c, "bench", warmup)
         out = []

@@ -11,7 +11,7 @@ LATENCY_TOXIC = "kchaos-latency"
 BANDWIDTH_TOXIC = "kchaos-bandwidth"
 HOLD_TOXIC = "kchaos-hold"
 
-# The file operations a disk_error fault can make fail (docker/kafka/diskfs).
+# The file operations a disk_error fault can make fail (docker/diskfs).
 DISK_OPS = ("read", "write", "fsync")
 
 

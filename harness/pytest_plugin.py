@@ -149,7 +149,7 @@ def kafka_cluster(kafka_target, request):
     settings = ClusterSettings(kafka_version=version, mode=mode, private_clients=["p"],
                                broker_config=kip848_broker_config() if int(version.split(".")[0]) >= 4 else {},
                                **_quorum(request.config, mode), **(marker.kwargs if marker else {}))
-    with KafkaCluster(settings, cluster_images(version)) as c:
+    with KafkaCluster(settings, cluster_images(version, disks=settings.faultable_disks)) as c:
         yield c
 
 

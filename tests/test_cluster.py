@@ -134,6 +134,18 @@ def test_replication_factor_above_broker_count_is_a_clear_error(cluster):
         cluster.create_topic(unique_topic("rf"), replication_factor=4, validate=False)
 
 
+
+def test_every_node_maps_its_images_class_data_archive(cluster):
+    """Each JVM starts from the archive its image was trained with (docker/kafka/kchaos-cds-train.sh):
+    the JVM maps it only after checking it against the node's own jars and flags, and drops it
+    without a word otherwise, so a change to the entrypoint's flags or the image's jars that
+    silently voids it would only show as slower runs. Kept apart from the round trips: this is
+    about the image, not Kafka."""
+    for key in cluster.container_keys():
+        code, maps = cluster.exec(key, ["sh", "-c", "ls -l /proc/1/map_files"])
+        assert code == 0, maps
+        assert "/opt/kafka/kafka.jsa" in maps, f"{key}'s JVM runs without the image's class-data archive"
+
 # 3.9.1 in ZooKeeper mode is the shared cluster's (test_round_trip_all_acks). A new release that
 # cannot start fails the default tier in tests/test_share_groups.py, which runs on the newest version
 # in KRaft; every other pair (KRaft on 3.9.1 and 4.1.2 also boot in tests/test_quorum.py and the

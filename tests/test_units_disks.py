@@ -98,6 +98,24 @@ def test_a_cluster_without_faultable_disks_refuses_a_disk_fault():
         Node().fail_disk(1, disks.full(), [1])
 
 
+def test_a_cluster_with_faultable_disks_refuses_an_image_without_the_disk_file_system():
+    """No container starts: the Kafka image set-up builds has no kchaos-diskfs, so the entrypoint would
+    fail on every node only once the cluster is half up."""
+    from harness.cluster import ClusterError, KafkaCluster
+    from harness.cluster.settings import ClusterImages
+
+    with pytest.raises(ClusterError, match=r"cluster_images\(..., disks=True\)"):
+        KafkaCluster(ClusterSettings(faultable_disks=True), ClusterImages("kchaos/kafka:x", "kchaos/toxiproxy:y"))
+
+
+def test_the_disk_image_is_named_after_the_image_under_it():
+    from harness.setup import images
+
+    a, b = images.diskfs_ref("kchaos/kafka:4.4.0-abc"), images.diskfs_ref("kchaos/kafka:3.9.1-abc")
+    assert a.tag.startswith("kchaos/kafka-diskfs:4.4.0-") and b.tag.startswith("kchaos/kafka-diskfs:3.9.1-")
+    assert a.tag != images.diskfs_ref("kchaos/kafka:4.4.0-abd").tag, "a new image under it is a new disk image"
+
+
 BROKER_LOG = "\n".join([
     "[2026-11-26 19:01:28,201] ERROR Error while appending records to chaos-m9-2 in dir /var/lib/kafka/data-2 "
     "(org.apache.kafka.storage.internals.log.LogDirFailureChannel)",

@@ -1,7 +1,7 @@
 """Disk faults: a broker's log directory full, failing or slow, while its process runs on.
 
 Each node of a cluster with faultable disks serves its log directory through kchaos-diskfs
-(docker/kafka/diskfs), a pass-through FUSE file system over ``/var/lib/kafka/disk`` mounted at
+(docker/diskfs), a pass-through FUSE file system over ``/var/lib/kafka/disk`` mounted at
 ``/var/lib/kafka/data`` inside the node's own container, which fails operations as the JSON file
 ``/etc/kchaos/disk.json`` says (re-read within 50 ms of a change):
 

@@ -79,6 +79,9 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
         self.topo = Topology(self.settings.broker_ids, self.settings.mode, tuple(self.settings.private_clients),
                              tuple(self.settings.coordination_ids))
         self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
+        if settings.faultable_disks and not images.faultable_disks:
+            raise ClusterError("a cluster with faultable_disks needs the Kafka image with kchaos-diskfs: "
+                               "cluster_images(..., disks=True)")
         self.kafka_image = images.kafka
         self.toxiproxy_image = images.toxiproxy
         self.cluster_id = new_cluster_id()
@@ -150,7 +153,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
         nets = {b: self._network(f"net{b}", internal=True) for b in s.broker_ids}
         nets |= {n: self._network(f"qnet{self.topo.index(n)}", internal=True) for n in s.coordination_ids}
         self._start_toxiproxy(core, nets)
-        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._clock_env(),
+        env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._node_env(),
                       **({DISK_ENV: "1"} if s.faultable_disks else {})}
         for n in s.coordination_ids:
             self._start_coordination(n, nets[n], env_common)
@@ -208,7 +211,7 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
                             command="zookeeper" if s.mode == "zk" else "controller")
         if s.mode == "zk":
             c.with_envs(KCHAOS_CONFIG=zookeeper_config(s), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k),
-                        **self._clock_env())
+                        **self._node_env())
         else:
             c.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s, k),
                         KCHAOS_FORMAT_ARGS=controller_format_args(s, k, self.directory_ids))
@@ -221,9 +224,11 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
         if self.settings.faultable_disks:
             c.with_kwargs(**{**c._kwargs, "devices": DEVICES, "cap_add": CAPABILITIES})
 
-    def _clock_env(self) -> dict[str, str]:
-        """What makes a node's wall clock skewable: libfaketime preloaded by the entrypoint."""
-        return {CLOCK_ENV: "1"} if self.settings.skewable_clocks else {}
+    def _node_env(self) -> dict[str, str]:
+        """What every node's entrypoint reads besides its role's settings: libfaketime preloaded (a
+        skewable wall clock), and whether the JVM starts from the image's class-data archive."""
+        return {**({CLOCK_ENV: "1"} if self.settings.skewable_clocks else {}),
+                **({} if self.settings.class_data_archive else {"KCHAOS_CDS": "0"})}
 
     def _toxi_up(self) -> bool:
         try:

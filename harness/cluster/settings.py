@@ -44,6 +44,7 @@ class ClusterImages:
 
     kafka: str
     toxiproxy: str
+    faultable_disks: bool = False  # the Kafka image has kchaos-diskfs (setup.cluster_images(disks=True))
 
 
 class ClusterSettings(BaseModel):
@@ -62,6 +63,9 @@ class ClusterSettings(BaseModel):
     broker_heartbeat_interval_ms: int = Field(500, ge=100)
     auto_leader_rebalance: bool = False
     heap: str = "-Xms256m -Xmx512m"
+    class_data_archive: bool = Field(
+        True, description="every node's JVM starts from its image's class-data archive "
+        "(docker/kafka/kchaos-cds-train.sh); off only to measure what it saves (benchmarks/boot.py --paired)")
     eligible_leader_replicas: bool | None = Field(
         None, description="KIP-966 ELR (KRaft, Kafka >= 4.0); None keeps the version's default (on from 4.1)")
     controllers: Literal[1, 3, 5] | None = Field(

@@ -61,7 +61,8 @@ def _boot(s: Scenario) -> KafkaCluster:
     from harness.cluster import KafkaCluster
     from harness.setup import cluster_images
 
-    c = KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades))
+    settings = s.cluster_settings()
+    c = KafkaCluster(settings, cluster_images(s.kafka_version, upgrades=s.upgrades, disks=settings.faultable_disks))
     c.__enter__()
     return c
 

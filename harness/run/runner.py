@@ -57,7 +57,9 @@ def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides:
 @contextlib.contextmanager
 def _cluster(s: Scenario, given: KafkaCluster | None) -> Iterator[KafkaCluster]:
     if given is None:
-        with KafkaCluster(s.cluster_settings(), cluster_images(s.kafka_version, upgrades=s.upgrades)) as c:
+        settings = s.cluster_settings()
+        images = cluster_images(s.kafka_version, upgrades=s.upgrades, disks=settings.faultable_disks)
+        with KafkaCluster(settings, images) as c:
             yield c
         return
     if given.settings != s.cluster_settings():

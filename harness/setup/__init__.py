@@ -11,10 +11,12 @@ from harness.cluster.settings import ClusterImages
 __all__ = ["ClusterImages", "cluster_images"]
 
 
-def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str, ...] = ()) -> ClusterImages:
+def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str, ...] = (),
+                   disks: bool = False) -> ClusterImages:
     """The tags of the images a cluster of this Kafka version runs, built first if this machine has
     not built them yet (set-up builds only the default version's); with ``upgrades`` (the versions
-    rolling upgrades move it to, in order) its nodes run the image that has them all."""
+    rolling upgrades move it to, in order) its nodes run the image that has them all; with ``disks``
+    (a cluster whose settings have ``faultable_disks``) that image with the disk faults' file system."""
     import sys
 
     from harness.setup import engine, images
@@ -22,7 +24,8 @@ def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str
     log = log or (lambda m: print(m, file=sys.stderr))
     client = engine.client(timeout=10)
     images.ensure(client, [kafka_version, *upgrades], log=log)
-    if upgrades:
-        nodes = images.build_upgrade(client, kafka_version, list(upgrades), log)
-        return ClusterImages(nodes, images.toxiproxy_ref().tag)
-    return ClusterImages(images.kafka_ref(kafka_version).tag, images.toxiproxy_ref().tag)
+    nodes = images.build_upgrade(client, kafka_version, list(upgrades), log) if upgrades \
+        else images.kafka_ref(kafka_version).tag
+    if disks:
+        return ClusterImages(images.with_diskfs(client, nodes, log), images.toxiproxy_ref().tag, faultable_disks=True)
+    return ClusterImages(nodes, images.toxiproxy_ref().tag)

@@ -153,11 +153,11 @@ def fix(log=print, stop_spark: bool = True) -> None:
 
     After the Debian packages, the independent steps run side by side: the engine, then the default
     Kafka image with the base under it (built beside Kafka's jar downloads); Toxiproxy (its Go build
-    needs no engine until its image); the disk faults' pass-through (a Go build the Kafka image
-    copies). Each is idle much of its time (downloads, the engine), which is what two cores can
-    overlap. A client library's build (the Java driver) waits for the first scenario that uses
-    it, and the Spark start-up cache, which only speeds checks up, is built in the background
-    (cds.build_in_background): the first runs need none of it."""
+    needs no engine until its image). Each is idle much of its time (downloads, the engine), which
+    is what two cores can overlap. A client library's build (the Java driver) and the disk faults'
+    file system wait for the first scenario that uses them, and the Spark start-up cache, which only
+    speeds checks up, is built in the background (cds.build_in_background): the first runs need
+    none of it."""
     from harness.checker import warm
     from harness.setup import cds
 
@@ -169,7 +169,6 @@ def fix(log=print, stop_spark: bool = True) -> None:
         steps = [
             pool.submit(lambda: _base_and_kafka(client.result(), log)),
             pool.submit(lambda: images.build_toxiproxy(client.result(), log)),
-            pool.submit(images.diskfs_binary, log),  # beside the base image: the Kafka image copies it
         ]
         for step in steps:
             step.result()  # the first failure, as it would have been one step at a time

@@ -6,7 +6,9 @@ Three recipes, each tagged by a hash of its inputs so a second build is a no-op:
   that can pull);
 - Kafka per version: Apache Kafka's own jars resolved on Maven Central by ``mvn``;
   the same image runs ZooKeeper, brokers, KRaft controllers and Kafka's tools;
-- Toxiproxy: ``go install`` of its server from its Go module, in a scratch image.
+- Toxiproxy: ``go install`` of its server from its Go module, in a scratch image;
+- a cluster with faultable disks: its Kafka image with the disk faults' file system (a Go build of
+  docker/diskfs) added on top, built the first time a cluster needs one (``with_diskfs``).
 
 Set-up builds the base, Toxiproxy and the default version's Kafka (``set_up_versions``); any other
 version's image is built the first time a command needs it (``ensure``). Each build holds a
@@ -34,7 +36,7 @@ from harness.versions import DEFAULT_VERSION, KafkaVersion, all_versions, get_ve
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
-DISKFS_DIR = DOCKER_DIR / "kafka" / "diskfs"  # the disk faults' pass-through file system (Go)
+DISKFS_DIR = DOCKER_DIR / "diskfs"  # the disk faults' pass-through file system (Go)
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_VERSION = "v2.12.0"
 RECIPE_REVISION = "2"  # bump to force every image to rebuild
@@ -48,7 +50,7 @@ class ImageError(RuntimeError):
 
 @dataclass(frozen=True)
 class ImageRef:
-    kind: str  # "base" | "toxiproxy" | "kafka"
+    kind: str  # "base" | "toxiproxy" | "kafka" | "upgrade" | "diskfs"
     tag: str
     version: str | None = None
 
@@ -100,6 +102,13 @@ def upgrade_ref(version: str, later: list[str]) -> ImageRef:
     h = _digest(RECIPE_REVISION, kafka_ref(version).tag, *(kafka_ref(v).tag for v in later),
                 _files_digest(DOCKER_DIR / "upgrade"))
     return ImageRef("upgrade", f"kchaos/kafka-upgrade:{version}-to-{'-'.join(later)}-{h}", version)
+
+
+def diskfs_ref(under: str) -> ImageRef:
+    """Image ``under`` (a Kafka or upgrade image's tag) with kchaos-diskfs added."""
+    repo, _, tag = under.rpartition(":")
+    h = _digest(RECIPE_REVISION, under, _files_digest(DISKFS_DIR))
+    return ImageRef("diskfs", f"{repo}-diskfs:{tag.rsplit('-', 1)[0]}-{h}")
 
 
 def all_refs(versions: list[str] | None = None) -> list[ImageRef]:
@@ -181,9 +190,9 @@ def _build_toxiproxy(client: docker.DockerClient, log: Log) -> None:
 
 
 def diskfs_binary(log: Log) -> Path:
-    """The disk faults' pass-through file system (docker/kafka/diskfs, docs/disks-and-clocks.md), a
-    static Go binary every Kafka image holds: built once per machine and source (set-up builds it
-    beside the base image), then copied into each version's image."""
+    """The disk faults' pass-through file system (docker/diskfs, docs/disks-and-clocks.md), a static
+    Go binary: built once per machine and source, the first time a cluster with faultable disks
+    needs it (no quick matrix cell does, so a new machine's set-up does not build it)."""
     from harness.setup.java import cache_dir
 
     out = cache_dir() / f"kchaos-diskfs-{_digest(RECIPE_REVISION, _files_digest(DISKFS_DIR))}"
@@ -191,12 +200,30 @@ def diskfs_binary(log: Log) -> Path:
         return out
     with build_lock("diskfs"):
         if not out.exists():
-            log("building kchaos-diskfs (go build of docker/kafka/diskfs)")
+            log("building kchaos-diskfs (go build of docker/diskfs)")
             tmp = out.with_name(out.name + ".tmp")
             _run(["go", "build", "-trimpath", "-o", str(tmp), "."], "go build kchaos-diskfs", cwd=DISKFS_DIR,
                  env={**os.environ, "CGO_ENABLED": "0"})
             tmp.rename(out)
     return out
+
+
+def with_diskfs(client: docker.DockerClient, under: str, log: Log) -> str:
+    """Image ``under`` with kchaos-diskfs at /usr/local/bin, where the entrypoint starts it under each
+    log directory of a node with faultable disks: one layer on top, built on first use."""
+    ref = diskfs_ref(under)
+
+    def build() -> None:
+        log(f"building {ref.tag}: {under} with the disk faults' file system")
+        with tempfile.TemporaryDirectory(prefix="kchaos-diskfs-") as tmp:
+            ctx = Path(tmp)
+            shutil.copy2(diskfs_binary(log), ctx / "kchaos-diskfs")
+            (ctx / "Dockerfile").write_text(
+                f"FROM {under}\nCOPY kchaos-diskfs /usr/local/bin/kchaos-diskfs\n"
+                "LABEL org.kchaos.diskfs=1\n")
+            _docker_build(client, ctx, ref.tag, {})
+
+    return _once(client, ref, build)
 
 
 def build_kafka(client: docker.DockerClient, version: str, log: Log) -> str:
@@ -216,7 +243,6 @@ def _build_kafka(client: docker.DockerClient, version: str, log: Log) -> None:
             shutil.copytree(DOCKER_DIR / "kafka", ctx, dirs_exist_ok=True)
             resolve_jars(kv.maven_artifacts(), "kafka-runtime", ctx, ctx / "libs", f"mvn resolve Kafka {kv.version}",
                          ImageError)
-            shutil.copy2(diskfs_binary(log), ctx / "kchaos-diskfs")
             _docker_build(client, ctx, ref.tag, {"BASE": base.result(), "KAFKA_VERSION": kv.version})
 
 
