@@ -44,6 +44,7 @@ class History:
         self.offsets: list[dict] = []
         self.deliveries: list[dict] = []
         self.share_acks: list[dict] = []
+        self.logs: dict[str, str] = {}  # logs/NAME -> its text: what the brokers and clients logged
         self.run = run if run is not None else {
             "run_id": "test",
             "kafka_version": "3.9.1",
@@ -181,4 +182,7 @@ class History:
         (path / RUN_JSON).write_text(json.dumps(self.run))
         if self.events:
             (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in self.events))
+        for name, text in self.logs.items():
+            (path / "logs").mkdir(exist_ok=True)
+            (path / "logs" / name).write_text(text)
         return path

@@ -288,13 +288,25 @@ def _unavailable() -> History:
     return h
 
 
+BAD_ZK_VERSION = ("[2026-11-20 10:00:05,001] INFO [Controller id=1] Failed to update ISR to LeaderAndIsr(leader=3, "
+                  "leaderEpoch=0, isrWithBrokerEpoch=List(...), leaderRecoveryState=RECOVERED, partitionEpoch=0) for "
+                  "partition t-0, bad ZK version. (kafka.controller.KafkaController)\n")
+
+
 @case("not-healed")
-def _not_healed() -> History:
+def _not_healed(controller_log: str = BAD_ZK_VERSION) -> History:
     h = History().clean(5)
     h.run["mode"] = "zk"
     h.events.append({"type": "isr_not_restored", "ts_ms": h.ts, "topic": "t", "waited_s": 120,
                      "partitions": [{"partition": 0, "leader": 3, "replicas": [3, 1, 2], "isr": [3, 2]}]})
+    h.logs["kafka-1.log"] = "[2026-11-20 10:00:00,000] INFO started (kafka.server.KafkaServer)\n" + controller_log
     return h
+
+
+@case("not-healed-unexplained")
+def _not_healed_unexplained() -> History:
+    """The same stall without the controller's refusal in any broker's log: not F2's mechanism."""
+    return _not_healed(controller_log="")
 
 
 @case("far")
@@ -385,8 +397,19 @@ def test_a_cluster_whose_isr_was_not_restored_after_the_heal_fails_the_run(judge
     (healed,) = v.not_healed
     assert (healed.topic, healed.partition, healed.isr, healed.replicas) == ("t", 0, [3, 2], [3, 1, 2])
     assert healed.describe() == "t-0: ISR [3, 2] of replicas [3, 1, 2] (leader 3) 120 s after the heal"
-    assert [(i.issue, i.anomalies) for i in v.known_issues] == [("kchaos-F2", ["isr_not_restored"])]
+    assert [(i.issue, i.anomalies, i.shown) for i in v.known_issues] == [("kchaos-F2", ["isr_not_restored"], True)]
+    assert "bad ZK version" in v.known_issues[0].evidence and v.known_issues[0].evidence.startswith("kafka-1.log: ")
     assert judged["clean"].not_healed == []
+
+
+def test_an_isr_not_restored_without_the_controllers_refusal_in_its_logs_is_unexplained(judged):
+    """F2 is named by its mechanism, not its symptom: a ZooKeeper-mode stall whose brokers never logged
+    the refused retry stays unexplained, and says which line it lacks."""
+    v = judged["not-healed-unexplained"]
+    assert v.verdict == "fail" and v.not_healed
+    (k,) = v.known_issues
+    assert (k.issue, k.shown, k.explains) == ("kchaos-F2", False, False)
+    assert "bad ZK version" in k.evidence and "logs/kafka-*.log" in k.evidence
 
 
 def test_acks1_loss_is_expected_not_a_failure(judged):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness import scenario as scenario_mod
-from harness.checker.judge import eligible_leader_replicas, known_issues, resolve_configs, speaks_transaction_v2
+from harness.checker.judge import eligible_leader_replicas, resolve_configs
+from harness.checker.known_issues import known_issues, speaks_transaction_v2
 from harness.cluster import feature_levels
 from harness.cluster.settings import ClusterSettings
 from harness.history import RunConfig
@@ -91,7 +92,7 @@ def _transactional_run(client: str, tv: int) -> RunConfig:
 def test_kafka_17754_is_named_only_where_transactions_run_on_the_first_version(client, tv, named):
     run = _transactional_run(client, tv)
     cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
-    issues = [k.issue for k in known_issues(run, cfgs, {"aborted_read": 3})]
+    issues = [k.issue for k in known_issues(run, cfgs.producers.values(), {"aborted_read": 3})]
     assert ("KAFKA-17754" in issues) is named
 
 

@@ -8,6 +8,7 @@ from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.excuses import Config, Promise, client_label
+from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
 from harness.checker.verdict import (
@@ -17,7 +18,6 @@ from harness.checker.verdict import (
     Coordination,
     Elections,
     GroupVerdict,
-    KnownIssue,
     NotHealed,
     PromiseOutcome,
     Reported,
@@ -26,7 +26,7 @@ from harness.checker.verdict import (
 )
 from harness.history import ProducerConfig, RunConfig, RunDir, read_events
 from harness.history.events import Event, Fault, IsrNotRestored, State, TriggerUnfired
-from harness.versions import leader_epochs_on, version_key
+from harness.versions import leader_epochs_on
 
 
 @dataclass
@@ -316,71 +316,6 @@ def group_verdicts(idx: int, job: JobResult, run: RunConfig, cfgs: RunConfigs) -
     return rows
 
 
-# Known bugs whose symptoms are v2 anomalies: (issue, anomalies, when it applies, why).
-KNOWN_ISSUES = (
-    ("KAFKA-17754", ("aborted_read", "torn_txn", "lost", "precommitted_read"), "transactions_v1",
-     "a delayed produce or AddPartitions request from one transaction can land in the next, so read_committed "
-     "readers see aborted records and committed transactions lose records or tear; KIP-890 (transaction "
-     "version 2, Kafka 4.0+) fences such requests only with client support, which librdkafka lacks"),
-    ("KAFKA-17582", ("eos_lost", "group_unseen"), "copier",
-     "after an aborted transaction the consumer does not rewind to the committed offsets, so a later commit "
-     "can skip input records that were never copied"),
-    ("librdkafka#4953", ("duplicate",), "librdkafka_idempotent",
-     "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the idempotent "
-     "producer's epoch and sends the batch again with new sequence numbers, which the broker cannot recognise "
-     "as a retry: a record written twice"),
-    ("kchaos-F2", (NOT_HEALED,), "zookeeper",
-     "in ZooKeeper mode, an ISR change whose ZooKeeper write was applied but unanswered (the controller's "
-     "connection lost meanwhile) is refused when the controller sends it again (\"bad ZK version\" in its "
-     "log); the controller keeps the old ISR and the leader waits for metadata that never comes "
-     "(docs/findings.md F2; not reported upstream)"),
-    ("KAFKA-19972", ("share_over_delivered",), "share_release_decrease",
-     "Kafka 4.1 gives a share-group member's acquired records back with their delivery count lowered when its "
-     "share session ends (a crash, a connection closed), so a record that kills every member given it is "
-     "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which keeps "
-     "the count the acquisition raised"),
-    ("kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
-     "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
-     "after newer commits of the same partition; the coordinator keeps the last one it is given "
-     "(docs/findings.md F1; not reported upstream)"),
-)
-
-
-def known_issues(run: RunConfig, cfgs: RunConfigs, anomalies: dict[str, int]) -> list[KnownIssue]:
-    """The known bugs that may explain what a run counted, where the run used the machinery they live in."""
-    tv = run.features.get("transaction.version", 0)
-    uses = {"transactions_v1": any(c.transactional and not speaks_transaction_v2(c.client, tv)
-                                   for c in cfgs.producers.values()),
-            "copier": bool(run.copiers),
-            "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
-                                         for c in cfgs.producers.values()),
-            "zookeeper": run.mode == "zk",
-            "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
-                                      and version_key(run.kafka_version) < (4, 2),
-            "librdkafka_async_commits": any(_librdkafka(client_label(g.client or run.client))
-                                            and g.commit in ("async", "auto") for g in run.groups)}
-    out = []
-    for issue, names, needs, why in KNOWN_ISSUES:
-        seen = [a for a in names if anomalies.get(a)]
-        if seen and uses[needs]:
-            out.append(KnownIssue(issue=issue, anomalies=seen, why=why))
-    return out
-
-
-def speaks_transaction_v2(client: str, cluster_level: int) -> bool:
-    """Whether a transactional client's transactions run on KIP-890's second version: the cluster
-    finalized transaction.version 2 and the client is kafka-clients 4.0 or later (librdkafka speaks
-    the first version only)."""
-    name, _, version = client.partition(" ")
-    major = version.split(".")[0]
-    return cluster_level >= 2 and name == "java" and major.isdigit() and int(major) >= 4
-
-
-def _librdkafka(client: str) -> bool:
-    """A client label is librdkafka's; a run.json that names no client is from before the Java driver: librdkafka's."""
-    return client == "" or client.startswith("librdkafka")
-
-
 def _not_healed(e: IsrNotRestored) -> list[NotHealed]:
     """What one isr_not_restored event says: each partition short of its replicas."""
     common = {"topic": e.topic, "waited_s": e.waited_s}
@@ -435,5 +370,6 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         elections=Elections.model_validate(elections(events)),
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes,
-        known_issues=known_issues(rd.config, cfgs, {**counts, NOT_HEALED: len(not_healed)}),
+        known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
+                                  rd.path / "logs"),
     )

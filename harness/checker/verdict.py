@@ -140,12 +140,23 @@ class NotHealed(_Model):
 
 
 class KnownIssue(_Model):
-    """A known Kafka or client bug whose symptoms a run shows. The run still fails where the bug
-    breaks a promise (the promise is Kafka's); this names the likely cause."""
+    """A known Kafka or client bug whose symptoms a run shows, in the configuration it needs. The run
+    still fails where the bug breaks a promise (the promise is Kafka's); this names the likely
+    cause where the run's own logs show its mechanism (harness/checker/known_issues.py)."""
 
     issue: str  # e.g. "KAFKA-17754"
     anomalies: list[str]  # the counted anomalies it explains
     why: str
+    # True: the run's logs hold the line that shows the mechanism (``evidence``); False: they do not,
+    # so the anomalies stay unexplained (``evidence`` says what was looked for); None: no log line
+    # shows this bug's mechanism, so it is named by configuration alone
+    shown: bool | None = None
+    evidence: str | None = None
+
+    @property
+    def explains(self) -> bool:
+        """Whether this names the cause: its mechanism shown, or a bug no log can show."""
+        return self.shown is not False
 
 
 class Verdict(_Model):

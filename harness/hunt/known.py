@@ -28,7 +28,7 @@ def known_id(hit: Hit, v: Verdict, kinds: Iterable[str] = ()) -> str | None:
     Kafka promises to survive, that fault's too (a power loss of every broker diverges replicas with
     leader epochs on or off: "hw-truncation-divergence, power-loss")."""
     for issue in v.known_issues:
-        if hit.anomaly in issue.anomalies:
+        if issue.explains and hit.anomaly in issue.anomalies:
             return issue.issue
     if hit.promised:
         return None

@@ -10,7 +10,7 @@ from pathlib import Path
 import tomli_w
 
 from harness.checker.anomaly import BY_NAME
-from harness.checker.verdict import NOT_HEALED, Verdict
+from harness.checker.verdict import NOT_HEALED, KnownIssue, Verdict
 from harness.faults import FAULTS
 from harness.history import ClientLibrary, read_run_config
 from harness.hunt.evidence import evidence
@@ -87,6 +87,17 @@ def _count(anomaly: str, verdict: Verdict) -> int:
     return len(verdict.not_healed) if anomaly == NOT_HEALED else verdict.anomalies.get(anomaly, 0)
 
 
+def _known_line(i: KnownIssue) -> str:
+    """One known issue as the write-up lists it: shown by the run's own logs, not shown (so the
+    anomaly is unexplained), or named by configuration alone."""
+    what = f"- {i.issue} ({', '.join(i.anomalies)}): {i.why}"
+    if i.shown is True:
+        return f"{what}. Shown by the run's logs: `{i.evidence}`"
+    if i.shown is False:
+        return f"{what}. **Not shown**: {i.evidence}; the anomaly is unexplained"
+    return f"{what}. Named by configuration: no log line shows this mechanism"
+
+
 def _observed(hit: Hit, verdict: Verdict) -> list[str]:
     if hit.anomaly == NOT_HEALED:
         return [x.describe() for x in verdict.not_healed[:10]]
@@ -137,8 +148,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
     ]
     out += evidence(hit.anomaly, run_dir, verdict)
     if verdict.known_issues:
-        out += ["Known issues the verdict names:", "",
-                *[f"- {i.issue} ({', '.join(i.anomalies)}): {i.why}" for i in verdict.known_issues], ""]
+        out += ["Known issues in this configuration:", "", *[_known_line(i) for i in verdict.known_issues], ""]
     out += ["## Run it again", "", "```", f"kchaos run {finding['dir']}/minimal.toml", "```", "",
             "The brokers' and clients' own logs are in `minimal/logs/` and `original/logs/`; `report.html` "
             "shows both runs' timelines.", ""]

@@ -55,13 +55,16 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     """Promised whatever the commit mode: a member's commits reach the coordinator in the order it
     made them (Kafka's consumer contract: commitAsync's commits "are guaranteed to be sent in the
     same order as the invocations"; a sync commit waits for its answer; auto-commit sends the latest
-    position), and the coordinator refuses a stale generation's or member epoch's."""
+    position). The coordinator does not keep offsets in order itself: it refuses a commit of a stale
+    generation or member epoch and writes every other one as it arrives (ClassicGroup and
+    ConsumerGroup's validateOffsetCommit check the member, not the offset), so within one generation
+    the client's order is the only order there is."""
     if commit == SHARE:
         return Promise("offset_regression", True, "a share group acknowledges records and commits no offsets: none to "
                        "judge")
     return Promise("offset_regression", x.part is None, x.part or f"commit={commit}: a member's commits reach the "
-                   "coordinator in the order it made them (Kafka's consumer contract) and the coordinator refuses "
-                   "commits from a stale generation or member epoch, so offsets only move forward")
+                   "coordinator in the order it made them (Kafka's consumer contract), and the coordinator writes "
+                   "each commit of the current generation as it arrives, so offsets only move forward")
 
 
 CLASS = AnomalyClass.of(__name__, label="offset back", contract="v2", owner="group", html="offset regres&shy;sion")

@@ -1,0 +1,140 @@
+"""Known bugs whose symptoms are anomalies kchaos counts, each matched by its mechanism, not its
+symptom. A record names the anomalies the bug produces, the machinery a run must use for it to
+apply (a configuration), and where it can, the line of the run's own logs that shows the mechanism
+at work. A run is labelled with a bug only when its logs hold that line; a run that shows the
+symptom in the right configuration without it is listed as unexplained, with the line that was
+looked for, so that a stall or a regression nobody has explained does not arrive pre-labelled.
+
+A record without log evidence (``evidence=None``: nothing a broker or client logs by default shows
+the mechanism) is named by configuration alone, and says so wherever it is shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.checker.excuses import Config, client_label
+from harness.checker.verdict import NOT_HEALED, KnownIssue
+from harness.history import RunConfig
+from harness.versions import version_key
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A line of the run's logs (``logs/`` of its run directory) that shows a mechanism at work."""
+
+    logs: str  # a glob under logs/: "clients.log", "kafka-*.log"
+    pattern: str  # a regular expression one line must match
+    shows: str  # what such a line shows
+
+    def find(self, logs_dir: Path | None) -> str | None:
+        """The first matching line, as "file: line" (cut at 400 characters), or None."""
+        if logs_dir is None or not logs_dir.is_dir():
+            return None
+        rx = re.compile(self.pattern)
+        for path in sorted(logs_dir.glob(self.logs)):
+            with path.open(errors="replace") as f:
+                for line in f:
+                    if rx.search(line):
+                        return f"{path.name}: {line.rstrip()[:400]}"
+        return None
+
+
+@dataclass(frozen=True)
+class KnownIssueRecord:
+    issue: str  # e.g. "KAFKA-17754", or "kchaos-F1" for kchaos's own findings (docs/findings.md)
+    anomalies: tuple[str, ...]  # what it produces
+    needs: str  # the machinery the run must use (a key of ``_machinery``)
+    why: str  # the mechanism, in a sentence
+    evidence: Evidence | None  # the log line that shows the mechanism; None: none does
+
+
+KNOWN_ISSUES = (
+    KnownIssueRecord(
+        "KAFKA-17754", ("aborted_read", "torn_txn", "lost", "precommitted_read"), "transactions_v1",
+        "a delayed produce or AddPartitions request from one transaction can land in the next, so read_committed "
+        "readers see aborted records and committed transactions lose records or tear; KIP-890 (transaction "
+        "version 2, Kafka 4.0+) fences such requests only with client support, which librdkafka lacks", None),
+    KnownIssueRecord(
+        "KAFKA-17582", ("eos_lost", "group_unseen"), "copier",
+        "after an aborted transaction the consumer does not rewind to the committed offsets, so a later commit "
+        "can skip input records that were never copied", None),
+    KnownIssueRecord(
+        "librdkafka#4953", ("duplicate",), "librdkafka_idempotent",
+        "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the "
+        "idempotent producer's epoch and sends the batch again with new sequence numbers, which the broker cannot "
+        "recognise as a retry: a record written twice", None),
+    KnownIssueRecord(
+        "kchaos-F2", (NOT_HEALED,), "zookeeper",
+        "in ZooKeeper mode, an ISR change whose ZooKeeper write was applied but unanswered (the controller's "
+        "connection lost meanwhile) is refused when the controller sends it again; the controller keeps the old "
+        "ISR and the leader waits for metadata that never comes (docs/findings.md F2; not reported upstream)",
+        Evidence("kafka-*.log", r"Failed to update ISR to .* bad ZK version",
+                 "the controller refused its own retried ISR write (\"bad ZK version\")")),
+    KnownIssueRecord(
+        "KAFKA-19972", ("share_over_delivered",), "share_release_decrease",
+        "Kafka 4.1 gives a share-group member's acquired records back with their delivery count lowered when its "
+        "share session ends (a crash, a connection closed), so a record that kills every member given it is "
+        "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which keeps "
+        "the count the acquisition raised", None),
+    KnownIssueRecord(
+        "kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
+        "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
+        "after newer commits of the same partition; the coordinator keeps the last one it is given "
+        "(docs/findings.md F1; not reported upstream)",
+        Evidence("clients.log", r"Retrying OffsetCommitRequest|marking the coordinator \(-?\d+\) dead: .*OffsetCommit",
+                 "a member's OffsetCommit failed with its connection and was queued again (librdkafka's debug "
+                 "log, contexts cgrp or protocol)")),
+)
+
+
+def known_issues(run: RunConfig, producers: Iterable[Config], anomalies: dict[str, int],
+                 logs_dir: Path | None = None) -> list[KnownIssue]:
+    """Every known bug whose anomalies the run counted in the configuration it needs (``producers``:
+    each producer's resolved settings): ``shown`` True where the run's logs hold its evidence
+    (``evidence`` is that line), False where they do not (the run's anomaly is unexplained), None
+    for a bug no log line shows."""
+    uses = _machinery(run, list(producers))
+    out = []
+    for k in KNOWN_ISSUES:
+        seen = [a for a in k.anomalies if anomalies.get(a)]
+        if not seen or not uses[k.needs]:
+            continue
+        line = k.evidence.find(logs_dir) if k.evidence else None
+        out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why,
+                              shown=None if k.evidence is None else line is not None,
+                              evidence=line if line else (f"no line matching /{k.evidence.pattern}/ in "
+                                                          f"logs/{k.evidence.logs}: {k.evidence.shows}"
+                                                          if k.evidence else None)))
+    return out
+
+
+def _machinery(run: RunConfig, producers: list[Config]) -> dict[str, bool]:
+    """Which of the machinery known bugs live in the run used."""
+    tv = run.features.get("transaction.version", 0)
+    return {"transactions_v1": any(c.transactional and not speaks_transaction_v2(c.client, tv) for c in producers),
+            "copier": bool(run.copiers),
+            "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
+                                         for c in producers),
+            "zookeeper": run.mode == "zk",
+            "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
+                                      and version_key(run.kafka_version) < (4, 2),
+            "librdkafka_async_commits": any(_librdkafka(client_label(g.client or run.client))
+                                            and g.commit in ("async", "auto") for g in run.groups)}
+
+
+def speaks_transaction_v2(client: str, cluster_level: int) -> bool:
+    """Whether a transactional client's transactions run on KIP-890's second version: the cluster
+    finalized transaction.version 2 and the client is kafka-clients 4.0 or later (librdkafka speaks
+    the first version only)."""
+    name, _, version = client.partition(" ")
+    major = version.split(".")[0]
+    return cluster_level >= 2 and name == "java" and major.isdigit() and int(major) >= 4
+
+
+def _librdkafka(client: str) -> bool:
+    """A client label is librdkafka's; a run.json that names no client is from before the Java driver: librdkafka's."""
+    return client == "" or client.startswith("librdkafka")
