@@ -42,6 +42,10 @@ class Evidence:
                         return f"{path.name}: {line.rstrip()[:400]}"
         return None
 
+    def missing(self) -> str:
+        """What a run without the line lacks, for the verdict to say."""
+        return f"no line matching /{self.pattern}/ in logs/{self.logs}: {self.shows}"
+
 
 @dataclass(frozen=True)
 class KnownIssueRecord:
@@ -103,12 +107,12 @@ def known_issues(run: RunConfig, producers: Iterable[Config], anomalies: dict[st
         seen = [a for a in k.anomalies if anomalies.get(a)]
         if not seen or not uses[k.needs]:
             continue
-        line = k.evidence.find(logs_dir) if k.evidence else None
-        out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why,
-                              shown=None if k.evidence is None else line is not None,
-                              evidence=line if line else (f"no line matching /{k.evidence.pattern}/ in "
-                                                          f"logs/{k.evidence.logs}: {k.evidence.shows}"
-                                                          if k.evidence else None)))
+        if k.evidence is None:
+            out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why))
+            continue
+        line = k.evidence.find(logs_dir)
+        out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why, shown=line is not None,
+                              evidence=line or k.evidence.missing()))
     return out
 
 

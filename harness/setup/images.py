@@ -1,6 +1,6 @@
 """Building every image kchaos runs, locally, without a container registry.
 
-Three recipes, each tagged by a hash of its inputs so a second build is a no-op:
+Each recipe is tagged by a hash of its inputs, so a second build is a no-op:
 - the JRE 17 base: Debian's packages unpacked side by side, then ``docker import``
   (harness/setup/base_image.py; or a pullable image named by KCHAOS_BASE_IMAGE, on machines
   that can pull);
