@@ -42,6 +42,24 @@ def test_a_scenario_without_a_version_runs_the_newest_in_its_mode(tmp_path):
     assert load(write(tmp_path, GOOD), ["kafka_version=4.1.2"]).mode == "kraft"
 
 
+def test_set_up_builds_the_versions_the_main_job_and_most_of_the_catalogue_run():
+    """Set-up builds the default version's image and the catalogue's (the version most scenario
+    files name): the quick matrix's cells need no image built after set-up."""
+    import collections
+
+    from harness.run.matrix import parse_target, scenario_path
+    from harness.scenario.suites import QUICK
+    from harness.setup import images
+    from harness.versions import CATALOGUE_VERSION, DEFAULT_VERSION
+
+    catalogue = (Path(__file__).parent.parent / "scenarios").glob("*.toml")
+    named = collections.Counter(load(f).kafka_version for f in catalogue)
+    assert named.most_common(1)[0][0] == CATALOGUE_VERSION
+    assert images.set_up_versions() == [DEFAULT_VERSION, CATALOGUE_VERSION]
+    quick = {version or load(scenario_path(name)).kafka_version for name, version, _ in map(parse_target, QUICK)}
+    assert quick <= set(images.set_up_versions()), quick
+
+
 def write(tmp_path, text: str) -> Path:
     p = tmp_path / "s.toml"
     p.write_text(textwrap.dedent(text))

@@ -151,13 +151,13 @@ def fix(log=print, stop_spark: bool = True) -> None:
     """Install, start, build and clean whatever the checks found missing; stop the warm Spark
     server unless told to keep it (``./kchaos`` sets up on every call and keeps it).
 
-    After the Debian packages, the independent steps run side by side: the engine, then the default
-    Kafka image with the base under it (built beside Kafka's jar downloads); Toxiproxy (its Go build
-    needs no engine until its image). Each is idle much of its time (downloads, the engine), which
-    is what two cores can overlap. A client library's build (the Java driver) and the disk faults'
-    file system wait for the first scenario that uses them, and the Spark start-up cache, which only
-    speeds checks up, is built in the background (cds.build_in_background): the first runs need
-    none of it."""
+    After the Debian packages, the independent steps run side by side: the engine, then the Kafka
+    images of the default and the catalogue's versions with the base under them (built beside
+    Kafka's jar downloads); Toxiproxy (its Go build needs no engine until its image). Each is idle
+    much of its time (downloads, the engine), which is what two cores can overlap. A client
+    library's build (the Java driver) and the disk faults' file system wait for the first scenario
+    that uses them, and the Spark start-up cache, which only speeds checks up, is built in the
+    background (cds.build_in_background): the first runs need none of it."""
     from harness.checker import warm
     from harness.setup import cds
 
@@ -176,9 +176,11 @@ def fix(log=print, stop_spark: bool = True) -> None:
 
 
 def _base_and_kafka(client, log) -> None:
-    """The default Kafka image, and the base under it (built beside Kafka's jar downloads)."""
-    for v in images.set_up_versions():
-        images.build_kafka(client, v, log)
+    """The Kafka images set-up builds, side by side (their jar downloads beside each other and
+    beside the base's, which both wait for)."""
+    with ThreadPoolExecutor(max_workers=len(images.set_up_versions()), thread_name_prefix="kchaos-kafka") as pool:
+        for built in [pool.submit(images.build_kafka, client, v, log) for v in images.set_up_versions()]:
+            built.result()
 
 
 def _engine(log) -> object:

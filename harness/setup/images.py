@@ -10,8 +10,9 @@ Each recipe is tagged by a hash of its inputs, so a second build is a no-op:
 - a cluster with faultable disks: its Kafka image with the disk faults' file system (a Go build of
   docker/diskfs) added on top, built the first time a cluster needs one (``with_diskfs``).
 
-Set-up builds the base, Toxiproxy and the default version's Kafka (``set_up_versions``); any other
-version's image is built the first time a command needs it (``ensure``). Each build holds a
+Set-up builds the base, Toxiproxy, and the Kafka images of the default version and the catalogue's
+(``set_up_versions``); any other version's image is built the first time a command needs it
+(``ensure``). Each build holds a
 machine-wide lock, so two processes that need one image at once build it once.
 """
 
@@ -32,7 +33,7 @@ from docker.errors import BuildError, ImageNotFound
 
 from harness.setup import base_image
 from harness.setup.tools import build_lock, resolve_jars, run_tool
-from harness.versions import DEFAULT_VERSION, KafkaVersion, all_versions, get_version
+from harness.versions import CATALOGUE_VERSION, DEFAULT_VERSION, KafkaVersion, all_versions, get_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
@@ -141,8 +142,9 @@ def _docker_build(client: docker.DockerClient, ctx: Path, tag: str, buildargs: d
 
 
 def set_up_versions() -> list[str]:
-    """The Kafka versions set-up builds before any command asks: the default one."""
-    return [DEFAULT_VERSION]
+    """The Kafka versions set-up builds before any command asks: the default one and the
+    catalogue's (the main job and the test suite run both)."""
+    return list(dict.fromkeys([DEFAULT_VERSION, CATALOGUE_VERSION]))
 
 
 def _once(client: docker.DockerClient, ref: ImageRef, build: Callable[[], None]) -> str:

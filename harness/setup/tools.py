@@ -27,15 +27,18 @@ def run_tool(cmd: list[str], what: str, error: type[Exception], cwd: Path | None
 
 def resolve_jars(artifacts: list[str], name: str, work: Path, into: Path, what: str, error: type[Exception]) -> None:
     """Copy ``artifacts`` (``group:artifact:version``, nearest first where versions of a dependency
-    meet) and their runtime dependencies from Maven Central into ``into``, through a pom in ``work``."""
+    meet) and their runtime dependencies from Maven Central into ``into``, through a pom in ``work``.
+    One resolve at a time on the machine: Maven 3.8's local repository has no locks of its own, and
+    two versions' images built side by side share most of their dependencies."""
     deps = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
                    for g, a, v in (x.split(":") for x in artifacts))
     (work / "pom.xml").write_text(
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
         f"<groupId>kchaos</groupId><artifactId>{name}</artifactId><version>1</version>"
         f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
-    run_tool(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={into}"],
-             what, error, cwd=work, env=_machine_java())
+    with build_lock("maven-resolve"):
+        run_tool(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+                  f"-DoutputDirectory={into}"], what, error, cwd=work, env=_machine_java())
 
 
 def _machine_java() -> dict[str, str]:
