@@ -11,7 +11,8 @@ engine): their install time is the registries', the same before and after any ch
 
 Then it times ``DIR/kchaos matrix --quick`` (the checkout given, by default this one) from the start
 to the report, and splits it at the first line the matrix itself prints: set-up before it, the
-matrix's runs (and any image a run needed first) after it.
+matrix's runs (and any image a run needed first) after it; the matrix's lines (each run's end, each
+check's verdict; the known-results table cut short) are printed with their seconds since the start.
 """
 
 from __future__ import annotations
@@ -58,14 +59,18 @@ def timed(checkout: Path, out: Path) -> None:
     errs: list[str] = []
     reader = threading.Thread(target=lambda: errs.extend(proc.stderr), daemon=True)
     reader.start()
-    for _line in proc.stdout:
+    lines: list[str] = []
+    for line in proc.stdout:
         if not first:
             first.append(time.monotonic() - t0)
+        if line.strip():
+            lines.append(f"{time.monotonic() - t0:6.1f} s  {line.rstrip()}")
     rc = proc.wait()
     reader.join()
     wall = time.monotonic() - t0
     setup = first[0] if first else wall
     print("".join(errs[-40:]), end="")
+    print("\n".join(lines[:60]))
     print(f"exit {rc}: {wall:.0f} s to the report ({int(wall // 60)} min {wall % 60:.0f} s); set-up {setup:.0f} s, "
           f"the matrix {wall - setup:.0f} s")
 

@@ -364,6 +364,9 @@ def matrix(
                                    "groups.0.protocol=consumer); repeatable; part of the run ids"),
     seeds: int = typer.Option(1, "--seeds", help="runs per cell, seeds 1..N"),
     quick: bool = typer.Option(False, "--quick", help="the quick suite: " + ", ".join(QUICK)),
+    side_by_side: int = typer.Option(2, "--side-by-side", help="clusters of different settings (Kafka version, "
+                                     "mode, ...) that run at once, each with its cells one after another; 1 runs "
+                                     "one cluster at a time"),
     fresh_clusters: bool = typer.Option(False, "--fresh-clusters", help="boot a cluster for every run; by default "
                                         "runs whose result depends only on their own topic share one, each on a "
                                         "topic of its own (docs/hunt.md)"),
@@ -381,6 +384,8 @@ def matrix(
     with _refusing_bad_input():
         if seeds < 1:
             raise BadOption(f"--seeds: {seeds} runs nothing (allowed: 1 or more)")
+        if side_by_side < 1:
+            raise BadOption(f"--side-by-side: {side_by_side} runs nothing (allowed: 1 or more)")
         _writable(out, "--out", directory=True)
         p = matrix_mod.plan(names, _csv(versions), _csv(modes), _csv(acks), list(range(1, seeds + 1)), set_,
                             _csv(clients))
@@ -398,7 +403,7 @@ def matrix(
     reaper.install_signal_handlers()
     done = sum((out / "runs" / c.run_id).exists() for c, *_ in p.cells)
     _log(f"{len(p.cells)} runs in the matrix, {done} already done, {len(p.cells) - done} to run")
-    finished = _run_matrix_cells(p, out, done, fresh_clusters, prefetch, spark_master)
+    finished = _run_matrix_cells(p, out, done, fresh_clusters, prefetch, spark_master, side_by_side)
     if not finished:
         err.print("no run finished; nothing to check")
         raise typer.Exit(EXIT_NOT_RUN)
@@ -417,9 +422,10 @@ def matrix(
     raise typer.Exit(EXIT_BROKEN if broken else (EXIT_NOT_RUN if res.errors else EXIT_OK))
 
 
-def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_master: str | None) -> list[Path]:
-    """The matrix's runs under a progress bar: each run's end and its check's verdict printed as
-    they come (run/matrix.run_cells)."""
+def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_master: str | None,
+                      side_by_side: int) -> list[Path]:
+    """The matrix's runs under a progress bar naming the runs under way: each run's end and its
+    check's verdict printed as they come (run/matrix.run_cells)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.run import matrix as matrix_mod
@@ -431,21 +437,24 @@ def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_mast
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar:
         task = bar.add_task("matrix", total=len(p.cells), completed=done)
+        running: list[str] = []
 
         def announce(what: str, line: str) -> None:
             if what == "start":
-                bar.update(task, description=f"running {line}")
+                running.append(line)
+                bar.update(task, description="running " + ", ".join(running))
                 return
             if what in ("verdict", "check_error"):  # a run's check ended while the next one runs
                 colour = "green" if what == "verdict" and ": fail" not in line else "red"
                 bar.console.print(f"  [{colour}]checked[/{colour}] {line}")
                 return
             bar.console.print(f"  [green]done[/green]  {line}" if what == "done" else f"  [red]error[/red] {line}")
-            bar.advance(task)
+            running[:] = [r for r in running if not line.startswith(r + ":")]
+            bar.update(task, advance=1, description="running " + ", ".join(running) if running else "matrix")
 
         return matrix_mod.run_cells(p, out, announce, fresh=fresh,
                                     image_ready=prefetch.wait if prefetch is not None else None,
-                                    check=matrix_mod.check(spark_master))
+                                    check=matrix_mod.check(spark_master), side_by_side=side_by_side)
 
 
 def _shard(text: str) -> tuple[int, int]:

@@ -127,6 +127,11 @@ def test_a_matrix_of_no_seeds_is_refused(seeds, tmp_path):
     refused(kchaos("matrix", "--scenarios", "smoke", "--seeds", seeds, "--out", str(tmp_path / "m")), "--seeds")
 
 
+def test_a_matrix_of_no_clusters_at_a_time_is_refused(tmp_path):
+    refused(kchaos("matrix", "--quick", "--side-by-side", "0", "--out", str(tmp_path / "m")), "--side-by-side",
+            "1 or more")
+
+
 def test_a_matrix_whose_options_leave_no_run_is_refused(tmp_path):
     refused(kchaos("matrix", "--scenarios", "smoke", "--versions", "2.8.2", "--modes", "kraft",
                    "--out", str(tmp_path / "m")), "leave no run")

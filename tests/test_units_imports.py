@@ -96,7 +96,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("run", ("harness.run",)),
     ("checker", ("harness.checker",)),
     ("report", ("harness.report",)),
-    ("campaigns", ("harness.run.matrix", "harness.hunt")),
+    ("campaigns", ("harness.run.matrix", "harness.run.lanes", "harness.hunt")),
     ("entry points", ("harness.cli", "harness.__main__", "harness.pytest_plugin", "harness.setup.doctor",
                       "harness.setup.cds_training")),
 ]

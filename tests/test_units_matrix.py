@@ -5,7 +5,12 @@ verdicts of the runs it finished. The cluster is a fake here (tests/test_matrix_
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -50,10 +55,12 @@ def _plan(seeds: int) -> matrix.Plan:
                               for seed in range(1, seeds + 1)])
 
 
-def _check(checking: threading.Event, broken_seed: int):
-    def check(path: Path) -> Verdict:
+def _check(checking: threading.Event, broken_seed: int, batches: list[list[str]] | None = None):
+    def check(paths: list[Path]) -> list[Verdict]:
         checking.set()
-        return verdict(path.name, ["lost"] if path.name.endswith(f"-s{broken_seed}") else [], {"lost": 7})
+        if batches is not None:
+            batches.append([p.name for p in paths])
+        return [verdict(p.name, ["lost"] if p.name.endswith(f"-s{broken_seed}") else [], {"lost": 7}) for p in paths]
     return check
 
 
@@ -80,12 +87,43 @@ def test_a_matrix_stopped_halfway_keeps_the_verdicts_of_the_runs_it_finished(mon
     assert sorted((c["seed"], c.get("verdict")) for c in cells) == [(1, "pass"), (2, "pass")]
 
 
+def test_runs_that_finish_while_a_check_goes_on_are_checked_together_in_the_next_one(monkeypatch, tmp_path):
+    started, all_done, batches = threading.Event(), threading.Event(), []
+
+    class QuickKept(FakeKept):
+        def execute(self, s, path: Path, reuse: bool, **kw) -> SimpleNamespace:
+            if path.name.endswith("-s2"):
+                assert started.wait(10), "the first check started"
+            path.mkdir(parents=True)
+            return SimpleNamespace(acked=10, final=10)
+
+    monkeypatch.setattr(matrix, "KeptCluster", lambda: QuickKept(threading.Event()))
+    first = _check(threading.Event(), broken_seed=9, batches=batches)
+
+    def check(paths: list[Path]) -> list[Verdict]:
+        if not batches:
+            started.set()
+            assert all_done.wait(10), "the runs went on while the first check went on"
+        return first(paths)
+
+    said: list[tuple[str, str]] = []
+
+    def announce(what: str, line: str) -> None:
+        said.append((what, line))
+        if [w for w, _ in said].count("done") == 3:
+            all_done.set()
+
+    matrix.run_cells(_plan(3), tmp_path, announce, check=check)
+    assert [[name[-2:] for name in b] for b in batches] == [["s1"], ["s2", "s3"]]
+    assert [what for what, _ in said].count("verdict") == 3
+
+
 def test_a_failed_check_is_said_and_left_for_the_end(monkeypatch, tmp_path):
     checking = threading.Event()
     monkeypatch.setattr(matrix, "KeptCluster", lambda: FakeKept(checking))
     said: list[tuple[str, str]] = []
 
-    def broken_check(path: Path) -> Verdict:
+    def broken_check(paths: list[Path]) -> list[Verdict]:
         checking.set()
         raise RuntimeError("the Spark server went away")
 
@@ -162,3 +200,96 @@ def test_an_interrupted_matrix_does_not_wait_for_a_boot_ahead(monkeypatch):
             break
         threading.Event().wait(0.05)
     assert booted and booted[0].removed
+
+
+class LaneKept:
+    """A kept cluster for lanes in processes of their own (pickled by reference, so module level):
+    each run writes its run directory with the times it began and ended after ``RUN_S``; with
+    ``KCHAOS_TEST_BLOCK`` set a run writes ``started-PID`` there and blocks, and the cluster's
+    removal writes ``removed-PID``."""
+
+    RUN_S = 2.0
+
+    def __enter__(self) -> LaneKept:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if block := os.environ.get("KCHAOS_TEST_BLOCK"):
+            (Path(block) / f"removed-{os.getpid()}").touch()
+
+    def boot_ahead(self, s, before=None) -> None:  # the next settings' cluster: nothing to boot here
+        return None
+
+    def execute(self, s, path: Path, reuse: bool, **kw) -> SimpleNamespace:
+        began = time.time()
+        if block := os.environ.get("KCHAOS_TEST_BLOCK"):
+            (Path(block) / f"started-{os.getpid()}").touch()
+            time.sleep(300)
+        time.sleep(self.RUN_S)
+        path.mkdir(parents=True)
+        (path / "times.json").write_text(json.dumps([began, time.time(), os.getpid()]))
+        return SimpleNamespace(acked=10, final=10)
+
+
+def _two_settings_plan() -> matrix.Plan:
+    """Two cells of different cluster settings (the same version in two modes)."""
+    s = scenario_mod.load(SMOKE)
+    kraft = scenario_mod.load(SMOKE, mode="kraft")
+    return matrix.Plan(cells=[(matrix.Cell("smoke", s.kafka_version, "zk", 1), s, [], SMOKE),
+                              (matrix.Cell("smoke", s.kafka_version, "kraft", 1), kraft, [], SMOKE)])
+
+
+def test_cells_of_different_settings_run_side_by_side_in_processes_of_their_own(tmp_path):
+    said: list[tuple[str, str]] = []
+    finished = matrix.run_cells(_two_settings_plan(), tmp_path, lambda what, line: said.append((what, line)),
+                                check=_check(threading.Event(), broken_seed=9), side_by_side=2, kept_cluster=LaneKept)
+    times = [json.loads((d / "times.json").read_text()) for d in finished]
+    assert len(times) == 2 and times[0][2] != times[1][2] != os.getpid(), "each lane in a process of its own"
+    assert max(t[0] for t in times) < min(t[1] for t in times), f"the two runs overlapped: {times}"
+    assert sorted(c.get("verdict") for c in json.loads((tmp_path / "matrix.json").read_text())["cells"]) == [
+        "pass", "pass"]
+    assert [what for what, _ in said].count("verdict") == 2
+
+
+def test_one_lane_at_a_time_runs_in_this_process(tmp_path):
+    finished = matrix.run_cells(_two_settings_plan(), tmp_path, lambda what, line: None, side_by_side=1,
+                                kept_cluster=LaneKept)
+    times = sorted(json.loads((d / "times.json").read_text()) for d in finished)
+    assert [t[2] for t in times] == [os.getpid()] * 2 and times[0][1] <= times[1][0]
+
+
+INTERRUPTED = """
+import sys
+from harness.run import matrix
+from tests.test_units_matrix import LaneKept, _two_settings_plan
+try:
+    matrix.run_cells(_two_settings_plan(), __import__("pathlib").Path(sys.argv[1]), lambda what, line: None,
+                     side_by_side=2, kept_cluster=LaneKept)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_an_interrupted_side_by_side_matrix_stops_every_lane_and_each_removes_its_cluster(tmp_path):
+    block = tmp_path / "block"
+    block.mkdir()
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(tmp_path / "m")], cwd=Path(__file__).parent.parent,
+                         env={**os.environ, "KCHAOS_TEST_BLOCK": str(block)}, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(block.glob("started-*"))) < 2 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.1)
+        lanes = [int(f.name.split("-")[1]) for f in block.glob("started-*")]
+        assert len(lanes) == 2, (p.poll(), list(block.iterdir()))
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out[-2000:]
+    removed = sorted(int(f.name.split("-")[1]) for f in block.glob("removed-*"))
+    assert removed == sorted(lanes), "each lane removed its cluster"
+    for pid in lanes:
+        assert not Path(f"/proc/{pid}").exists(), f"lane {pid} outlived the matrix"
+    assert not (tmp_path / "m" / "runs").exists() or not any((tmp_path / "m" / "runs").iterdir())

@@ -16,9 +16,7 @@ import itertools
 import json
 import re
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +25,8 @@ from harness import history
 from harness import scenario as scenario_mod
 from harness.clients.registry import LIBRARIES, canonical, names
 from harness.history import write_json_atomic
-from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
+from harness.run import lanes
+from harness.run.kept_cluster import KeptCluster
 from harness.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
@@ -155,9 +154,10 @@ class Status:
 
 
 # (what happened: "start", "done" or "error" of a run, "verdict" or "check_error" of its check, the
-# line to show); the check's come from the thread that checks while the next run goes on.
+# line to show); the check's come from the thread that checks while the runs go on.
 Announce = Callable[[str, str], None]
-Check = Callable[[Path], "Verdict"]  # one finished run's check: its verdict, verdict.json written
+# The check of finished runs, in one Spark job: their verdicts, in order, each verdict.json written.
+Check = Callable[[list[Path]], list["Verdict"]]
 
 
 def verdict_line(v: Verdict) -> str:
@@ -166,77 +166,112 @@ def verdict_line(v: Verdict) -> str:
     return v.verdict + (f": broke {broken}" if broken else "")
 
 
-def _check_one(check: Check, cell: Cell, path: Path, status: Status, announce: Announce) -> None:
-    """Check one finished run and say its verdict; a check that fails is said, and the run is left
-    for the check at the end."""
-    try:
-        v = check(path)
-    except Exception as e:
-        announce("check_error", f"{cell.run_id}: its check failed ({str(e).splitlines()[0][:200]}); checked again at "
-                          "the end")
-        return
-    status.add(cell, verdict=v.verdict, broken=[list(b) for b in v.broken()])
-    announce("verdict", f"{cell.run_id}: {verdict_line(v)}")
+class _Checks:
+    """Finished runs checked in a thread of their own while the runs go on. Each check takes every
+    run that finished since the last one began, in one Spark job: a small run's check costs its job
+    more than its records, so runs that finish while a check goes on wait for one job, not one each.
+    A check that fails is said, and its runs are left for the check at the end. ``close`` returns
+    once every run handed over is checked (an interrupted matrix too)."""
+
+    def __init__(self, check: Check, status: Status, announce: Announce) -> None:
+        self.check, self.status, self.announce = check, status, announce
+        self._waiting: list[tuple[Cell, Path]] = []
+        self._closed = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="kchaos-matrix-check", daemon=True)
+        self._thread.start()
+
+    def submit(self, cell: Cell, path: Path) -> None:
+        with self._cond:
+            self._waiting.append((cell, path))
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._waiting or self._closed)
+                batch, self._waiting = self._waiting, []
+            if not batch:
+                return
+            self._check(batch)
+
+    def _check(self, batch: list[tuple[Cell, Path]]) -> None:
+        try:
+            verdicts = self.check([path for _, path in batch])
+        except Exception as e:
+            for cell, _ in batch:
+                self.announce("check_error", f"{cell.run_id}: its check failed ({str(e).splitlines()[0][:200]}); "
+                                             "checked again at the end")
+            return
+        for (cell, _), v in zip(batch, verdicts, strict=True):
+            self.status.add(cell, verdict=v.verdict, broken=[list(b) for b in v.broken()])
+            self.announce("verdict", f"{cell.run_id}: {verdict_line(v)}")
 
 
 def run_cells(p: Plan, out: Path, announce: Announce, fresh: bool = False,
-              image_ready: Callable[[str], None] | None = None, check: Check | None = None) -> list[Path]:
+              image_ready: Callable[[str], None] | None = None, check: Check | None = None,
+              side_by_side: int = 1, kept_cluster: Callable[[], KeptCluster] | None = None) -> list[Path]:
     """Run every cell of ``p`` whose run directory does not exist yet, recording each one's status in
     matrix.json; a cell that cannot be carried out is recorded as an error and the next one runs.
     Cells that may share a cluster (``kept_cluster``) run one after another on one kept cluster,
-    each on a topic of its own, unless ``fresh``. ``image_ready(version)`` returns once a cell's
-    Kafka image is built (images.Prefetch.wait). With ``check``, each finished run is checked in a
-    thread of its own while the next one runs, and its verdict announced; the call returns once
-    every check has ended (an interrupted matrix waits for the check under way). Returns the run
-    directories of every finished cell (this call's and earlier calls')."""
-    from harness.run import runner
-    from harness.setup.images import ImageError
-
+    each on a topic of its own, unless ``fresh``. With ``side_by_side`` above 1, the cells of
+    different cluster settings (Kafka version, mode, ...) run as that many lanes at once, each in a
+    process of its own (run/lanes.py); else one after another in this process, the next cluster
+    booting while a run goes on. ``image_ready(version)`` returns once a Kafka image is built
+    (images.Prefetch.wait). With ``check``, each finished run is checked in a thread of its own
+    while the runs go on, and its verdict announced; the call returns once every check has ended
+    (an interrupted matrix waits for the check under way). Returns the run directories of every
+    finished cell (this call's and earlier calls')."""
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     status = Status(out)
-    with KeptCluster() as kept, ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-matrix-check") as checks:
-        for number, (cell, s, ov, path) in enumerate(p.cells):
-            if (runs_dir / cell.run_id).exists():
-                continue
-            reuse = not fresh and may_share_a_cluster(s)
-            if reuse:
-                _boot_the_next_cluster(p, number, runs_dir, kept, image_ready)
-            if reuse:  # the topic's name goes into the run's repeat command too
-                s = on_a_topic_of_its_own(s, f"m{number}")
-                ov = [*ov, f'topic.name="{s.topic.name}"']
-            announce("start", cell.run_id)
-            t0 = time.monotonic()
-            try:
-                if image_ready is not None:
-                    image_ready(s.kafka_version)
-                res = kept.execute(s, runs_dir / cell.run_id, reuse, scenario_file=_as_given(path), overrides=ov,
-                                   log=lambda m: None)
-                status.set(cell, "done", seconds=round(time.monotonic() - t0, 1), acknowledged=res.acked,
-                           final=res.final)
-                announce("done", f"{cell.run_id}: {res.acked} acknowledged, {res.final} in the final read "
-                                 f"({time.monotonic() - t0:.0f} s)")
-                if check is not None:
-                    checks.submit(_check_one, check, cell, runs_dir / cell.run_id, status, announce)
-            except (*runner.NOT_CARRIED_OUT, ImageError) as e:
-                status.set(cell, "error", reason=str(e)[:2000])
-                announce("error", f"{cell.run_id}: {str(e).splitlines()[0][:200]}")
+    todo = [lanes.LaneCell(number, cell.run_id, s, tuple(ov), _as_given(path), s.kafka_version)
+            for number, (cell, s, ov, path) in enumerate(p.cells) if not (runs_dir / cell.run_id).exists()]
+    kept = kept_cluster or KeptCluster  # looked up here: the unit tests put a fake in its place
+    checks = _Checks(check, status, announce) if check is not None else None
+    report = _Reporter(p, runs_dir, status, announce, checks).report
+    try:
+        by_settings = lanes.by_cluster_settings(todo)
+        if side_by_side > 1 and len(by_settings) > 1:
+            lanes.SideBySide(side_by_side, report, image_ready, kept).run(by_settings, runs_dir, fresh)
+        elif todo:
+            lanes.run_lane(lanes.Lane(todo), runs_dir, fresh, report, image_ready, kept)
+    finally:
+        if checks is not None:
+            checks.close()
     return [runs_dir / c.run_id for c, *_ in p.cells if (runs_dir / c.run_id).exists()]
 
 
-def _boot_the_next_cluster(p: Plan, number: int, runs_dir: Path, kept: KeptCluster,
-                           image_ready: Callable[[str], None] | None) -> None:
-    """While cell ``number`` runs, boot the cluster of the next cell still to run, when that one
-    shares a cluster of other settings (the next Kafka version or mode): its 15-25 s of boot then
-    overlap this run instead of following it."""
-    current = p.cells[number][1].cluster_settings()
-    for cell, s, _, _ in p.cells[number + 1:]:
-        if (runs_dir / cell.run_id).exists():
-            continue
-        if may_share_a_cluster(s) and s.cluster_settings() != current:
-            ready = functools.partial(image_ready, s.kafka_version) if image_ready is not None else None
-            kept.boot_ahead(s, before=ready)
-        return
+@dataclass
+class _Reporter:
+    """What a lane says of a cell, announced and written to matrix.json; a finished run's check
+    submitted to run beside the next runs."""
+
+    p: Plan
+    runs_dir: Path
+    status: Status
+    announce: Announce
+    checks: _Checks | None
+
+    def report(self, what: str, number: int, extra: dict) -> None:
+        cell = self.p.cells[number][0]
+        if what == "start":
+            self.announce("start", cell.run_id)
+        elif what == "done":
+            self.status.set(cell, "done", seconds=extra["seconds"], acknowledged=extra["acked"], final=extra["final"])
+            self.announce("done", f"{cell.run_id}: {extra['acked']} acknowledged, {extra['final']} in the final read "
+                                  f"({extra['seconds']:.0f} s)")
+            if self.checks is not None:
+                self.checks.submit(cell, self.runs_dir / cell.run_id)
+        else:
+            self.status.set(cell, "error", reason=extra["reason"])
+            self.announce("error", f"{cell.run_id}: {extra['reason'].splitlines()[0][:200]}")
 
 
 @dataclass
@@ -248,12 +283,10 @@ class Outcome:
 
 
 def check(spark_master: str | None = None) -> Check:
-    """A check of one run on the warm Spark server (or ``spark_master``), for ``run_cells``: the
-    same one-run check the hunt makes beside its next run (hunt/trials.check)."""
+    """The check of finished runs on the warm Spark server (or ``spark_master``), for ``run_cells``."""
+    from harness.checker import check_runs
 
-    from harness.hunt.trials import check as check_one
-
-    return functools.partial(check_one, spark_master=spark_master)
+    return functools.partial(check_runs, master=spark_master)
 
 
 def check_and_report(finished: list[Path], out: Path, spark_master: str | None = None) -> Outcome:
