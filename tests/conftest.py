@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -29,6 +30,14 @@ DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, 
                                    private_clients=["solo"])
 
 pytest_plugins = ["pytester"]  # tests of the kchaos pytest plugin run user suites in a subprocess
+
+
+def as_a_terminal_starts_it() -> None:
+    """For ``Popen(preexec_fn=...)`` of a process a test stops with SIGINT: SIGINT handled as it is
+    in a terminal's foreground job. A shell starts a background job (``cmd &`` in a script) with
+    SIGINT ignored, every process under it inherits that, and Python then installs no
+    KeyboardInterrupt handler: the test's Ctrl-C would reach a process that cannot hear it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def require_docker(versions: list[str] | None = None) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cluster import reaper
 from harness.setup import engine, images
-from tests.conftest import require_docker
+from tests.conftest import as_a_terminal_starts_it, require_docker
 
 pytestmark = pytest.mark.docker
 
@@ -26,7 +26,7 @@ def _start_held_cluster() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "up", "--brokers", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200"}, preexec_fn=as_a_terminal_starts_it,
     )
     deadline = time.monotonic() + 90
     assert proc.stdout is not None

@@ -17,7 +17,7 @@ import pytest
 from harness.cluster.reaper import LABEL_PID
 from harness.scenario import load
 from harness.setup import engine
-from tests.conftest import require_docker
+from tests.conftest import as_a_terminal_starts_it, require_docker
 
 pytestmark = pytest.mark.docker
 
@@ -81,7 +81,8 @@ def test_a_hunt_stopped_by_ctrl_c_mid_run_exits_130_within_seconds_and_leaves_no
     require_docker(["3.9.1"])
     p = subprocess.Popen([sys.executable, "-m", "harness", "hunt", "smoke", "--runs", "1", "--seed", "5", "--out",
                           str(tmp_path / "h"), "--set", "duration_s=30", "--set", "zookeepers=1", *SAFE_SPACE],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=as_a_terminal_starts_it)
     try:
         deadline = time.monotonic() + 120
         while len(leftovers(p.pid)) < 5 and time.monotonic() < deadline:  # toxiproxy, ZooKeeper, three brokers

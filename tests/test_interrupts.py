@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import as_a_terminal_starts_it
 from tests.histories import History
 
 STOPPED_WITHIN_S = 5.0
@@ -43,7 +44,7 @@ def interrupted_while_waiting_for_spark(tmp_path: Path, *args: str) -> tuple[int
     with open(state / "lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         p = subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+                             stderr=subprocess.STDOUT, text=True, preexec_fn=as_a_terminal_starts_it)
         try:
             assert waits_on(state / "lock", p.pid), f"it never waited for the lock: {p.poll()}"
             sent = time.monotonic()

@@ -19,6 +19,7 @@ import pytest
 from harness import scenario as scenario_mod
 from harness.checker.verdict import Verdict
 from harness.run import matrix
+from tests.conftest import as_a_terminal_starts_it
 from tests.test_units_tables import verdict
 
 SMOKE = Path(__file__).resolve().parent.parent / "scenarios" / "smoke.toml"
@@ -275,7 +276,7 @@ def test_an_interrupted_side_by_side_matrix_stops_every_lane_and_each_removes_it
     block.mkdir()
     p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(tmp_path / "m")], cwd=Path(__file__).parent.parent,
                          env={**os.environ, "KCHAOS_TEST_BLOCK": str(block)}, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+                         stderr=subprocess.STDOUT, text=True, preexec_fn=as_a_terminal_starts_it)
     try:
         deadline = time.monotonic() + 60
         while len(list(block.glob("started-*"))) < 2 and time.monotonic() < deadline and p.poll() is None:
