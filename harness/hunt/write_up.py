@@ -1,10 +1,14 @@
 """A finding written for someone else: ``minimal.toml`` (a scenario ``kchaos run`` runs as it is) and
-``bug.md`` (ready for an upstream tracker: what broke, on what, the steps, expected against observed,
-how often, how to run it again)."""
+``bug.md``, in the upstream tracker's language: a title in the project's terms, the environment with
+every setting that is not the project's default, the documented guarantee it breaks quoted with its
+source, the steps as a timeline, expected against observed, where it was measured, how often (with
+an interval), the root cause only where the run's own logs show a known mechanism, the impact, and
+how to run it again. What is inferred says so."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import tomli_w
@@ -12,9 +16,11 @@ import tomli_w
 from harness.checker.anomaly import BY_NAME
 from harness.checker.verdict import NOT_HEALED, KnownIssue, Verdict
 from harness.faults import FAULTS
-from harness.history import ClientLibrary, read_run_config
+from harness.history import ClientLibrary, RunConfig, read_run_config
+from harness.hunt import environment, timeline
 from harness.hunt.evidence import evidence
 from harness.hunt.goal import Hit
+from harness.hunt.guarantees import guarantee
 from harness.scenario import FaultSpec, Scenario
 
 KEEP_ALWAYS = ("name", "description", "kafka_version", "mode", "seed", "duration_s")
@@ -104,15 +110,118 @@ def _observed(hit: Hit, verdict: Verdict) -> list[str]:
     return [json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]]
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a rate of ``k`` in ``n``: honest at 0 of n and n of n, where
+    the plain k/n interval collapses to a point."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def title(hit: Hit, minimal: Scenario, run: RunConfig) -> str:
+    """The finding as a tracker's title: what broke, in the project's words, under which fault, on what."""
+    faults = _faults_in_words(minimal)
+    return (f"{guarantee(hit.anomaly).title}{' after ' + faults if faults else ''} "
+            f"({_client(run.client)}, Kafka {run.kafka_version} {'KRaft' if run.mode == 'kraft' else 'ZooKeeper'} "
+            "mode)")
+
+
+# A fault kind as a tracker's title says it.
+FAULT_WORDS = {
+    "kill": "a broker is killed (SIGKILL)", "power_loss": "a broker loses power (unflushed writes lost)",
+    "pause": "a broker's JVM is paused", "restart": "a broker restarts cleanly", "isolate": "a broker is isolated",
+    "cut_replication": "a broker's replication links are cut", "cut_fetch": "a follower's fetches are cut",
+    "cut_coordination": "a broker loses ZooKeeper or the controllers", "cut_client": "clients lose a broker",
+    "client_cut": "a client's connections are cut", "client_pause": "a client's connections are held",
+    "client_restart": "a group member restarts", "client_kill": "a client is killed",
+}
+
+
+def _faults_in_words(s: Scenario) -> str:
+    """The schedule's fault kinds as a tracker says them, each once, in schedule order."""
+    return ", ".join(dict.fromkeys(FAULT_WORDS.get(f.kind, f.kind.replace("_", " ")) for f in s.faults))
+
+
+def _settings_table(settings: list[environment.Setting]) -> list[str]:
+    rows = ["| setting | value | project default | set by |", "|---|---|---|---|"]
+    for x in settings:
+        rows.append(f"| `{x.key}` | `{x.value}` | {f'`{x.default}`' if x.default else '-'} | "
+                    f"{x.why or 'the scenario'} |")
+    return rows
+
+
+def _environment(run: RunConfig, minimal: Scenario) -> list[str]:
+    libraries = run.libraries()
+    rows = [("Kafka", f"{run.kafka_version}, {'KRaft' if run.mode == 'kraft' else 'ZooKeeper'} mode, {run.brokers} "
+                      f"brokers; Apache Kafka's own jars from Maven Central (image `{run.images.get('kafka')}`)"),
+            ("Client", ", ".join(_client(c) for c in libraries) or "?"),
+            ("Feature levels", str(run.features or "none (ZooKeeper mode or no features)")),
+            ("Eligible leader replicas", str(run.eligible_leader_replicas))]
+    rows += [r for r in environment.machine() if r[0] != "Python binding"
+             or any(c.name == "librdkafka" for c in libraries)]
+    out = ["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows], "",
+           "Broker settings (every broker's server.properties but addresses, ids and paths; the project's "
+           "default where it differs):", "", *_settings_table(environment.broker_settings(run)), "",
+           "Topic:", "", *_settings_table(environment.topic_settings(minimal)), "", "Clients (beyond the "
+           "library's defaults):", ""]
+    for table, props in environment.client_settings(minimal):
+        out.append(f"- {table}: " + ", ".join(f"`{k}={v}`" for k, v in props.items()))
+    return [*out, ""]
+
+
+def _guarantee(hit: Hit) -> list[str]:
+    g = guarantee(hit.anomaly)
+    out = []
+    if g.quote:
+        out += [f"> {g.quote}", "", f"({g.source})", ""]
+    if g.inferred:
+        out += [f"Inferred, not documented: {g.inferred}.", ""]
+    out += [f"kchaos's promise for this configuration: {'promised' if hit.promised else 'not promised'}, "
+            f"{hit.why}. Definition of **{hit.anomaly}**: {_definition(hit.anomaly)}", ""]
+    return out
+
+
+def _affected(finding: dict, run: RunConfig) -> list[str]:
+    table = finding.get("affected")
+    if not table:
+        return [f"Measured on Kafka {run.kafka_version} ({run.mode}) with {_client(run.client)} only: no other "
+                "version or client has been run on this schedule yet.", ""]
+    rows = ["| Kafka | client | runs | showed it | rate (95% interval) |", "|---|---|---|---|---|"]
+    for r in table:
+        lo, hi = wilson(r["k"], r["n"])
+        rows.append(f"| {r['kafka']} | {r['client']} | {r['n']} | {r['k']} | {r['k'] / r['n']:.0%} "
+                    f"({lo:.0%}-{hi:.0%}) |")
+    return [*rows, ""]
+
+
+def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
+    shown = [i for i in verdict.known_issues if i.explains]
+    if shown:
+        return [*[_known_line(i) for i in shown], ""]
+    out = ["Unexplained: no known mechanism is shown by this run's logs." + (
+        " Below, what the brokers' and clients' own logs show around it; what it means is for the maintainers "
+        "to say." if logs_shown else " The brokers' and clients' own logs are attached (`minimal/logs/`)."), ""]
+    others = [i for i in verdict.known_issues if not i.explains]
+    if others:
+        out += ["Known issues of this configuration, not shown:", "", *[_known_line(i) for i in others], ""]
+    return out
+
+
 def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
-    """The report of one finding. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
+    """The report of one finding, in the tracker's language: a title in the project's terms, the
+    environment with every non-default setting, the documented guarantee quoted with its source, a
+    timeline with timestamps, expected against observed, affected versions, the rate with its
+    interval, the root cause where the logs show one (else "unexplained"), the impact, and how to
+    run it again. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
     run = read_run_config(run_dir)
-    client = run.client
     k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
-    kinds = sorted({f.kind for f in minimal.faults})
-    title = (f"{hit.anomaly.replace('_', ' ')} under {', '.join(kinds) or 'no fault'}: {hit.where} on Kafka "
-             f"{run.kafka_version} ({run.mode}), {_client(client)}").strip()
-    out = [f"# {title}", ""]
+    lo, hi = wilson(k, n)
+    logs = evidence(hit.anomaly, run_dir, verdict)
+    impact = guarantee(hit.anomaly).impact
+    out = [f"# {title(hit, minimal, run)}", ""]
     if k == 0:
         out += [f"> Not reproduced: none of {n} re-runs on a clean cluster showed it again; it showed once, in "
                 f"`{finding['found_in']}`. Report it only once it reproduces.", ""]
@@ -120,36 +229,35 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         out += [f"> Not a bug report: this configuration does not promise to prevent {hit.anomaly} ({hit.why}). "
                 "The hunt was asked for this anomaly class (`--anomaly`).", ""]
     out += [
-        "| | |", "|---|---|",
-        f"| Kafka | {run.kafka_version} ({run.mode}), {run.brokers} brokers, "
-        f"image `{run.images.get('kafka')}` |",
-        f"| Client | {', '.join(_client(c) for c in run.libraries()) or '?'} |",
-        f"| Feature levels | {run.features or 'none (ZooKeeper mode or no features)'} |",
-        f"| Eligible leader replicas | {run.eligible_leader_replicas} |",
-        f"| Reproduced | {k} of {n} runs of the minimal schedule "
-        f"(the schedule as found: {finding['confirmed']['k']} of {finding['confirmed']['n']} re-runs) |",
-        f"| Known | {finding['known'] or 'not known to kchaos'} |",
-        f"| Signature | `{finding['signature']}` |", "",
-        "## Configuration", "", *configuration_in_words(minimal), "",
-        "## The promise", "",
-        f"{'Promised' if hit.promised else 'Not promised'}: {hit.why}.", "",
-        f"Definition of **{hit.anomaly}**: {_definition(hit.anomaly)}", "",
+        "## Summary", "",
+        f"{guarantee(hit.anomaly).title}: {_count(hit.anomaly, verdict)} ({hit.anomaly}) for `{hit.where}` in a "
+        f"{minimal.duration_s:g} s workload while {_faults_in_words(minimal) or 'no fault ran'}. "
+        f"Reproduced in {k} of {n} runs of the minimal schedule (95% interval {lo:.0%}-{hi:.0%}; the schedule as "
+        f"found: {finding['confirmed']['k']} of {finding['confirmed']['n']} re-runs). "
+        f"Known: {finding['known'] or 'not known to kchaos'}. Signature `{finding['signature']}`.", "",
+        "## Environment", "", *_environment(run, minimal),
+        "## The guarantee", "", *_guarantee(hit),
         "## Steps", "",
         f"A workload of {minimal.duration_s:g} s (seed {minimal.seed}) writes to the topic above and reads it back; "
-        "meanwhile:", "",
+        "the faults, as scheduled:", "",
         *([fault_in_words(i + 1, f) for i, f in enumerate(minimal.faults)] or ["(no fault)"]), "",
-        "Then every fault is healed, every partition is read from offset 0, and every replica's log is read from "
-        "its broker's files.", "",
+        f"As they happened in `{run_dir.name}` (kchaos's events; the cluster's lines are its metadata as "
+        "kchaos polled it, every 0.2-0.3 s):", "", *(timeline.steps(run_dir) or ["(no events recorded)"]), "",
         "## Expected", "", f"{hit.anomaly}: 0" + (f" ({hit.why})" if hit.promised else ""), "",
         "## Observed", "",
         f"{hit.anomaly}: {_count(hit.anomaly, verdict)} in the run `{run_dir.name}` (`minimal/` beside this file); "
-        "its first "
-        "records:", "", "```", *_observed(hit, verdict), "```", "",
+        "its first records:", "", "```", *_observed(hit, verdict), "```", "",
+        "## Affected versions", "", *_affected(finding, run),
+        "## Root cause", "", *_root_cause(verdict, bool(logs)), *logs,
+        "## Proposed fix", "",
+        "None proposed: kchaos does not propose a fix before a person has confirmed the root cause in the "
+        "project's source.", "",
+        "## Impact", "", f"{impact[:1].upper()}{impact[1:]}.", "",
+        "## Run it again", "",
+        "With kchaos (it builds the same images and cluster, applies the same faults, and checks the result):", "",
+        "```", f"kchaos run {finding['dir']}/minimal.toml", "```", "",
+        "Without kchaos: not generated for this finding; docs/findings.md says which findings have a standalone "
+        "reproducer (Docker and the client library alone). The brokers' and clients' own logs are in "
+        "`minimal/logs/` and `original/logs/`; `report.html` shows both runs' timelines.", "",
     ]
-    out += evidence(hit.anomaly, run_dir, verdict)
-    if verdict.known_issues:
-        out += ["Known issues in this configuration:", "", *[_known_line(i) for i in verdict.known_issues], ""]
-    out += ["## Run it again", "", "```", f"kchaos run {finding['dir']}/minimal.toml", "```", "",
-            "The brokers' and clients' own logs are in `minimal/logs/` and `original/logs/`; `report.html` "
-            "shows both runs' timelines.", ""]
     return "\n".join(out)
