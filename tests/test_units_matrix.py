@@ -205,11 +205,10 @@ def test_an_interrupted_matrix_does_not_wait_for_a_boot_ahead(monkeypatch):
 
 class LaneKept:
     """A kept cluster for lanes in processes of their own (pickled by reference, so module level):
-    each run writes its run directory with the times it began and ended after ``RUN_S``; with
-    ``KCHAOS_TEST_BLOCK`` set a run writes ``started-PID`` there and blocks, and the cluster's
-    removal writes ``removed-PID``."""
-
-    RUN_S = 2.0
+    each run writes its run directory with the times it began and ended and its process id. With
+    ``KCHAOS_TEST_MEET`` set a run waits there (60 s at most) until two runs have begun, so runs
+    one after another fail; with ``KCHAOS_TEST_BLOCK`` set a run writes ``started-PID`` there and
+    blocks, and the cluster's removal writes ``removed-PID``."""
 
     def __enter__(self) -> LaneKept:
         return self
@@ -226,7 +225,12 @@ class LaneKept:
         if block := os.environ.get("KCHAOS_TEST_BLOCK"):
             (Path(block) / f"started-{os.getpid()}").touch()
             time.sleep(300)
-        time.sleep(self.RUN_S)
+        if meet := os.environ.get("KCHAOS_TEST_MEET"):
+            (Path(meet) / f"began-{os.getpid()}").touch()
+            deadline = time.monotonic() + 60
+            while len(list(Path(meet).glob("began-*"))) < 2:
+                assert time.monotonic() < deadline, "the other lane's run never began beside this one"
+                time.sleep(0.05)
         path.mkdir(parents=True)
         (path / "times.json").write_text(json.dumps([began, time.time(), os.getpid()]))
         return SimpleNamespace(acked=10, final=10)
@@ -240,13 +244,13 @@ def _two_settings_plan() -> matrix.Plan:
                               (matrix.Cell("smoke", s.kafka_version, "kraft", 1), kraft, [], SMOKE)])
 
 
-def test_cells_of_different_settings_run_side_by_side_in_processes_of_their_own(tmp_path):
+def test_cells_of_different_settings_run_side_by_side_in_processes_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCHAOS_TEST_MEET", str(tmp_path))  # each run ends only once both have begun
     said: list[tuple[str, str]] = []
     finished = matrix.run_cells(_two_settings_plan(), tmp_path, lambda what, line: said.append((what, line)),
                                 check=_check(threading.Event(), broken_seed=9), side_by_side=2, kept_cluster=LaneKept)
     times = [json.loads((d / "times.json").read_text()) for d in finished]
     assert len(times) == 2 and times[0][2] != times[1][2] != os.getpid(), "each lane in a process of its own"
-    assert max(t[0] for t in times) < min(t[1] for t in times), f"the two runs overlapped: {times}"
     assert sorted(c.get("verdict") for c in json.loads((tmp_path / "matrix.json").read_text())["cells"]) == [
         "pass", "pass"]
     assert [what for what, _ in said].count("verdict") == 2
