@@ -546,6 +546,49 @@ def hunt(
     raise typer.Exit(outcome.exit_code)
 
 
+@app.command()
+def affected(
+    finding_dir: Path = typer.Argument(..., help="a finding of `kchaos hunt`: OUT/findings/ID"),
+    versions: list[str] = typer.Option(None, "--versions", help=f"Kafka versions ({VERSIONS_HELP}); default: every "
+                                       "version of the finding's line and the newest of each later line"),
+    clients: list[str] = typer.Option(None, "--clients", help=f"client libraries: {LIBRARY_NAMES}; default: every "
+                                      "library that runs the workload"),
+    runs: int = typer.Option(10, "--runs", help="runs of the minimal schedule per version and client"),
+    side_by_side: int = typer.Option(1, "--side-by-side", help="clusters of different versions at once (1: one at a "
+                                     "time, so two clusters sharing the cores do not move the rates)"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
+) -> None:
+    """Measure which Kafka versions and client libraries a finding affects: its minimal schedule, --runs times on
+    each, into FINDING_DIR/affected.json and bug.md's affected/unaffected table (with 95% intervals).
+
+    Exit 0: measured (whatever the rates); 2: bad input; 3: no run could be carried out."""
+    from harness.cluster import reaper
+    from harness.hunt import affected as affected_mod
+
+    with _refusing_bad_input():
+        if runs < 1:
+            raise BadOption(f"--runs: {runs} runs nothing (allowed: 1 or more)")
+        if side_by_side < 1:
+            raise BadOption(f"--side-by-side: {side_by_side} runs nothing (allowed: 1 or more)")
+        try:
+            m = affected_mod.prepare(finding_dir, _csv(versions), _csv(clients), runs)
+        except affected_mod.FindingError as e:
+            raise BadOption(str(e)) from e
+    _ensure_images(m.versions)
+    reaper.install_signal_handlers()
+    _log(f"{len(m.plan.cells)} runs: {', '.join(m.versions)} x {len(m.plan.cells) // max(1, len(m.versions))} "
+         f"(clients and runs); not run: {len(m.refused)}")
+
+    def announce(what: str, line: str) -> None:
+        if what in ("done", "error", "verdict", "check_error"):
+            console.print(f"  {what:<7} {line}")
+
+    rows = affected_mod.measure(m, announce, side_by_side, spark_master)
+    console.print("\n".join(affected_mod.markdown(rows)))
+    _log(f"written: {finding_dir / affected_mod.AFFECTED_JSON} and bug.md's affected versions")
+    raise typer.Exit(EXIT_OK if any(r.n for r in rows) else EXIT_NOT_RUN)
+
+
 def _parallel_hunt(opts, n: int) -> None:
     """N shards at once, then one account of them in OUT; exits as a hunt does."""
     from harness.hunt.parallel import run_shards, shard_commands, shard_dir

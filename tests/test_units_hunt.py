@@ -282,7 +282,7 @@ def test_bug_md_speaks_the_trackers_language(tmp_path):
 
 def test_wilson_interval_matches_newcombes_table():
     """Newcombe (1998), the score interval without continuity correction."""
-    from harness.hunt.write_up import wilson
+    from harness.hunt.affected import wilson
 
     for (k, n), (lo, hi) in {(0, 10): (0.0, 0.2775), (5, 10): (0.2366, 0.7634), (10, 10): (0.7225, 1.0)}.items():
         got = wilson(k, n)

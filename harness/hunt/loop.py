@@ -9,6 +9,7 @@ command again replays what is done from disk and carries on.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
@@ -20,6 +21,7 @@ from harness.faults import CLIENT_LINK_FAULTS, DISK_FAULTS, FAULTS
 from harness.history import write_json_atomic
 from harness.hunt import precursors
 from harness.hunt import shrink as shrinking
+from harness.hunt.affected import FINDING_JSON
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.guide import Corpus, next_schedule
 from harness.hunt.known import known_id
@@ -370,6 +372,7 @@ class Hunt:
         shown = f.minimal_run or f.original_run
         if shown is not None and shown.verdict is not None:
             doc = f.to_json(root)
+            (tmp / FINDING_JSON).write_text(json.dumps(doc, indent=1) + "\n")  # what `kchaos affected` reads
             (tmp / "bug.md").write_text(bug_md(doc, f.hit, f.minimal, shown.path, shown.verdict))
         if runs:
             write_report(runs, tmp / "report.html", title=f"kchaos hunt finding {f.id}")

@@ -8,7 +8,6 @@ how to run it again. What is inferred says so."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import tomli_w
@@ -17,7 +16,7 @@ from harness.checker.anomaly import BY_NAME
 from harness.checker.verdict import NOT_HEALED, KnownIssue, Verdict
 from harness.faults import FAULTS
 from harness.history import ClientLibrary, RunConfig, read_run_config
-from harness.hunt import environment, timeline
+from harness.hunt import affected, environment, timeline
 from harness.hunt.evidence import evidence
 from harness.hunt.goal import Hit
 from harness.hunt.guarantees import guarantee
@@ -110,17 +109,6 @@ def _observed(hit: Hit, verdict: Verdict) -> list[str]:
     return [json.dumps(e, default=str) for e in verdict.examples.get(hit.anomaly, [])[:10]]
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of a rate of ``k`` in ``n``: honest at 0 of n and n of n, where
-    the plain k/n interval collapses to a point."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def title(hit: Hit, minimal: Scenario, run: RunConfig) -> str:
     """The finding as a tracker's title: what broke, in the project's words, under which fault, on what."""
     faults = _faults_in_words(minimal)
@@ -185,16 +173,11 @@ def _guarantee(hit: Hit) -> list[str]:
 
 
 def _affected(finding: dict, run: RunConfig) -> list[str]:
-    table = finding.get("affected")
-    if not table:
+    rows = finding.get("affected")
+    if not rows:
         return [f"Measured on Kafka {run.kafka_version} ({run.mode}) with {_client(run.client)} only: no other "
-                "version or client has been run on this schedule yet.", ""]
-    rows = ["| Kafka | client | runs | showed it | rate (95% interval) |", "|---|---|---|---|---|"]
-    for r in table:
-        lo, hi = wilson(r["k"], r["n"])
-        rows.append(f"| {r['kafka']} | {r['client']} | {r['n']} | {r['k']} | {r['k'] / r['n']:.0%} "
-                    f"({lo:.0%}-{hi:.0%}) |")
-    return [*rows, ""]
+                "version or client has been run on this schedule yet (`kchaos affected FINDING_DIR` runs them).", ""]
+    return [*affected.markdown([affected.Row(**r) for r in rows]), ""]
 
 
 def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
@@ -218,7 +201,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
     run it again. ``run_dir``/``verdict``: a run of the minimal schedule that shows it."""
     run = read_run_config(run_dir)
     k, n = finding["reproduced"]["k"], finding["reproduced"]["n"]
-    lo, hi = wilson(k, n)
+    lo, hi = affected.wilson(k, n)
     logs = evidence(hit.anomaly, run_dir, verdict)
     impact = guarantee(hit.anomaly).impact
     out = [f"# {title(hit, minimal, run)}", ""]
