@@ -589,6 +589,40 @@ def affected(
     raise typer.Exit(EXIT_OK if any(r.n for r in rows) else EXIT_NOT_RUN)
 
 
+@app.command()
+def evidence(
+    finding_dir: Path = typer.Argument(..., help="a finding of `kchaos hunt`: OUT/findings/ID"),
+    runs: int = typer.Option(3, "--runs", help="evidence runs of the minimal schedule"),
+    spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
+) -> None:
+    """Re-run a finding's minimal schedule with full logging of what it concerns (the brokers' loggers at DEBUG, the
+    librdkafka clients' debug contexts), then pack the unfiltered logs, the runs, the report, bug.md, finding.json and
+    affected.json into FINDING_DIR/ID-evidence-TIME.tar.gz, an attachment a tracker takes.
+
+    Exit 0: packed; 2: bad input; 3: no run could be carried out."""
+    from harness.cluster import reaper
+    from harness.hunt import affected as affected_mod
+    from harness.hunt import evidence_runs
+
+    with _refusing_bad_input():
+        if runs < 1:
+            raise BadOption(f"--runs: {runs} runs nothing (allowed: 1 or more)")
+        try:
+            p, _ = evidence_runs.plan(finding_dir, runs)
+        except affected_mod.FindingError as e:
+            raise BadOption(str(e)) from e
+    _ensure_images(list(dict.fromkeys(c.kafka_version for c, *_ in p.cells)))
+    reaper.install_signal_handlers()
+
+    def announce(what: str, line: str) -> None:
+        if what in ("done", "error", "verdict", "check_error"):
+            console.print(f"  {what:<7} {line}")
+
+    archive = evidence_runs.run(finding_dir, p, announce, spark_master)
+    _log(f"packed: {archive} ({archive.stat().st_size / 1e6:.1f} MB)")
+    raise typer.Exit(EXIT_OK if (finding_dir / "evidence" / "runs").exists() else EXIT_NOT_RUN)
+
+
 def _parallel_hunt(opts, n: int) -> None:
     """N shards at once, then one account of them in OUT; exits as a hunt does."""
     from harness.hunt.parallel import run_shards, shard_commands, shard_dir

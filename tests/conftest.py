@@ -26,8 +26,10 @@ from harness.setup import cluster_images, engine, images
 
 # One ZooKeeper server: these tests are about brokers; tests/test_quorum.py and the catalogue run the
 # three-node quorum that clusters have by default.
+# The ZooKeeper client at DEBUG (its pings, every few seconds): tests/test_cluster.py asserts that a
+# logger's level set here reaches every broker, as `kchaos evidence` sets them.
 DEFAULT_SETTINGS = ClusterSettings(kafka_version="3.9.1", mode="zk", brokers=3, zookeepers=1,
-                                   private_clients=["solo"])
+                                   private_clients=["solo"], log_levels={"org.apache.zookeeper.ClientCnxn": "DEBUG"})
 
 pytest_plugins = ["pytester"]  # tests of the kchaos pytest plugin run user suites in a subprocess
 

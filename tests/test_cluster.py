@@ -146,6 +146,19 @@ def test_every_node_maps_its_images_class_data_archive(cluster):
         assert code == 0, maps
         assert "/opt/kafka/kafka.jsa" in maps, f"{key}'s JVM runs without the image's class-data archive"
 
+def test_a_loggers_level_set_for_the_cluster_reaches_every_broker(cluster):
+    """ClusterSettings.log_levels (what `kchaos evidence` sets for a finding's components) reaches each
+    broker's log4j configuration through the entrypoint: the shared cluster's ZooKeeper client logs at
+    DEBUG, which the image's own configuration would not show."""
+    from harness.waiting import until
+
+    assert DEFAULT_SETTINGS.log_levels == {"org.apache.zookeeper.ClientCnxn": "DEBUG"}
+    for b in DEFAULT_SETTINGS.broker_ids:
+        until(lambda b=b: any(" DEBUG " in line and line.endswith("(org.apache.zookeeper.ClientCnxn)")
+                              for line in cluster.logs(f"kafka-{b}", tail=2000).splitlines()),
+              30, f"a DEBUG line of the ZooKeeper client in kafka-{b}'s log")
+
+
 # 3.9.1 in ZooKeeper mode is the shared cluster's (test_round_trip_all_acks). A new release that
 # cannot start fails the default tier in tests/test_share_groups.py, which runs on the newest version
 # in KRaft; every other pair (KRaft on 3.9.1 and 4.1.2 also boot in tests/test_quorum.py and the

@@ -26,8 +26,11 @@ NEWEST = max(KAFKA_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
 
 def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932s_promises(tmp_path):
     require_docker([NEWEST])  # the default tier builds the newest version's image anyway
-    s = load(SCENARIOS / "share-group-member-faults.toml", [f"kafka_version={NEWEST}"])
+    # The request log at DEBUG: a logger's level reaches Kafka 4's log4j2 configuration too
+    s = load(SCENARIOS / "share-group-member-faults.toml", [f"kafka_version={NEWEST}",
+                                                              'cluster.log_levels={"kafka.request.logger" = "DEBUG"}'])
     res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    assert "Completed request:" in (res.path / "logs" / "kafka-1.log").read_text(), "the request log at DEBUG"
     (v,) = check_runs([res.path])
     run = json.loads((res.path / "run.json").read_text())
     (g,) = run["share_groups"]

@@ -79,3 +79,19 @@ def test_a_transactional_run_gets_the_transactions_panel(tmp_path):
     assert any(t["yaxis"] == "y7" and "transactions" in t["name"] for t in fig["data"])
     for t in fig["data"]:
         assert page.layout_key(t["yaxis"]) in fig["layout"], f"trace {t['name']} on an axis the page lacks"
+
+
+def test_a_runs_end_is_the_last_moment_its_typed_events_name(tmp_path):
+    """The group panel draws each member's held partitions up to the run's end: the events are typed
+    records (a State has ts_ms, a Fault end_ms), not dicts."""
+    from harness.report.panels import RunView
+
+    events = from_dicts([
+        {"type": "workload_start", "ts_ms": T0},
+        {"type": "state", "ts_ms": T0 + 500, "brokers": [1],
+         "partitions": [{"partition": 0, "leader": 1, "replicas": [1], "isr": [1]}]},
+        {"type": "fault", "kind": "kill", "target": "leader", "name": "kill leader", "start_ms": T0 + 1000,
+         "end_ms": T0 + 9000},
+    ])
+    run = RunConfig.model_validate({})
+    assert RunView(tmp_path, run, _verdict(tmp_path), events, T0).end_ms == T0 + 9000

@@ -11,6 +11,29 @@ if [ "${KAFKA_VERSION%%.*}" -ge 4 ]; then
 else
   LOGOPT="-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
 fi
+# Loggers at other levels than the image's configuration (ClusterSettings.log_levels, passed as
+# KCHAOS_LOG_LEVELS=name=LEVEL,...): a copy of the configuration with each logger's level set,
+# replacing the logger's own entry where the configuration has one.
+if [ -n "${KCHAOS_LOG_LEVELS:-}" ]; then
+  mkdir -p /etc/kchaos
+  if [ "${KAFKA_VERSION%%.*}" -ge 4 ]; then conf=/etc/kchaos/log4j2.properties; else conf=/etc/kchaos/log4j.properties; fi
+  cp "/opt/kafka/config/${conf##*/}" "$conf"
+  i=0
+  for pair in $(printf '%s' "$KCHAOS_LOG_LEVELS" | tr ',' ' '); do
+    i=$((i + 1)); name="${pair%%=*}"; level="${pair#*=}"
+    if [ "${KAFKA_VERSION%%.*}" -ge 4 ]; then
+      key=$(sed -n "s/^logger\.\([A-Za-z0-9_]*\)\.name *= *$(printf '%s' "$name" | sed 's/\./\\./g') *\$/\1/p" "$conf" | head -n 1)
+      if [ -n "$key" ]; then
+        sed -i "s/^logger\.$key\.level *=.*/logger.$key.level = $level/" "$conf"
+      else
+        printf 'logger.kchaos%s.name = %s\nlogger.kchaos%s.level = %s\n' "$i" "$name" "$i" "$level" >> "$conf"
+      fi
+    else
+      printf 'log4j.logger.%s=%s\n' "$name" "$level" >> "$conf"  # a later key wins in a properties file
+    fi
+  done
+  if [ "${KAFKA_VERSION%%.*}" -ge 4 ]; then LOGOPT="-Dlog4j2.configurationFile=$conf"; else LOGOPT="-Dlog4j.configuration=file:$conf"; fi
+fi
 HEAP="${KCHAOS_HEAP:--Xms256m -Xmx512m}"
 # Small, fast-starting JVMs: 2-core machines run four of these at once.
 JVM="${KCHAOS_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true}"

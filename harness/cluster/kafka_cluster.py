@@ -65,6 +65,9 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
+LOG_LEVELS_ENV = "KCHAOS_LOG_LEVELS"  # read by docker/kafka/kchaos-entrypoint.sh
+
+
 class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, LinkFaults, QuorumChanges,
                    Upgrades):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
@@ -226,9 +229,13 @@ class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, Link
 
     def _node_env(self) -> dict[str, str]:
         """What every node's entrypoint reads besides its role's settings: libfaketime preloaded (a
-        skewable wall clock), and whether the JVM starts from the image's class-data archive."""
-        return {**({CLOCK_ENV: "1"} if self.settings.skewable_clocks else {}),
-                **({} if self.settings.class_data_archive else {"KCHAOS_CDS": "0"})}
+        skewable wall clock), whether the JVM starts from the image's class-data archive, and the
+        loggers whose levels differ from the image's log4j configuration (``name=LEVEL,...``)."""
+        s = self.settings
+        levels = ",".join(f"{name}={level}" for name, level in s.log_levels.items())
+        return {**({CLOCK_ENV: "1"} if s.skewable_clocks else {}),
+                **({} if s.class_data_archive else {"KCHAOS_CDS": "0"}),
+                **({LOG_LEVELS_ENV: levels} if levels else {})}
 
     def _toxi_up(self) -> bool:
         try:

@@ -47,6 +47,9 @@ class ClusterImages:
     faultable_disks: bool = False  # the Kafka image has kchaos-diskfs (setup.cluster_images(disks=True))
 
 
+LOGGER_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+
+
 class ClusterSettings(BaseModel):
     """Everything that shapes a cluster; validated before any container starts."""
 
@@ -94,6 +97,10 @@ class ClusterSettings(BaseModel):
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/cluster/feature_levels.py); the rest get the version's defaults")
+    log_levels: dict[str, Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]] = Field(
+        default_factory=dict, description="log4j levels of named loggers on every broker, controller and ZooKeeper "
+                                          "server (e.g. {\"state.change.logger\" = \"DEBUG\"}): a finding's "
+                                          "evidence runs (kchaos evidence) set those of the components it concerns")
 
     @model_validator(mode="before")
     @classmethod
@@ -118,6 +125,10 @@ class ClusterSettings(BaseModel):
                              "mode = \"kraft\" with kafka_version >= 4.0)")
         if why := feature_levels.refusal(self.kafka_version, self.mode, self.features):
             raise ValueError(why)
+        for name in self.log_levels:
+            if not LOGGER_NAME.fullmatch(name):
+                raise ValueError(f"log_levels: {name!r} is not a logger name (allowed: dotted Java names, e.g. "
+                                 "kafka.cluster.Partition)")
         elr = self.features.get(ELR_FEATURE)
         if elr is not None and self.eligible_leader_replicas is not None and elr != int(self.eligible_leader_replicas):
             raise ValueError(f"features.{ELR_FEATURE} = {elr} contradicts eligible_leader_replicas = "

@@ -102,9 +102,9 @@ def plan(finding_dir: Path, mode: str, versions: list[str], clients: list[str],
     bare = _without_client_config(load(path))
     out, refused, notes = matrix.Plan(), [], {}
     for v in versions:
-        m, note = mode_on(v, mode)
+        m, mode_note = mode_on(v, mode)
         for client in clients:
-            seeds = list(range(1, runs + 1))
+            note, seeds = mode_note, list(range(1, runs + 1))
             try:
                 p = matrix.plan([f"{path}@{v}:{m}"], None, None, None, seeds, None, [client])
             except ScenarioError as e:

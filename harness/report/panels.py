@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.checker.verdict import Verdict
     from harness.history import RunConfig
+    from harness.history.events import Event
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,13 @@ class RunView:
     path: Path
     run: RunConfig
     verdict: Verdict
-    events: list[dict]
+    events: list[Event]
     t0: int
 
     @property
     def end_ms(self) -> int:
         """The last moment the events name (a span still open then ends there)."""
-        return max([e.get("ts_ms") or e.get("end_ms") or 0 for e in self.events] + [self.t0])
+        return max([getattr(e, "ts_ms", None) or getattr(e, "end_ms", None) or 0 for e in self.events] + [self.t0])
 
 
 @dataclass(frozen=True)
