@@ -59,6 +59,9 @@ def test_measure_counts_each_version_and_client_and_rewrites_bug_mds_table(tmp_p
     def run_cells(p, out, announce, **kw):
         for cell, *_ in p.cells:
             (out / "runs" / cell.run_id).mkdir(parents=True)
+            if cell.client == "librdkafka":  # the library's version as the run recorded it
+                (out / "runs" / cell.run_id / "run.json").write_text(json.dumps(
+                    {"client": {"name": "librdkafka", "version": "librdkafka 2.16.0"}}))
         return [out / "runs" / c.run_id for c, *_ in p.cells]
 
     def check_and_report(finished, out, spark_master=None):
@@ -74,12 +77,12 @@ def test_measure_counts_each_version_and_client_and_rewrites_bug_mds_table(tmp_p
     rows = {(r.kafka, r.client): (r.k, r.n, r.note) for r in affected.measure(m, lambda what, line: None)}
     bare = "the client tables' `config` left out (another library's properties)"  # librdkafka's debug
     kraft = "zk mode does not exist on 4.4.0: run in kraft"
-    assert rows == {("3.9.1", "librdkafka"): (2, 3, ""), ("3.9.1", "java"): (0, 3, bare),
-                    ("4.4.0", "librdkafka"): (1, 3, kraft), ("4.4.0", "java"): (0, 3, f"{kraft}; {bare}")}
+    assert rows == {("3.9.1", "librdkafka 2.16.0"): (2, 3, ""), ("3.9.1", "java"): (0, 3, bare),
+                    ("4.4.0", "librdkafka 2.16.0"): (1, 3, kraft), ("4.4.0", "java"): (0, 3, f"{kraft}; {bare}")}
     assert len(json.loads((d / affected.AFFECTED_JSON).read_text())["rows"]) == 4
     bug = (d / "bug.md").read_text()
     assert "Measured on one only" not in bug and "## Root cause\n\nUnexplained." in bug
-    assert "| 3.9.1 | zk | librdkafka | 3 | 2 | 67% (21%-94%) | affected |" in bug
+    assert "| 3.9.1 | zk | librdkafka 2.16.0 | 3 | 2 | 67% (21%-94%) | affected |" in bug
     assert f"| 3.9.1 | zk | java | 3 | 0 | 0% (0%-56%) | not seen; {bare} |" in bug
 
 

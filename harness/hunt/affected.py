@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from harness.checker.verdict import NOT_HEALED, Verdict
 from harness.clients.registry import LIBRARIES
-from harness.history import write_json_atomic
+from harness.history import read_run_config, write_json_atomic
 from harness.run import matrix
 from harness.scenario import Scenario, ScenarioError, load
 from harness.versions import KAFKA_VERSIONS, version_key
@@ -133,6 +133,17 @@ def showed(v: Verdict, anomaly: str, promised: bool) -> bool:
     return v.anomalies.get(anomaly, 0) > 0
 
 
+def _with_library_version(row: Row, finished: list[Path]) -> Row:
+    """``row`` with its client named as the runs recorded it (``librdkafka 2.16.0``, ``kafka-clients
+    3.9.1``), from the run.json of one of its runs; as planned when none says."""
+    for d in finished:
+        if f"-{row.kafka}-{row.mode}-{row.client}" in d.name and (d / "run.json").exists():
+            client = read_run_config(d).client
+            if client is not None and client.version:
+                return replace(row, client=client.version)
+    return row
+
+
 def rows(p: matrix.Plan, verdicts: dict[str, Verdict], finding: dict,
          notes: dict[tuple[str, str], str]) -> list[Row]:
     """k of n per version and client, from each cell's verdict (a cell that did not finish is not
@@ -186,7 +197,7 @@ def measure(m: Measurement, announce: matrix.Announce, side_by_side: int = 1,
     finished = matrix.run_cells(m.plan, out, announce, side_by_side=side_by_side, check=matrix.check(spark_master))
     res = matrix.check_and_report(finished, out, spark_master)
     verdicts = {Path(d).name: v for d, v in zip(finished, res.verdicts, strict=True)}
-    measured = rows(m.plan, verdicts, m.finding, m.notes) + m.refused
+    measured = [_with_library_version(r, finished) for r in rows(m.plan, verdicts, m.finding, m.notes)] + m.refused
     write(m.finding_dir, measured)
     return measured
 
