@@ -182,7 +182,8 @@ class History:
         (path / RUN_JSON).write_text(json.dumps(self.run))
         if self.events:
             (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in self.events))
-        for name, text in self.logs.items():
-            (path / "logs").mkdir(exist_ok=True)
-            (path / "logs" / name).write_text(text)
+        for name, text in self.logs.items():  # a bare name is under logs/; "members/g/g-1.log" is a member's own
+            target = path / name if "/" in name else path / "logs" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
         return path

@@ -166,7 +166,8 @@ def async_commits_regressed(client: dict | None = None, group_client: dict | Non
     if group_client:
         h.run["groups"] = [{**g, "client": group_client} for g in h.run["groups"]]
     h.commit("g", 6)
-    h.logs["clients.log"] = "[g-1] %7|1795610000.466|FAIL|rdkafka#consumer-1| Disconnected\n" + client_log
+    # where a run keeps a member's librdkafka log: the member is a process of its own
+    h.logs["members/g/g-1.log"] = "%7|1795610000.466|FAIL|rdkafka#consumer-1| Disconnected\n" + client_log
     return h
 
 

@@ -371,5 +371,5 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes,
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
-                                  rd.path / "logs"),
+                                  rd.path),
     )

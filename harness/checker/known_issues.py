@@ -24,27 +24,28 @@ from harness.versions import version_key
 
 @dataclass(frozen=True)
 class Evidence:
-    """A line of the run's logs (``logs/`` of its run directory) that shows a mechanism at work."""
+    """A line of the run's logs that shows a mechanism at work: the brokers' and the in-process
+    clients' under ``logs/``, each group member's (a process of its own) under ``members/GROUP/``."""
 
-    logs: str  # a glob under logs/: "clients.log", "kafka-*.log"
+    logs: tuple[str, ...]  # globs under the run directory: "logs/kafka-*.log", "members/*/*.log"
     pattern: str  # a regular expression one line must match
     shows: str  # what such a line shows
 
-    def find(self, logs_dir: Path | None) -> str | None:
+    def find(self, run_dir: Path | None) -> str | None:
         """The first matching line, as "file: line" (cut at 400 characters), or None."""
-        if logs_dir is None or not logs_dir.is_dir():
+        if run_dir is None or not run_dir.is_dir():
             return None
         rx = re.compile(self.pattern)
-        for path in sorted(logs_dir.glob(self.logs)):
+        for path in [p for g in self.logs for p in sorted(run_dir.glob(g))]:
             with path.open(errors="replace") as f:
                 for line in f:
                     if rx.search(line):
-                        return f"{path.name}: {line.rstrip()[:400]}"
+                        return f"{path.relative_to(run_dir)}: {line.rstrip()[:400]}"
         return None
 
     def missing(self) -> str:
         """What a run without the line lacks, for the verdict to say."""
-        return f"no line matching /{self.pattern}/ in logs/{self.logs}: {self.shows}"
+        return f"no line matching /{self.pattern}/ in {' or '.join(self.logs)}: {self.shows}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ KNOWN_ISSUES = (
         "in ZooKeeper mode, an ISR change whose ZooKeeper write was applied but unanswered (the controller's "
         "connection lost meanwhile) is refused when the controller sends it again; the controller keeps the old "
         "ISR and the leader waits for metadata that never comes (docs/findings.md F2; not reported upstream)",
-        Evidence("kafka-*.log", r"Failed to update ISR to .* bad ZK version",
+        Evidence(("logs/kafka-*.log",), r"Failed to update ISR to .* bad ZK version",
                  "the controller refused its own retried ISR write (\"bad ZK version\")")),
     KnownIssueRecord(
         "KAFKA-19972", ("share_over_delivered",), "share_release_decrease",
@@ -89,14 +90,15 @@ KNOWN_ISSUES = (
         "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
         "after newer commits of the same partition; the coordinator keeps the last one it is given "
         "(docs/findings.md F1; not reported upstream)",
-        Evidence("clients.log", r"Retrying OffsetCommitRequest|marking the coordinator \(-?\d+\) dead: .*OffsetCommit",
+        Evidence(("members/*/*.log", "logs/clients.log"),
+                 r"Retrying OffsetCommitRequest|marking the coordinator \(-?\d+\) dead: .*OffsetCommit",
                  "a member's OffsetCommit failed with its connection and was queued again (librdkafka's debug "
                  "log, contexts cgrp or protocol)")),
 )
 
 
 def known_issues(run: RunConfig, producers: Iterable[Config], anomalies: dict[str, int],
-                 logs_dir: Path | None = None) -> list[KnownIssue]:
+                 run_dir: Path | None = None) -> list[KnownIssue]:
     """Every known bug whose anomalies the run counted in the configuration it needs (``producers``:
     each producer's resolved settings): ``shown`` True where the run's logs hold its evidence
     (``evidence`` is that line), False where they do not (the run's anomaly is unexplained), None
@@ -110,7 +112,7 @@ def known_issues(run: RunConfig, producers: Iterable[Config], anomalies: dict[st
         if k.evidence is None:
             out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why))
             continue
-        line = k.evidence.find(logs_dir)
+        line = k.evidence.find(run_dir)
         out.append(KnownIssue(issue=k.issue, anomalies=seen, why=k.why, shown=line is not None,
                               evidence=line or k.evidence.missing()))
     return out
