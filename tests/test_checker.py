@@ -398,7 +398,8 @@ def test_a_cluster_whose_isr_was_not_restored_after_the_heal_fails_the_run(judge
     assert (healed.topic, healed.partition, healed.isr, healed.replicas) == ("t", 0, [3, 2], [3, 1, 2])
     assert healed.describe() == "t-0: ISR [3, 2] of replicas [3, 1, 2] (leader 3) 120 s after the heal"
     assert [(i.issue, i.anomalies, i.shown) for i in v.known_issues] == [("kchaos-F2", ["isr_not_restored"], True)]
-    assert "bad ZK version" in v.known_issues[0].evidence and v.known_issues[0].evidence.startswith("kafka-1.log: ")
+    evidence = v.known_issues[0].evidence
+    assert "bad ZK version" in evidence and evidence.startswith("logs/kafka-1.log: ")
     assert judged["clean"].not_healed == []
 
 
