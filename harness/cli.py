@@ -162,11 +162,12 @@ def _print_quorum(c) -> None:
 def _refusing_bad_input():
     """Bad scenarios and paths exit 2 and a missing engine exits 3, all before any container starts."""
     from harness import scenario as scenario_mod
+    from harness.hunt.affected import FindingError
     from harness.setup import engine
 
     try:
         yield
-    except (scenario_mod.ScenarioError, BadOption) as e:
+    except (scenario_mod.ScenarioError, BadOption, FindingError) as e:
         _said("bad input", e)
         raise typer.Exit(EXIT_BAD_INPUT) from e
     except engine.EngineError as e:
@@ -546,6 +547,12 @@ def hunt(
     raise typer.Exit(outcome.exit_code)
 
 
+def _say_run_line(what: str, line: str) -> None:
+    """A run's end and its check's verdict, one line each, as `affected` and `evidence` go."""
+    if what in ("done", "error", "verdict", "check_error"):
+        console.print(f"  {what:<7} {line}")
+
+
 @app.command()
 def affected(
     finding_dir: Path = typer.Argument(..., help="a finding of `kchaos hunt`: OUT/findings/ID"),
@@ -570,20 +577,13 @@ def affected(
             raise BadOption(f"--runs: {runs} runs nothing (allowed: 1 or more)")
         if side_by_side < 1:
             raise BadOption(f"--side-by-side: {side_by_side} runs nothing (allowed: 1 or more)")
-        try:
-            m = affected_mod.prepare(finding_dir, _csv(versions), _csv(clients), runs)
-        except affected_mod.FindingError as e:
-            raise BadOption(str(e)) from e
+        m = affected_mod.prepare(finding_dir, _csv(versions), _csv(clients), runs)
     _ensure_images(m.versions)
     reaper.install_signal_handlers()
     _log(f"{len(m.plan.cells)} runs: {', '.join(m.versions)} x {len(m.plan.cells) // max(1, len(m.versions))} "
          f"(clients and runs); not run: {len(m.refused)}")
 
-    def announce(what: str, line: str) -> None:
-        if what in ("done", "error", "verdict", "check_error"):
-            console.print(f"  {what:<7} {line}")
-
-    rows = affected_mod.measure(m, announce, side_by_side, spark_master)
+    rows = affected_mod.measure(m, _say_run_line, side_by_side, spark_master)
     console.print("\n".join(affected_mod.markdown(rows)))
     _log(f"written: {finding_dir / affected_mod.AFFECTED_JSON} and bug.md's affected versions")
     raise typer.Exit(EXIT_OK if any(r.n for r in rows) else EXIT_NOT_RUN)
@@ -601,24 +601,16 @@ def evidence(
 
     Exit 0: packed; 2: bad input; 3: no run could be carried out."""
     from harness.cluster import reaper
-    from harness.hunt import affected as affected_mod
     from harness.hunt import evidence_runs
 
     with _refusing_bad_input():
         if runs < 1:
             raise BadOption(f"--runs: {runs} runs nothing (allowed: 1 or more)")
-        try:
-            p, _ = evidence_runs.plan(finding_dir, runs)
-        except affected_mod.FindingError as e:
-            raise BadOption(str(e)) from e
+        p = evidence_runs.plan(finding_dir, runs)
     _ensure_images(list(dict.fromkeys(c.kafka_version for c, *_ in p.cells)))
     reaper.install_signal_handlers()
 
-    def announce(what: str, line: str) -> None:
-        if what in ("done", "error", "verdict", "check_error"):
-            console.print(f"  {what:<7} {line}")
-
-    archive = evidence_runs.run(finding_dir, p, announce, spark_master)
+    archive = evidence_runs.run(finding_dir, p, _say_run_line, spark_master)
     _log(f"packed: {archive} ({archive.stat().st_size / 1e6:.1f} MB)")
     raise typer.Exit(EXIT_OK if (finding_dir / "evidence" / "runs").exists() else EXIT_NOT_RUN)
 

@@ -28,7 +28,7 @@ def finding(tmp_path: Path, scenario: str = "async-commit-retry", anomaly: str =
 
 def test_a_groups_finding_logs_the_group_coordinator_and_the_members_protocol(tmp_path):
     d = finding(tmp_path)
-    p, _ = evidence_runs.plan(d, runs=2)
+    p = evidence_runs.plan(d, runs=2)
     assert [c.seed for c, *_ in p.cells] == [1, 2]
     s = load(d / evidence_runs.EVIDENCE_TOML)
     assert s.cluster_settings().log_levels == evidence_runs.GROUPS

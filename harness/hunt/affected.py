@@ -241,9 +241,3 @@ def write(finding_dir: Path, measured: list[Row]) -> None:
     tmp = bug.with_name(bug.name + ".partial")
     tmp.write_text(new)
     tmp.replace(bug)
-
-
-def read_rows(finding_dir: Path) -> list[dict] | None:
-    """The measured rows of affected.json, as bug.md's writer takes them; None when not measured."""
-    path = finding_dir / AFFECTED_JSON
-    return json.loads(path.read_text())["rows"] if path.exists() else None

@@ -63,7 +63,7 @@ def _librdkafka(s: Scenario, table) -> bool:
     return (getattr(table, "client", None) or s.client or "librdkafka") == "librdkafka"
 
 
-def plan(finding_dir: Path, runs: int) -> tuple[matrix.Plan, dict]:
+def plan(finding_dir: Path, runs: int) -> matrix.Plan:
     """The evidence runs: ``FINDING_DIR/evidence.toml`` (the minimal schedule with full logging, on
     its own version and mode) at seeds 1..runs; bad input (FindingError, ScenarioError) before
     anything runs."""
@@ -74,7 +74,7 @@ def plan(finding_dir: Path, runs: int) -> tuple[matrix.Plan, dict]:
     tmp = path.with_name(path.name + ".partial")
     tmp.write_text(scenario_toml(s.model_copy(update={"name": f"{s.name}-evidence"})))
     tmp.replace(path)
-    return matrix.plan([str(path)], None, None, None, list(range(1, runs + 1))), finding
+    return matrix.plan([str(path)], None, None, None, list(range(1, runs + 1)))
 
 
 def run(finding_dir: Path, p: matrix.Plan, announce: matrix.Announce, spark_master: str | None = None) -> Path:

@@ -172,12 +172,10 @@ def _guarantee(hit: Hit) -> list[str]:
     return out
 
 
-def _affected(finding: dict, run: RunConfig) -> list[str]:
-    rows = finding.get("affected")
-    if not rows:
-        return [f"Measured on Kafka {run.kafka_version} ({run.mode}) with {_client(run.client)} only: no other "
-                "version or client has been run on this schedule yet (`kchaos affected FINDING_DIR` runs them).", ""]
-    return [*affected.markdown([affected.Row(**r) for r in rows]), ""]
+def _affected(run: RunConfig) -> list[str]:
+    """Where the hunt measured it; `kchaos affected` replaces this section with its table."""
+    return [f"Measured on Kafka {run.kafka_version} ({run.mode}) with {_client(run.client)} only: no other "
+            "version or client has been run on this schedule yet (`kchaos affected FINDING_DIR` runs them).", ""]
 
 
 def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
@@ -230,7 +228,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         "## Observed", "",
         f"{hit.anomaly}: {_count(hit.anomaly, verdict)} in the run `{run_dir.name}` (`minimal/` beside this file); "
         "its first records:", "", "```", *_observed(hit, verdict), "```", "",
-        "## Affected versions", "", *_affected(finding, run),
+        "## Affected versions", "", *_affected(run),
         "## Root cause", "", *_root_cause(verdict, bool(logs)), *logs,
         "## Proposed fix", "",
         "None proposed: kchaos does not propose a fix before a person has confirmed the root cause in the "

@@ -149,9 +149,11 @@ class SideBySide:
         queue = list(reversed(lanes))  # taken from the end: plan order
         failed: list[BaseException] = []
         ended = threading.Event()
-        workers = [min(self.at_once, len(lanes))]
+        workers = min(self.at_once, len(lanes))
+        left = workers
 
         def worker() -> None:
+            nonlocal left
             try:
                 while not self._stopping.is_set():
                     with self._lock:
@@ -163,11 +165,11 @@ class SideBySide:
                 failed.append(e)
             finally:
                 with self._lock:
-                    workers[0] -= 1
-                    if failed or not workers[0]:
+                    left -= 1
+                    if failed or not left:
                         ended.set()
 
-        for _ in range(workers[0]):
+        for _ in range(workers):
             threading.Thread(target=worker, name="kchaos-lane", daemon=True).start()
         try:
             while not ended.wait(0.5):  # waited for in slices: an interrupt reaches this thread at once

@@ -3,10 +3,11 @@
 Every cell is one run directory named for its coordinates under ``OUT/runs``; a cell whose
 directory exists is finished (runs are renamed into place only when complete), so an interrupted
 matrix resumes where it stopped. ``OUT/matrix.json`` records each cell's status, including cells
-that could not be carried out and why. Each finished run is checked while the next one runs, and
-its verdict is printed and written (its verdict.json, its cell in matrix.json) as soon as it is
-known, so a matrix stopped halfway keeps the verdicts of the runs it finished; the runs still
-unchecked at the end (an earlier, interrupted matrix's) are checked together in one Spark session.
+that could not be carried out and why. Finished runs are checked while the next ones run (those
+that finished during a check together, in the next), and each verdict is printed and written (its
+verdict.json, its cell in matrix.json) as soon as it is known, so a matrix stopped halfway keeps
+the verdicts of the runs it finished; the runs still unchecked at the end (an earlier, interrupted
+matrix's) are checked together in one Spark session.
 """
 
 from __future__ import annotations
