@@ -105,6 +105,7 @@ def planted(tmp_path_factory) -> dict:
     hs |= {f"group-{commit}": group_history(commit) for commit in ("auto", "sync")}
     hs["group-async-regressed"] = async_commits_regressed()
     hs["group-async-regressed-no-retry"] = async_commits_regressed(client_log="")
+    hs["group-async-regressed-timed-out"] = async_commits_regressed(client_log=TIMED_OUT_BEHIND_COMMIT)
     hs["group-async-regressed-java"] = async_commits_regressed({"name": "java", "version": "kafka-clients 3.9.1"})
     hs["group-async-regressed-java-group"] = async_commits_regressed(group_client={"name": "java",
                                                                                   "version": "kafka-clients 4.1.2"})
@@ -155,6 +156,14 @@ def group_history(commit: str) -> History:
 RETRIED_COMMIT = ("%7|1795610000.468|RETRY|rdkafka#consumer-1| [thrd:GroupCoordinator]: GroupCoordinator: Retrying "
                   "OffsetCommitRequest (v9, 102 bytes, retry 1/2, prev CorrId 12) in 100ms\n")
 
+# A request on the coordinator's connection timed out with an OffsetCommit in flight ahead of it:
+# librdkafka takes the connection down (socket.max.fails=1) and the commit with it. Logged at
+# librdkafka's default level, where the retry itself is logged only at debug.
+TIMED_OUT_BEHIND_COMMIT = (
+    "%5|1795816334.567|REQTMOUT|rdkafka#consumer-1| [thrd:GroupCoordinator]: GroupCoordinator/3: Timed out "
+    "ConsumerGroupHeartbeatRequest in flight (after 1523ms, timeout #0): possibly held back by preceeding "
+    "OffsetCommitRequest with timeout in 58396ms\n")
+
 
 def async_commits_regressed(client: dict | None = None, group_client: dict | None = None,
                             client_log: str = RETRIED_COMMIT) -> History:
@@ -179,6 +188,9 @@ def test_librdkafkas_retried_async_commit_is_named_where_a_groups_offsets_move_b
     assert f1.anomalies == ["offset_regression"] and f1.shown and "Retrying OffsetCommitRequest" in f1.evidence
     (unexplained,) = [k for k in planted["group-async-regressed-no-retry"].known_issues if k.issue == "kchaos-F1"]
     assert not unexplained.explains, "a regression whose members never logged a retried commit is not F1's mechanism"
+    (timed_out,) = [k for k in planted["group-async-regressed-timed-out"].known_issues if k.issue == "kchaos-F1"]
+    assert timed_out.shown and "held back by preceeding OffsetCommitRequest" in timed_out.evidence, \
+        "a request timed out behind an OffsetCommit in flight takes the commit down with the connection"
     assert not [k for k in planted["offset_regression"].known_issues if k.issue == "kchaos-F1"], \
         "a copier's transactional commits are not librdkafka's async ones"
     java = planted["group-async-regressed-java"]

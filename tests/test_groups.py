@@ -3,7 +3,8 @@
 One run on Kafka 4.1.2 holds three groups side by side on one topic: a classic group (range
 assignor, synchronous commits), a KIP-848 group (the consumer protocol, asynchronous commits) and a
 classic cooperative-sticky group whose members all crash together and come back. Each must return
-every acknowledged record, commit to the end of every partition, and show no anomaly.
+every acknowledged record, commit to the end of every partition, and show no anomaly but one a
+known issue's mechanism explains in the members' own logs.
 """
 
 from __future__ import annotations
@@ -88,9 +89,15 @@ def test_groups_on_both_protocols_return_and_commit_everything(groups_run):
     d, v = groups_run
     # uncommitted_read may count reads the verdict holds no evidence against its promise: records
     # read at or above the hw their fetch response carried, which the final log holds there
-    # (stale_hw_read, judge.NOT_HELD); the run passes only if every counted one is such a read.
-    assert v.verdict == "pass" and not v.broken(), v.broken()
-    assert not any(n for a, n in v.anomalies.items() if a != "uncommitted_read"), v.anomalies
+    # (stale_hw_read, judge.NOT_HELD). Group k's asynchronous commits may go back where librdkafka
+    # retried one behind newer ones (kchaos-F1): a coordinator slower than the KIP-848 heartbeat
+    # interval, on a loaded machine, is enough. That is allowed only where the members' own logs
+    # show it; anything else fails.
+    f1 = [k for k in v.known_issues if k.issue == "kchaos-F1" and k.shown]
+    allowed = {("group k", "offset_regression")} if f1 else set()
+    assert {(c, a) for c, a, _ in v.broken()} <= allowed, (v.broken(), v.known_issues)
+    assert not any(n for a, n in v.anomalies.items() if a not in ("uncommitted_read", *(a for _, a in allowed))), \
+        v.anomalies
     acked = {r["value"]: (r["partition"], r["offset"]) for r in pq.read_table(d / "produced.parquet").to_pylist()
              if r["status"] == "ok"}
     ends = {p: max(o for q, o in acked.values() if q == p) + 1 for p, _ in acked.values()}
@@ -99,7 +106,8 @@ def test_groups_on_both_protocols_return_and_commit_everything(groups_run):
     for g in ("c", "k", "x"):
         assert set(acked) <= {r["value"] for r in live if r["group"] == g}, f"group {g} returned every record"
         assert {r["partition"]: r["offset"] for r in final if r["group"] == g} == ends, f"{g} committed to the end"
-        assert v.by_group and next(x for x in v.by_group if x.group == g).verdict == "pass"
+        row = next(x for x in v.by_group if x.group == g)
+        assert row.verdict == "pass" or set(row.broken) <= {a for c, a in allowed if c == f"group {g}"}, row.broken
     protocols = {g["name"]: g["protocol"] for g in json.loads((d / "run.json").read_text())["groups"]}
     assert protocols == {"c": "classic", "k": "consumer", "x": "classic"}
 

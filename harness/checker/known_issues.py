@@ -91,9 +91,11 @@ KNOWN_ISSUES = (
         "after newer commits of the same partition; the coordinator keeps the last one it is given "
         "(docs/findings.md F1; not reported upstream)",
         Evidence(("members/*/*.log", "logs/clients.log"),
-                 r"Retrying OffsetCommitRequest|marking the coordinator \(-?\d+\) dead: .*OffsetCommit",
+                 r"Retrying OffsetCommitRequest|marking the coordinator \(-?\d+\) dead: .*OffsetCommit"
+                 r"|possibly held back by preceeding OffsetCommitRequest",
                  "a member's OffsetCommit failed with its connection and was queued again (librdkafka's debug "
-                 "log, contexts cgrp or protocol)")),
+                 "log, contexts cgrp or protocol), or a request timed out behind an OffsetCommit in flight, which "
+                 "takes the connection down with the commit (socket.max.fails=1; logged at every level)")),
 )
 
 
