@@ -109,7 +109,8 @@ def file_cost(path: Path) -> float:
 # Test files whose runs share one cluster (the kept_cluster fixture), by the group they share it in:
 # the scheduler below gives a group's files to one worker, one after another, so they share its
 # cluster whatever the schedule. Every other file is a group of its own (as --dist loadfile).
-CLUSTER_GROUPS = {"test_run.py": "kept cluster 3.9.1 zk", "test_triggers.py": "kept cluster 3.9.1 zk"}
+CLUSTER_GROUPS = dict.fromkeys(("test_run.py", "test_triggers.py", "test_driver_conformance.py"),
+                               "kept cluster 3.9.1 zk")
 
 
 def file_name(nodeid: str) -> str:

@@ -15,7 +15,6 @@ from harness.checker import check_runs
 from harness.checker.excuses import client_label
 from harness.clients.java import build as java_driver
 from harness.clients.registry import LIBRARIES
-from harness.run.kept_cluster import KeptCluster
 from harness.scenario import ScenarioError, load
 from tests.conftest import assert_sends_recorded, require_docker
 
@@ -76,15 +75,6 @@ def require_driver(version: str) -> None:
         pytest.fail(f"the Java driver for kafka-clients {version} cannot be built: {e}", pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def kept():
-    """Every driver's run on one cluster: each has a topic, a group and a copier group of its own
-    (group_of), so nothing one run leaves on the cluster is read by the next."""
-    k = KeptCluster()
-    yield k
-    k.close()
-
-
 def group_of(client: str) -> str:
     return f"g-{client}"
 
@@ -109,15 +99,20 @@ def scenario(tmp_path, client: str) -> tuple[list[str], object]:
 
 
 @pytest.mark.parametrize("client", list(LIBRARIES))
-def test_every_driver_records_the_contract(tmp_path, client, kept):
+def test_every_driver_records_the_contract(tmp_path, client, kept_cluster):
     """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
     exactly-once copier and a group whose member's process is frozen for 2 s, made by ``client``;
     no fault touches a broker, so nothing may be lost, the group returns everything, and every
-    committed transactional record has exactly one copy."""
+    committed transactional record has exactly one copy.
+
+    Every driver's run is on this worker's kept cluster (tests/conftest.py's cluster groups), with a
+    topic, a group and a copier group of its own (group_of), so nothing one run leaves on the
+    cluster is read by another; the transactional ids are the same in each, and a run's
+    initTransactions ends whatever the one before left open."""
     require_docker(["3.9.1"])
     require_driver("3.9.1")
     sets, s = scenario(tmp_path, client)
-    res = kept.execute(s, tmp_path / "run", reuse=True, overrides=sets, log=lambda m: None)
+    res = kept_cluster.execute(s, tmp_path / "run", reuse=True, overrides=sets, log=lambda m: None)
     d, g = res.path, group_of(client)
     produced = pq.read_table(d / "produced.parquet").to_pylist()
     consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == s.topic.name]
