@@ -6,7 +6,8 @@
 #   FAULT: reset | drop | drop-abort | kill | restart | freeze | none (f1_repro.py --help says what each does)
 #   PROTOCOL: classic | consumer (KIP-848; Kafka 4.0 or later)
 # Environment: KAFKA_IMAGE (default apache/kafka:3.9.1; any image with Kafka's jars in
-# /opt/kafka/libs and java on its PATH), OUT (default ./out). Needs docker, python3 with
+# /opt/kafka/libs and java on its PATH), OUT (default ./out), ARGS (more options of f1_repro.py,
+# e.g. "--hold 7 --duration 15": the fault held 7 s in a 15 s run). Needs docker, python3 with
 # confluent-kafka, and root for the faults made with iptables (reset, drop).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,8 +54,9 @@ done
 seen=0; k=1
 while [ "$k" -le "$runs" ]; do
   set +e
+  # shellcheck disable=SC2086  # ARGS is a list of options
   python3 "$here/f1_repro.py" --fault "$fault" --protocol "$protocol" --client-log "$out/client-$k.log" \
-    > "$out/run-$k.txt"
+    ${ARGS:-} > "$out/run-$k.txt"
   rc=$?
   set -e
   [ "$rc" -le 1 ] || { echo "run $k failed (exit $rc), see $out/run-$k.txt" >&2; cat "$out/run-$k.txt" >&2; exit 2; }
