@@ -610,9 +610,9 @@ def evidence(
     _ensure_images(list(dict.fromkeys(c.kafka_version for c, *_ in p.cells)))
     reaper.install_signal_handlers()
 
-    archive = evidence_runs.run(finding_dir, p, _say_run_line, spark_master)
+    archive, finished = evidence_runs.run(finding_dir, p, _say_run_line, spark_master)
     _log(f"packed: {archive} ({archive.stat().st_size / 1e6:.1f} MB)")
-    raise typer.Exit(EXIT_OK if (finding_dir / "evidence" / "runs").exists() else EXIT_NOT_RUN)
+    raise typer.Exit(EXIT_OK if finished else EXIT_NOT_RUN)
 
 
 def _parallel_hunt(opts, n: int) -> None:

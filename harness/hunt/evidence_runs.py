@@ -77,12 +77,14 @@ def plan(finding_dir: Path, runs: int) -> matrix.Plan:
     return matrix.plan([str(path)], None, None, None, list(range(1, runs + 1)))
 
 
-def run(finding_dir: Path, p: matrix.Plan, announce: matrix.Announce, spark_master: str | None = None) -> Path:
-    """Run and check the evidence runs under ``FINDING_DIR/evidence``, then pack the archive."""
+def run(finding_dir: Path, p: matrix.Plan, announce: matrix.Announce,
+        spark_master: str | None = None) -> tuple[Path, list[Path]]:
+    """Run and check the evidence runs under ``FINDING_DIR/evidence``, then pack the archive: the
+    archive, and the evidence runs of ``p`` that finished (now or in an earlier call)."""
     out = finding_dir / "evidence"
     finished = matrix.run_cells(p, out, announce, check=matrix.check(spark_master))
     matrix.check_and_report(finished, out, spark_master)
-    return pack(finding_dir)
+    return pack(finding_dir), finished
 
 
 def pack(finding_dir: Path) -> Path:
