@@ -84,13 +84,14 @@ class TxnClient:
         self.dead: list[Producer] = []  # instances that died; kept so their teardown never blocks the run
         self.p: Producer | None = None
 
-    def fresh(self) -> Producer:
-        """A new instance with the same transactional.id; init_transactions fences the previous one."""
+    def fresh(self, within_s: float = 60) -> Producer:
+        """A new instance with the same transactional.id; init_transactions fences the previous one.
+        A retriable failure is retried for ``within_s``."""
         if self.p is not None:
             self.retire()
         self.instances += 1
         p = Producer(self.conf, logger=LOG)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + within_s
         while True:
             try:
                 p.init_transactions(TXN_CALL_TIMEOUT_S)
@@ -174,13 +175,24 @@ class TransactionalProducer(RecordingProducer):
         """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
         self._kill.set()
 
+    def ready(self, timeout_s: float) -> None:
+        """Its transactions initialised before the workload's clock starts, as the Java driver's are:
+        the first InitProducerId on a cluster waits for __transaction_state to be created and led,
+        which on a loaded machine can take most of a short run. A failure here is raised again by
+        the thread (``_run`` starts a new instance when none was made)."""
+        try:
+            self.client.fresh(timeout_s)
+        except KafkaException as e:
+            LOG.info("%s: init_transactions before the workload failed (%s)", self.pname, e)
+
     def _send(self, p: Producer, seq: int, n: int, part: int) -> None:
         super()._send(p, seq, n, part)
         self._run_txn.append(self.log.txns[-1]["txn"])
 
     def _run(self) -> None:
         c, n, parts = self.client, self.spec.txn_records, self.partitions
-        c.fresh()
+        if c.p is None:
+            c.fresh()
         t0, k, seq, part = time.monotonic(), 0, 0, 0
         while not self.stop_event.is_set():
             due = t0 + k * n / self.spec.rate - time.monotonic()
