@@ -27,7 +27,9 @@ def _history_with_anomalies() -> History:
     h.read("x", 5, phase="live", consumer="c1", hw=30)  # a different value at offset 5: divergence
     h.events += [{"type": "workload_start", "ts_ms": 1_700_000_000_000}, FAULT,
                  {"type": "isr_not_restored", "ts_ms": 1_700_000_009_000, "topic": "t", "waited_s": 120,
-                  "partitions": [{"partition": 0, "leader": 2, "replicas": [1, 2, 3], "isr": [2, 3]}]}]
+                  "partitions": [{"partition": 0, "leader": 2, "replicas": [1, 2, 3], "isr": [2, 3]}]},
+                 {"type": "tool_failed", "ts_ms": 1_700_000_010_000, "tool": "kafka-dump-log", "node": "kafka-1",
+                  "error": "kafka-dump-log failed on kafka-1 (exit 1): bad segment", "lacks": "the coordinator's log"}]
     for i, leader in enumerate([1, 1, 2, 2]):
         h.events.append({"type": "state", "ts_ms": 1_700_000_000_000 + 100 * i, "controller": 2,
                          "brokers": [1, 2, 3] if leader == 1 else [2, 3],
@@ -82,6 +84,10 @@ def test_report_of_built_histories_renders_offline_with_every_count(checked, tmp
     assert "lost-1" in page.text, "the lost record is listed"
     assert "kill leader (p0)" in page.text, "the fault around the anomaly is named"
     assert "Not healed: t-0: ISR [2, 3] of replicas [1, 2, 3]" in page.text, "a partition that did not heal"
+    assert planted["assumptions"] == ["kafka-dump-log failed on kafka-1: the run lacks the coordinator's log "
+                                      "(kafka-dump-log failed on kafka-1 (exit 1): bad segment)"]
+    assert "What this verdict assumes or lacks: kafka-dump-log failed on kafka-1" in page.text, \
+        "a tool that failed is said in the report, not only in a log file"
     assert html.stat().st_size < 8_000_000
 
 

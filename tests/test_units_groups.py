@@ -112,9 +112,9 @@ def test_the_coordinators_commit_log_is_read_in_the_order_it_was_written():
     ])
     entries = parse(text)
     assert [(e.log_offset, e.offset, e.generation) for e in entries] == [
-        (0, None, 2), (55, 550, None), (56, 550, None), (61, 255, None)], "a tombstone is no commit"
+        (0, None, 2), (55, 550, 2), (56, 550, 2), (61, 255, 2)], "a tombstone is no commit; each commit its generation"
     p1 = commits_of(entries, "g", "chaos", 1)
-    assert [(e.generation, e.offset) for e in p1] == [(2, None), (None, 550), (None, 255)]
+    assert [(e.generation, e.offset) for e in p1] == [(2, None), (2, 550), (2, 255)]
     assert commits_of(entries, "other", "chaos", 1) == []
 
 
@@ -143,3 +143,26 @@ def test_a_members_numbered_acknowledgements_are_taken_in_call_order(tmp_path):
     assert regressions([commit(829, 100, 1), commit(738, 100, 2)]) == 1, "a regression in call order is kept"
     assert regressions([commit(829, 100), commit(738, 105)]) == 1, "librdkafka's lines as they came"
     assert regressions([commit(829, 100, 1), commit(738, 105, 1, member="g-2")]) == 1, "members apart"
+
+
+def test_a_groups_coordinator_partition_is_kafkas():
+    """Against Java's own ``String.hashCode`` and Kafka's ``Utils.abs(h) % 50`` (values printed by a
+    Java 17 program): UTF-16 code units, a surrogate pair, and the hash that is Integer.MIN_VALUE."""
+    from harness.run.coordinator_log import java_hash, partition_for
+
+    java = {"g": (103, 3), "g-java": (-1301351480, 30), "kchaos-copier-librdkafka": (1541157394, 44),
+            "grüppe-😀": (-1039948164, 14), "polygenelubricants": (-2147483648, 0)}
+    assert {g: (java_hash(g), partition_for(g, 50)) for g in java} == java
+
+
+def test_each_commit_carries_the_consumer_groups_epoch_it_was_written_in():
+    """KIP-848 groups' records name the group ``groupId`` and carry an ``epoch`` (key type 3)."""
+    from harness.run.coordinator_log import parse
+
+    text = "\n".join([
+        '| offset: 3 CreateTime: 10 keySize: 5 valueSize: 9 key: {"type":"3","data":{"groupId":"k"}} payload: '
+        '{"version":"0","data":{"epoch":4,"metadataHash":0}}',
+        '| offset: 4 CreateTime: 11 keySize: 16 valueSize: 24 key: {"type":"1","data":{"group":"k","topic":"t",'
+        '"partition":0}} payload: {"version":"3","data":{"offset":7,"leaderEpoch":0,"metadata":""}}',
+    ])
+    assert [(e.group, e.offset, e.generation) for e in parse(text)] == [("k", None, 4), ("k", 7, 4)]

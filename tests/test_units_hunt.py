@@ -458,8 +458,10 @@ def test_an_offset_regression_is_shown_in_the_coordinators_and_the_members_own_l
     commit = ('| offset: {o} CreateTime: {t} keySize: 16 valueSize: 24 sequence: 0 headerKeys: [] key: '
               '{{"type":"1","data":{{"group":"g","topic":"t","partition":1}}}} payload: '
               '{{"version":"3","data":{{"offset":{v},"leaderEpoch":0}}}}')
+    metadata = ('| offset: 0 CreateTime: 1000 keySize: 5 valueSize: 99 sequence: -1 headerKeys: [] key: '
+                '{"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{"generation":5,"members":[]}}')
     (run / "logs" / "group-coordinator.log").write_text("\n".join(
-        commit.format(o=o, t=1000 + o, v=v) for o, v in [(1, 50), (2, 90), (3, 60), (4, 95)]))
+        [metadata, *(commit.format(o=o, t=1000 + o, v=v) for o, v in [(1, 50), (2, 90), (3, 60), (4, 95)])]))
     (run / "members" / "g" / "g-2.jsonl").write_text(
         '{"t": "commit", "topic": "t", "partition": 1, "offset": 90, "ts_ms": 5000}\n'
         '{"t": "commit", "topic": "t", "partition": 1, "offset": 60, "ts_ms": 5100}\n')
@@ -476,7 +478,8 @@ def test_an_offset_regression_is_shown_in_the_coordinators_and_the_members_own_l
     v.examples["offset_regression"] = [{"group": "g", "topic": "t", "partition": 1, "offset": 60, "ts_ms": 5100,
                                         "prev_offset": 90, "prev_ts_ms": 5000}]
     text = "\n".join(evidence("offset_regression", run, v))
-    assert "| 3 | 1003 | | 60 | moved back |" in text and "| 2 | 1002 | | 90 |  |" in text
+    assert "| 3 | 1003 | 5 | 60 | moved back |" in text and "| 2 | 1002 | 5 | 90 |  |" in text, \
+        "each commit with the generation it was written in"
     assert "`g-2`" in text and "prev CorrId 25" in text and "stored offset 60" in text
     assert "Topic t [0]" not in text and "unrelated" not in text and "after the regression" not in text
     assert evidence("lost", run, v) == [], "no mechanism to show beyond kchaos's own records"

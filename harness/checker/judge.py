@@ -25,7 +25,7 @@ from harness.checker.verdict import (
     Verdict,
 )
 from harness.history import ProducerConfig, RunConfig, RunDir, read_events
-from harness.history.events import Event, Fault, IsrNotRestored, State, TriggerUnfired
+from harness.history.events import Event, Fault, IsrNotRestored, State, ToolFailed, TriggerUnfired
 from harness.versions import leader_epochs_on
 
 
@@ -369,7 +369,8 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         unavailability=outage,
         elections=Elections.model_validate(elections(events)),
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
-        assumptions=cfgs.notes,
+        assumptions=cfgs.notes + [f"{e.tool} failed on {e.node}: the run lacks {e.lacks} ({e.error})"
+                                  for e in events if isinstance(e, ToolFailed)],
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 
+from harness.cluster import kafka_tools
 from harness.cluster.errors import ClusterError
 from harness.cluster.nodes import DATA_DIR
 from harness.cluster.settings import CONTROLLER_ID_BASE, controller_port
@@ -20,13 +21,8 @@ class QuorumChanges:
         """Kafka's metadata-quorum tool, run in coordination node n's own container (so it reaches
         the other controllers through that node's links); its output, or ClusterError."""
         boot = ",".join(f"controller-{k}:{controller_port(k)}" for k in range(1, self.settings.quorum_size + 1))
-        code, out = self.exec(self.topo.node_key(n), [
-            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "org.apache.kafka.tools.MetadataQuorumCommand",
-            "--bootstrap-controller", boot, *args])
-        if code != 0:
-            raise ClusterError(f"metadata-quorum {' '.join(args)} on {self.topo.node_key(n)} failed "
-                               f"(exit {code}): {out.strip()[-400:]}")
-        return out
+        return kafka_tools.run(self.exec, self.topo.node_key(n), "kafka-metadata-quorum",
+                               ["--bootstrap-controller", boot, *args])
 
     def remove_controller(self, n: int) -> None:
         """Take controller n (node id) out of the voters; it goes on as an observer. Removing the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from harness.cluster import kafka_tools
 from harness.cluster.archive import one_file_tar
 from harness.cluster.errors import ClusterError
 from harness.cluster.features import api_versions_features
@@ -102,12 +103,8 @@ class Upgrades:
         """Kafka's feature tool, run in a controller's container against the controllers."""
         boot = ",".join(f"controller-{k}:{controller_port(k)}" for k in range(1, self.settings.quorum_size + 1))
         n = next(iter(self.topo.quorum))
-        code, out = self.exec(self.topo.node_key(n), [
-            "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "org.apache.kafka.tools.FeatureCommand",
-            "--bootstrap-controller", boot, *args])
-        if code != 0:
-            raise ClusterError(f"kafka-features {' '.join(args)} failed (exit {code}): {out.strip()[-400:]}")
-        return out
+        return kafka_tools.run(self.exec, self.topo.node_key(n), "kafka-features",
+                               ["--bootstrap-controller", boot, *args])
 
     def feature_levels(self) -> dict[str, tuple[int, int]]:
         """Feature -> (finalized level, newest level every live broker supports), from each broker's

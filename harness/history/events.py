@@ -124,6 +124,19 @@ class Note(_Record):
     msg: str
 
 
+class ToolFailed(_Record):
+    """One of Kafka's own tools that the run uses to read the brokers after healing failed, or is not in
+    the node's image (harness/cluster/kafka_tools.py): the tool, the node, what it said, and what the
+    run lacks for it. The verdict states it as an assumption; the terminal and the report say it."""
+
+    type: Literal["tool_failed"] = "tool_failed"
+    ts_ms: int
+    tool: str
+    node: str
+    error: str
+    lacks: str
+
+
 class IsrNotRestored(_Record):
     """A topic whose ISR was not whole again when the wait after the heal gave up, although every
     fault was undone: its partitions as last seen (ZooKeeper's state in ZooKeeper mode, the
@@ -242,10 +255,12 @@ class CommitRefused(_Record):
     generation: int
 
 
-Event = Annotated[WorkloadStart | WorkloadEnd | Note | IsrNotRestored | State | FaultStart | Fault | FaultSkipped
-                  | TriggerFired | TriggerUnfired | Rebalance | CommitRefused, Field(discriminator="type")]
-RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, IsrNotRestored, State, FaultStart, Fault,
-                                            FaultSkipped, TriggerFired, TriggerUnfired, Rebalance, CommitRefused)
+Event = Annotated[WorkloadStart | WorkloadEnd | Note | ToolFailed | IsrNotRestored | State | FaultStart | Fault
+                  | FaultSkipped | TriggerFired | TriggerUnfired | Rebalance | CommitRefused,
+                  Field(discriminator="type")]
+RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, ToolFailed, IsrNotRestored, State,
+                                            FaultStart, Fault, FaultSkipped, TriggerFired, TriggerUnfired, Rebalance,
+                                            CommitRefused)
 TYPE_NAMES = tuple(t.model_fields["type"].default for t in RECORD_TYPES)
 _EVENT = TypeAdapter(Event)
 

@@ -67,7 +67,8 @@ def _coordinator_table(entries: list[coordinator_log.Entry]) -> list[str]:
         mark = "moved back" if last is not None and e.offset < last else ""
         last = e.offset
         if lo <= e.log_offset <= hi:
-            rows.append(f"| {e.log_offset} | {e.create_ms} | | {e.offset} | {mark} |")
+            rows.append(f"| {e.log_offset} | {e.create_ms} | {'' if e.generation is None else e.generation} | "
+                        f"{e.offset} | {mark} |")
     return [*rows, ""]
 
 

@@ -45,7 +45,8 @@ def runs_table(verdicts: list[Verdict]) -> Table:
         broke, other = run_cells(v)
         broke_cell = [_listing(broke)] if broke else []
         broke_cell += [f"not healed: {x.describe()}" for x in v.not_healed]
-        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", _listing(other))
+        other_cell = _listing(other) + "".join(f"\n[yellow]assumes: {a}[/yellow]" for a in v.assumptions)
+        t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", other_cell)
     return t
 
 

@@ -1,46 +1,83 @@
-"""The group coordinator's own record of a run's groups: ``__consumer_offsets`` as it lies in a
-broker's files, decoded by Kafka's DumpLogSegments (``--offsets-decoder``), the lines of this run's
-groups kept in ``logs/group-coordinator.log``.
+"""The group coordinator's own record of a run's groups: ``__consumer_offsets`` as it lies in the
+files of the broker that leads each group's partition of it, decoded by Kafka's DumpLogSegments
+(``--offsets-decoder``), the lines of this run's groups kept in ``logs/group-coordinator.log``.
 
 What the members' commit callbacks report is the client's word; this file is the broker's: every
 offset commit the coordinator wrote (group, topic, partition, offset, when) and every group
-metadata record (generation, members), in the order it wrote them. A finding about a group's
-committed offsets is shown in both. Read after healing, when every broker holds the same log.
+metadata record (a classic group's generation, a consumer group's epoch), in the order it wrote
+them. A finding about a group's committed offsets is shown in both. Read after healing.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cluster import KafkaCluster
+from harness.cluster.kafka_tools import ToolFailed, ToolMissing
 from harness.run.replicas import dump_log_segments
 
 FILE = "group-coordinator.log"
+OFFSETS_TOPIC = "__consumer_offsets"
 _LINE = re.compile(r"offset: (\d+) CreateTime: (\d+) .*?key: (\{.*?\}\}) payload: ?(.*)$")
+INT_MIN = -(2 ** 31)
 
 
-def dump(cluster: KafkaCluster, groups: list[str]) -> str:
-    """The lines of ``groups`` in ``__consumer_offsets`` of the first broker that holds it, or why not."""
-    keys = [f'"group":{json.dumps(g)}' for g in groups]
-    for b in cluster.settings.broker_ids:
+def java_hash(s: str) -> int:
+    """Java's ``String.hashCode``: over UTF-16 code units, in 32-bit two's complement."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition whose leader coordinates ``group``: Kafka's
+    ``Utils.abs(groupId.hashCode()) % partitions`` (GroupMetadataManager.partitionFor, and the
+    group coordinator service's ``partitionFor`` in Kafka 4), ``Utils.abs`` taking MIN_VALUE to 0."""
+    h = java_hash(group)
+    return (0 if h == INT_MIN else abs(h)) % partitions
+
+
+@dataclass
+class CoordinatorDump:
+    """What ``dump`` read: the file's text, and each tool failure that left a group without its
+    coordinator's record (said on the terminal, in verdict.json's assumptions and in the report)."""
+
+    text: str
+    failures: list[ToolFailed | ToolMissing] = field(default_factory=list)
+
+
+def dump(cluster: KafkaCluster, groups: list[str]) -> CoordinatorDump:
+    """Each group's lines in its ``__consumer_offsets`` partition, read on the broker that leads it."""
+    out, failures = [], []
+    meta = cluster.admin.list_topics(topic=OFFSETS_TOPIC, timeout=30).topics.get(OFFSETS_TOPIC)
+    if meta is None or not meta.partitions:
+        return CoordinatorDump(f"# no broker holds {OFFSETS_TOPIC}\n")
+    for g in groups:
+        p = partition_for(g, len(meta.partitions))
+        leader = meta.partitions[p].leader
+        out.append(f"# group {g}: {OFFSETS_TOPIC}-{p}, read on its leader, broker {leader}")
         try:
-            out = dump_log_segments(cluster, b, "__consumer_offsets-*", "--offsets-decoder", "--print-data-log")
-        except RuntimeError as e:
-            return f"# {e}\n"
-        if out is None:
+            text = dump_log_segments(cluster, leader, f"{OFFSETS_TOPIC}-{p}", "--offsets-decoder", "--print-data-log")
+        except (ToolFailed, ToolMissing) as e:
+            failures.append(e)
+            out.append(f"# {e}")
             continue
-        kept = [line for line in out.splitlines()
-                if line.startswith("Dumping ") or any(k in line for k in keys)]
-        return f"# __consumer_offsets of broker {b}, groups {', '.join(groups)}\n" + "\n".join(kept) + "\n"
-    return "# no broker holds __consumer_offsets\n"
+        key = f'"group":{json.dumps(g)}'
+        group_id = f'"groupId":{json.dumps(g)}'
+        out += [line for line in (text or "").splitlines()
+                if line.startswith("Dumping ") or key in line or group_id in line]
+    return CoordinatorDump("\n".join(out) + "\n", failures)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One record the coordinator wrote: a commit (``offset`` set) or the group's metadata
-    (``generation`` set). ``log_offset`` orders them within their ``__consumer_offsets`` partition."""
+    """One record the coordinator wrote: a commit (``offset`` set, with the generation it was written
+    in) or the group's metadata (``offset`` None, its new generation). ``log_offset`` orders them
+    within their ``__consumer_offsets`` partition."""
 
     log_offset: int
     create_ms: int
@@ -52,8 +89,10 @@ class Entry:
 
 
 def parse(text: str) -> list[Entry]:
-    """The commits and group metadata records of a ``dump``, in the order they were written."""
-    out = []
+    """The commits and group metadata records of a ``dump``, in the order they were written; each
+    commit with its group's generation (a consumer group's epoch) at the time it was written."""
+    out: list[Entry] = []
+    generation: dict[str, int] = {}
     for line in text.splitlines():
         m = _LINE.search(line)
         if not m:
@@ -64,16 +103,18 @@ def parse(text: str) -> list[Entry]:
         except (json.JSONDecodeError, AttributeError):
             value = {}  # a tombstone: the payload is empty
         data = key.get("data", {})
-        common = (int(m.group(1)), int(m.group(2)), data.get("group", ""))
+        group = data.get("group", data.get("groupId", ""))
+        common = (int(m.group(1)), int(m.group(2)), group)
         if key.get("type") in ("0", "1") and "offset" in value:
             out.append(Entry(*common, topic=data.get("topic"), partition=data.get("partition"),
-                             offset=value["offset"]))
-        elif key.get("type") == "2" and "generation" in value:
-            out.append(Entry(*common, generation=value["generation"]))
+                             offset=value["offset"], generation=generation.get(group)))
+        elif (key.get("type") == "2" and "generation" in value) or (key.get("type") == "3" and "epoch" in value):
+            generation[group] = value.get("generation", value.get("epoch"))
+            out.append(Entry(*common, generation=generation[group]))
     return out
 
 
 def commits_of(entries: list[Entry], group: str, topic: str, partition: int) -> list[Entry]:
     """One partition's commits by one group, with the group's generation changes between them."""
     return [e for e in entries if e.group == group and (
-        e.generation is not None or (e.topic == topic and e.partition == partition))]
+        e.offset is None or (e.topic == topic and e.partition == partition))]

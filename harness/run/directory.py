@@ -23,7 +23,7 @@ from harness.cluster import KafkaCluster
 from harness.cluster.features import finalized_features
 from harness.faults import PlannedFault
 from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
-from harness.history.events import EventLog, Fault
+from harness.history.events import EventLog, Fault, ToolFailed
 from harness.run.recording import Recording, RecordingError
 from harness.scenario import Scenario
 from harness.versions import leader_epochs_on
@@ -92,7 +92,11 @@ def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, 
     counts = rec.read_back(d.path)
     if events.path.resolve() != (d.path / EVENTS).resolve():  # the plugin's events log is the test's
         (d.path / EVENTS).write_text(events.path.read_text())
-    n_faults = sum(isinstance(e, Fault) for e in read_events(d.path))
+    recorded = read_events(d.path)
+    n_faults = sum(isinstance(e, Fault) for e in recorded)
+    for e in recorded:
+        if isinstance(e, ToolFailed):
+            log(f"WARNING: {e.error}; the run lacks {e.lacks}")
     run = run_json(d.out.name, cluster, s, rec, faults, reproduce, source, load)
     history.check_run_config(d.path / RUN_JSON, run)  # the contract's shapes, before it is written
     write_json_atomic(d.path / RUN_JSON, run)

@@ -33,7 +33,16 @@ from harness.clients import (
 )
 from harness.cluster import KafkaCluster
 from harness.cluster.topics import seeded_assignment
-from harness.history.events import EventLog, IsrNotRestored, Note, PartitionSample, WorkloadEnd, WorkloadStart, now_ms
+from harness.history.events import (
+    EventLog,
+    IsrNotRestored,
+    Note,
+    PartitionSample,
+    ToolFailed,
+    WorkloadEnd,
+    WorkloadStart,
+    now_ms,
+)
 from harness.run import coordinator_log
 from harness.run.nemesis import StateSampler
 from harness.run.replicas import read_checkpoints, read_replica_logs
@@ -265,6 +274,16 @@ class Recording:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
 
+    def _write_coordinator_log(self, path: Path) -> None:
+        """logs/group-coordinator.log; a tool that could not read a group's commits is an event."""
+        read = coordinator_log.dump(self.cluster, [g.spec.name for g in self.groups])
+        path.write_text(read.text)
+        for e in read.failures:
+            self.events.write(ToolFailed(ts_ms=now_ms(), tool="kafka-dump-log", node=getattr(e, "node", ""),
+                                         error=str(e)[:800], lacks="the group coordinator's own record of the "
+                                         "groups' commits (logs/group-coordinator.log): offset_regression is judged "
+                                         "from the members' acknowledgements alone, with no broker-side check"))
+
     def _isr_not_restored(self, topic: str, why: Exception) -> IsrNotRestored:
         """The topic's partitions whose ISR is short of their replicas, as the cluster answers now."""
         try:
@@ -310,8 +329,7 @@ class Recording:
             for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
             if self.groups:  # the coordinator's own record of the groups' commits
-                (d / "logs" / coordinator_log.FILE).write_text(
-                    coordinator_log.dump(c, [g.spec.name for g in self.groups]))
+                self._write_coordinator_log(d / "logs" / coordinator_log.FILE)
         produced = self._produced()
         live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
         live += [r for consumed, _, _ in grouped for r in consumed]

@@ -17,7 +17,7 @@ import shlex
 
 from kafka.record import MemoryRecords
 
-from harness.cluster import KafkaCluster
+from harness.cluster import KafkaCluster, kafka_tools
 from harness.cluster.powerloss import parse_checkpoint
 
 LOG = logging.getLogger("kchaos.replicas")
@@ -91,18 +91,13 @@ def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
 def dump_log_segments(cluster: KafkaCluster, b: int, directories: str, *flags: str) -> str | None:
     """Kafka's DumpLogSegments over every segment of the log directories matching the shell pattern
     ``directories`` (under the data dir), run in broker b's container on its own files; None when it
-    holds none. RuntimeError naming the broker when the tool fails."""
+    holds none. kafka_tools' ToolFailed or ToolMissing (RuntimeErrors) naming the broker when the tool
+    cannot read them."""
     code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_ROOT}/{LOG_DIRS}/{directories}/*.log"])
     files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
     if not files:
         return None
-    code, out = cluster.exec(f"kafka-{b}", [
-        "/opt/kafka/bin/kchaos-entrypoint.sh", "tool", "kafka.tools.DumpLogSegments",
-        "--files", ",".join(sorted(files)), *flags,
-    ])
-    if code != 0:
-        raise RuntimeError(f"DumpLogSegments failed on broker {b} (exit {code}): {out[-800:]}")
-    return out
+    return kafka_tools.run(cluster.exec, f"kafka-{b}", "kafka-dump-log", ["--files", ",".join(sorted(files)), *flags])
 
 
 def dumped_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
