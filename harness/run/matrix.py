@@ -28,12 +28,13 @@ from harness.clients.registry import LIBRARIES, canonical, names
 from harness.history import write_json_atomic
 from harness.run import lanes
 from harness.run.kept_cluster import KeptCluster
+from harness.scenario import catalogue
 from harness.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
     from harness.checker.verdict import Verdict
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIO_DIR = catalogue.DIR
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class Cell:
         acks = f"-acks{self.acks}" if self.acks else ""
         client = f"-{self.client}" if self.client else ""
         sets = "-" + re.sub(r"[^A-Za-z0-9.=_-]", "_", ",".join(self.sets)) if self.sets else ""
-        return f"{Path(self.scenario).stem}-{self.kafka_version}-{self.mode}{client}{acks}{sets}-s{self.seed}"
+        return (f"{Path(self.scenario).name.removesuffix('.toml')}-{self.kafka_version}-{self.mode}{client}{acks}{sets}"
+                f"-s{self.seed}")
 
     def overrides(self, s: scenario_mod.Scenario) -> list[str]:
         out = list(self.sets)
@@ -71,16 +73,14 @@ class Plan:
 
 
 def scenario_path(name: str) -> Path:
-    p = Path(name)
-    if p.suffix == ".toml" or p.exists():
-        return p
-    return SCENARIO_DIR / f"{name}.toml"
+    """A path, or a catalogue name (catalogue.find)."""
+    return catalogue.find(name)
 
 
 def _as_given(path: Path) -> str:
-    """A catalogue scenario as ``scenarios/NAME.toml`` (the repeat command works from any checkout),
-    any other file as it was named."""
-    return f"scenarios/{path.name}" if path.parent == SCENARIO_DIR else str(path)
+    """A catalogue scenario as ``scenarios/NAME.toml`` (the repeat command works from anywhere), any
+    other file as it was named."""
+    return f"scenarios/{path.name}" if catalogue.is_catalogued(path) else str(path)
 
 
 def parse_target(spec: str) -> tuple[str, str | None, str | None]:
@@ -117,7 +117,7 @@ def plan(scenarios: list[str], versions: list[str] | None, modes: list[str] | No
             ms = [pin_m] if pin_m else (modes or ([base.mode] if not versions else list(KAFKA_VERSIONS.get(v, ()))))
             for m in ms:
                 for a, client, seed in itertools.product(acks or [None], clients or [None], seeds):
-                    cell = Cell(str(path) if path.parent != SCENARIO_DIR else name, v, m, seed, a,
+                    cell = Cell(path.stem if catalogue.is_catalogued(path) else str(path), v, m, seed, a,
                                 tuple(sets or ()), client)
                     ov = cell.overrides(base)
                     try:

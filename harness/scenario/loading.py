@@ -11,6 +11,7 @@ from pydantic import (
     ValidationError,
 )
 
+from harness.scenario import catalogue
 from harness.scenario.model import Scenario
 from harness.scenario.tables import ScenarioError
 
@@ -63,7 +64,8 @@ def _parsed(path: Path) -> dict:
     """A scenario file's TOML, or ScenarioError saying why it cannot be read: missing, a directory,
     unreadable, not UTF-8, not TOML."""
     if not path.exists():
-        raise ScenarioError(f"{path}: no such scenario file")
+        raise ScenarioError(f"{path}: no such scenario file (allowed: a path to a .toml file, or a name in the "
+                            f"catalogue: {', '.join(catalogue.names())})")
     if path.is_dir():
         raise ScenarioError(f"{path}: is a directory, not a scenario file (allowed: a .toml file, or a name in "
                             "scenarios/)")
@@ -78,8 +80,9 @@ def _parsed(path: Path) -> dict:
 
 
 def load(path: str | Path, overrides: list[str] | None = None, **fields) -> Scenario:
-    """Read, override and validate a scenario; raise ScenarioError naming the file and key."""
-    path = Path(path)
+    """Read, override and validate a scenario (a path, or a catalogue name: catalogue.find); raise
+    ScenarioError naming the file and key."""
+    path = catalogue.find(path)
     data = _parsed(path)
     data = copy.deepcopy(data)
     data.setdefault("name", path.stem)
