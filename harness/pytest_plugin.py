@@ -13,7 +13,7 @@ Fixtures:
 Markers ``chaos_quick`` and ``chaos_long`` pick suites: ``pytest -m chaos_quick``.
 
     def test_safe_config_survives_faults(chaos_run):
-        result = chaos_run("scenarios/safe-faults.toml", seed=3)
+        result = chaos_run("safe-faults", seed=3)
         result.assert_promises_held()
 """
 
@@ -111,6 +111,30 @@ def kchaos_client(request) -> str | None:
 def kafka_target(request) -> tuple[str, str]:
     """(version, mode) of this test's cluster; parametrised from --kafka-version and --mode."""
     return request.param
+
+
+# What kchaos raises for a cause the test can change or must be told of (bad tables or settings, a
+# topic Kafka refuses, a cluster, image or run that could not be made): a fixture fails the test with
+# the message alone, naming the test, never with a traceback from inside kchaos.
+def _kchaos_errors() -> tuple[type[BaseException], ...]:
+    from harness.cluster.errors import ClusterError, TopicError
+    from harness.history import HistoryError
+    from harness.hunt.trials import HuntError
+    from harness.run.directory import RunError
+    from harness.run.recording import RecordingError
+    from harness.scenario import ScenarioError
+    from harness.setup.images import ImageError
+
+    return ScenarioError, TopicError, ClusterError, RunError, RecordingError, ImageError, HistoryError, HuntError
+
+
+@contextlib.contextmanager
+def _failing_the_test(request: pytest.FixtureRequest, what: str):
+    """Run a fixture's step; kchaos's own error fails ``request``'s test naming it and the step."""
+    try:
+        yield
+    except _kchaos_errors() as e:
+        pytest.fail(f"{request.node.nodeid}: {what}: {e}", pytrace=False)
 
 
 def _require_engine() -> None:
@@ -304,13 +328,17 @@ class Workload:
     """The tables of a scenario's workload on one topic, started by ``start`` and ended by ``stop``,
     which finishes the run as a scenario run finishes (run_directory.finish) and checks it."""
 
-    def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path, client: str | None = None):
+    def __init__(self, cluster, topic: TopicSpec, nemesis: _Nemesis, out: Path, client: str | None = None,
+                 failing=lambda what: contextlib.nullcontext()):
         self.client = client  # --kchaos-client: the library of every table that names none
         self.cluster, self.topic, self.nemesis, self.out = cluster, topic, nemesis, out
         self.recording = None
         self.scenario = None
         self._dir = None
         self._logs = contextlib.ExitStack()
+        self._failing = failing  # a step's kchaos error fails the test naming it (_failing_the_test)
+        self.made_topics: list[str] = [topic.name]  # what it leaves on the module's cluster, removed after the test
+        self.made_groups: list[str] = []
 
     def start(self, acks: str = "all", idempotence: bool = False, rate: float = 200, consumers: int | dict = 1,
               producers: int | list[dict] = 1, groups: list[dict] | None = None, copier: dict | None = None,
@@ -324,13 +352,20 @@ class Workload:
         ``consumers``: the ``[consumers]`` table (``{"count": 1, "isolation_level": "both"}``) or a
         count; ``groups``: ``[[groups]]`` tables (``{"name": "g", "members": 3}``; the workload waits
         until they have formed); ``copier``: the ``[copier]`` table."""
+        if self.recording is not None:
+            raise RuntimeError(f"the workload on {self.topic.name} is already started")
+        with self._failing(f"workload({self.topic.name!r}).start()"):
+            return self._start(acks, idempotence, rate, consumers, producers, groups, copier, seed, client,
+                               client_version)
+
+    def _start(self, acks: str, idempotence: bool, rate: float, consumers: int | dict, producers: int | list[dict],
+               groups: list[dict] | None, copier: dict | None, seed: int, client: str | None,
+               client_version: str | None) -> Workload:
         from harness.run import logs
         from harness.run.directory import RunDirectory
         from harness.run.recording import Recording
         from harness.scenario import validate_tables
 
-        if self.recording is not None:
-            raise RuntimeError(f"the workload on {self.topic.name} is already started")
         if isinstance(producers, int):
             producers = [{"name": "p", "count": producers, "acks": acks, "idempotence": idempotence, "rate": rate}]
         s = self.cluster.settings
@@ -344,6 +379,9 @@ class Workload:
         self._dir = RunDirectory(self.out / f"run-{self.topic.name}")
         self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
         self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
+        self.made_topics = list(dict.fromkeys([*self.made_topics, *self.recording.topics]))
+        self.made_groups = [g.name for g in self.scenario.groups] + (
+            [self.scenario.copier.group] if self.scenario.copier is not None else [])
         self.recording.create_topics()
         self.nemesis.handles = self.recording.handles()
         self.recording.start()
@@ -361,17 +399,29 @@ class Workload:
         rec, d = self.recording, self._dir
         if rec is None or d is None:
             raise RuntimeError("stop() before start()")
-        try:
-            with self._logs:
-                res = d.close(finish(d, self.cluster, self.scenario, rec, self.nemesis.events, self.nemesis.faults,
-                                     self.nemesis.heal_all, source="pytest", log=lambda m: None))
-        except BaseException:
-            d.discard()
-            raise
-        finally:
-            self.recording = None
-        (v,) = check_runs([res.path])
+        with self._failing(f"workload({self.topic.name!r}).stop()"):
+            try:
+                with self._logs:
+                    res = d.close(finish(d, self.cluster, self.scenario, rec, self.nemesis.events,
+                                         self.nemesis.faults, self.nemesis.heal_all, source="pytest",
+                                         log=lambda m: None))
+            except BaseException:
+                d.discard()
+                raise
+            finally:
+                self.recording = None
+            (v,) = check_runs([res.path])
         return ChaosResult(res.path, v)
+
+    def remove_what_it_made(self) -> None:
+        """Delete its topics and its groups from the module's cluster, so the next test on the same
+        names starts as on a new cluster (a group whose members have not all left yet is left to
+        Kafka, which empties it at their session timeout)."""
+        self.cluster.delete_topics(self.made_topics)
+        if self.made_groups:
+            for fut in self.cluster.admin.delete_consumer_groups(self.made_groups, request_timeout=30).values():
+                with contextlib.suppress(Exception):  # not empty yet, or never formed
+                    fut.result(35)
 
     def abort(self) -> None:
         """The test ended without ``stop``: stop every client, keep nothing."""
@@ -384,26 +434,43 @@ class Workload:
 
 
 @pytest.fixture
-def workload(kafka_cluster, nemesis, tmp_path, kchaos_client):
+def workload(kafka_cluster, nemesis, tmp_path, kchaos_client, request):
     """Factory: ``workload(topic, partitions=3, replication_factor=3, min_insync=2).start(acks="all")``;
-    ``stop()`` heals, reads back, checks and returns a ChaosResult, as ``chaos_run`` does."""
+    ``stop()`` heals, reads back, checks and returns a ChaosResult, as ``chaos_run`` does.
+
+    The module's tests share its cluster: each workload's topic is made new (one an earlier test
+    left of that name is deleted first), and after the test its topics and groups are deleted, so
+    tests, parametrised clients and reruns that name the same topic never see each other's records."""
+    from pydantic import ValidationError
+
     from harness.scenario import TopicSpec
 
     made: list[Workload] = []
 
+    def failing(what: str):
+        return _failing_the_test(request, what)
+
     def make(topic: str = "chaos", partitions: int = 3, replication_factor: int = 3, min_insync: int = 2,
              config: dict | None = None) -> Workload:
-        spec = TopicSpec(name=topic, partitions=partitions, replication_factor=replication_factor,
-                         min_insync_replicas=min_insync, config=config or {})
-        kafka_cluster.create_topic(topic, partitions, replication_factor, spec.topic_config())
-        kafka_cluster.wait_full_isr(topic, timeout_s=60)
-        w = Workload(kafka_cluster, spec, nemesis, tmp_path, client=kchaos_client)
+        with failing(f"workload({topic!r})"):
+            try:
+                spec = TopicSpec(name=topic, partitions=partitions, replication_factor=replication_factor,
+                                 min_insync_replicas=min_insync, config=config or {})
+            except ValidationError as e:
+                pytest.fail(f"{request.node.nodeid}: workload({topic!r}): "
+                            + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()),
+                            pytrace=False)
+            kafka_cluster.delete_topics([topic])
+            kafka_cluster.create_topic(topic, partitions, replication_factor, spec.topic_config())
+            kafka_cluster.wait_full_isr(topic, timeout_s=60)
+        w = Workload(kafka_cluster, spec, nemesis, tmp_path, client=kchaos_client, failing=failing)
         made.append(w)
         return w
 
     yield make
     for w in made:
         w.abort()
+        w.remove_what_it_made()
 
 
 @pytest.fixture
@@ -419,11 +486,13 @@ def chaos_run(kafka_target, request, tmp_path, kchaos_client):
     out_root = Path(request.config.getoption("--kchaos-out") or tmp_path)
 
     def run(scenario_file: str | Path, seed: int | None = None, overrides: list[str] | None = None) -> ChaosResult:
-        s = scenario_mod.load(scenario_file, overrides, seed=seed, kafka_version=version, mode=mode,
-                              client=kchaos_client, **_quorum(request.config, mode))
-        out = out_root / f"{s.name}-{version}-{mode}-s{s.seed}-{int(time.time() * 1000)}"
-        res = runner.execute(s, out, scenario_file=str(scenario_file), overrides=overrides or [], log=lambda m: None)
-        (v,) = check_runs([res.path])
+        with _failing_the_test(request, f"chaos_run({str(scenario_file)!r})"):
+            s = scenario_mod.load(scenario_file, overrides, seed=seed, kafka_version=version, mode=mode,
+                                  client=kchaos_client, **_quorum(request.config, mode))
+            out = out_root / f"{s.name}-{version}-{mode}-s{s.seed}-{int(time.time() * 1000)}"
+            res = runner.execute(s, out, scenario_file=str(scenario_file), overrides=overrides or [],
+                                 log=lambda m: None)
+            (v,) = check_runs([res.path])
         return ChaosResult(res.path, v)
 
     return run
@@ -468,6 +537,7 @@ def chaos_hunt(request, tmp_path):
     root = Path(request.config.getoption("--kchaos-out") or tmp_path)
 
     def run(scenarios: list[str], out: Path | None = None, **kw) -> HuntResult:
-        return hunt_for(scenarios, out or root / "hunt", **kw)
+        with _failing_the_test(request, f"chaos_hunt({scenarios!r})"):
+            return hunt_for(scenarios, out or root / "hunt", **kw)
 
     return run

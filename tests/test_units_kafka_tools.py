@@ -57,6 +57,6 @@ def test_a_tool_that_ran_and_failed_says_its_exit_code_and_output():
     def failing(_: str, cmd: list[str]) -> tuple[int, str]:
         return 1, "Exception in thread main: bad segment\n"
 
-    with pytest.raises(kafka_tools.ToolFailed, match=r"failed on kafka-2 \(exit 1\): .*bad segment") as e:
+    with pytest.raises(kafka_tools.ToolError, match=r"failed on kafka-2 \(exit 1\): .*bad segment") as e:
         kafka_tools.run(failing, "kafka-2", "kafka-dump-log", ["--files", "x"])
     assert (e.value.tool, e.value.node, e.value.code) == ("kafka-dump-log", "kafka-2", 1)

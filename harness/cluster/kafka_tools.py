@@ -6,7 +6,7 @@ Releases move a tool's main class between modules (DumpLogSegments left core's `
 release has kept it under, and the container resolves the one its own jars hold when the tool runs
 (a zip stores its entries' names as they are, so ``grep -F`` on Kafka's jars finds the class file).
 A tool no class of which is in the image fails with ``ToolMissing``; one that runs and fails, with
-``ToolFailed``: both name the tool, the node and what the tool said.
+``ToolError``: both name the tool, the node and what the tool said.
 
 ``tests/test_kafka_tools.py`` runs every tool on every version in ``harness/versions.py``.
 """
@@ -54,7 +54,7 @@ class ToolMissing(ClusterError):
     """No class of the tool is in the node's image."""
 
 
-class ToolFailed(ClusterError):
+class ToolError(ClusterError):
     """The tool ran and exited non-zero."""
 
     def __init__(self, tool: str, node: str, code: int, output: str):
@@ -86,10 +86,10 @@ def resolve_command(tool: str) -> list[str]:
 def run(exec_in: Callable[[str, list[str]], tuple[int, str]], node: str, tool: str,
         args: list[str] | tuple[str, ...] = ()) -> str:
     """``tool`` with ``args`` in container ``node`` (``exec_in`` is ``KafkaCluster.exec``): its output,
-    or ToolMissing / ToolFailed."""
+    or ToolMissing / ToolError."""
     code, out = exec_in(node, command(tool, args))
     if code == MISSING and out.startswith("no class of"):
         raise ToolMissing(f"{tool} on {node}: {out.strip()}")
     if code != 0:
-        raise ToolFailed(tool, node, code, out)
+        raise ToolError(tool, node, code, out)
     return out

@@ -67,6 +67,25 @@ class Topics:
                                      f"{err.str()}") from e
                 raise TopicError(f"topic {name}: {err.str()}") from e
 
+    def delete_topics(self, names: list[str], timeout_s: float = 60.0) -> None:
+        """Delete those of ``names`` that exist and wait until the cluster no longer lists them, so
+        the same names can be created again at once (Kafka drops a deleted topic's committed offsets
+        from every group with it). TopicError naming a topic that is still there at the deadline."""
+        deadline = time.monotonic() + timeout_s
+        there = [n for n in names if n in self.admin.list_topics(timeout=30).topics]
+        if not there:
+            return
+        for name, fut in self.admin.delete_topics(there, operation_timeout=timeout_s).items():
+            try:
+                fut.result(timeout=timeout_s + 5)
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise TopicError(f"topic {name}: could not be deleted: {e.args[0].str()}") from e
+        while left := [n for n in there if n in self.admin.list_topics(timeout=30).topics]:
+            if time.monotonic() > deadline:
+                raise TopicError(f"topics {', '.join(left)}: still listed {timeout_s:g} s after their deletion")
+            time.sleep(0.2)
+
 
 def seeded_assignment(partitions: int, replication_factor: int, brokers: list[int], seed: int) -> list[list[int]]:
     """Each partition's replicas, first the preferred leader, as Kafka's own placement makes them

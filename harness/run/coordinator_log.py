@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from harness.cluster import KafkaCluster
-from harness.cluster.kafka_tools import ToolFailed, ToolMissing
+from harness.cluster.kafka_tools import ToolError, ToolMissing
 from harness.run.replicas import dump_log_segments
 
 FILE = "group-coordinator.log"
@@ -47,7 +47,7 @@ class CoordinatorDump:
     coordinator's record (said on the terminal, in verdict.json's assumptions and in the report)."""
 
     text: str
-    failures: list[ToolFailed | ToolMissing] = field(default_factory=list)
+    failures: list[ToolError | ToolMissing] = field(default_factory=list)
 
 
 def dump(cluster: KafkaCluster, groups: list[str]) -> CoordinatorDump:
@@ -62,7 +62,7 @@ def dump(cluster: KafkaCluster, groups: list[str]) -> CoordinatorDump:
         out.append(f"# group {g}: {OFFSETS_TOPIC}-{p}, read on its leader, broker {leader}")
         try:
             text = dump_log_segments(cluster, leader, f"{OFFSETS_TOPIC}-{p}", "--offsets-decoder", "--print-data-log")
-        except (ToolFailed, ToolMissing) as e:
+        except (ToolError, ToolMissing) as e:
             failures.append(e)
             out.append(f"# {e}")
             continue

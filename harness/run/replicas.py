@@ -91,7 +91,7 @@ def replica_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
 def dump_log_segments(cluster: KafkaCluster, b: int, directories: str, *flags: str) -> str | None:
     """Kafka's DumpLogSegments over every segment of the log directories matching the shell pattern
     ``directories`` (under the data dir), run in broker b's container on its own files; None when it
-    holds none. kafka_tools' ToolFailed or ToolMissing (RuntimeErrors) naming the broker when the tool
+    holds none. kafka_tools' ToolError or ToolMissing (RuntimeErrors) naming the broker when the tool
     cannot read them."""
     code, out = cluster.exec(f"kafka-{b}", ["sh", "-c", f"ls -1 {DATA_ROOT}/{LOG_DIRS}/{directories}/*.log"])
     files = [f for f in out.split() if f.endswith(".log")] if code == 0 else []
