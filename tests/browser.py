@@ -19,6 +19,9 @@ class PageCheck:
     distinct_colours: int = 0
     plots: int = 0
     totals: dict[str, dict[str, int]] = field(default_factory=dict)  # run id -> anomaly -> count shown
+    run_verdicts: dict[str, str] = field(default_factory=dict)  # run id -> the matrix's run verdict cell
+    matrix_rows: list[dict] = field(default_factory=list)  # each matrix row: its run, kind, label and verdict
+    overflow: dict[str, int] = field(default_factory=dict)  # table id -> pixels it is wider than its box
 
 
 def chromium() -> str:
@@ -52,6 +55,16 @@ def open_report(html: Path, open_runs: bool = True) -> PageCheck:
         out.totals = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('details.run')].map(
             d => [d.dataset.runId, Object.fromEntries([...d.querySelectorAll('[data-total]')].map(
                 c => [c.dataset.total, parseInt(c.textContent)]))]))""")
+        out.run_verdicts = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll(
+            '[data-run-verdict]')].map(c => [c.dataset.runVerdict, c.textContent.trim()]))""")
+        out.matrix_rows = page.evaluate("""() => [...document.querySelectorAll('#matrix-table tr[data-row-of]')].map(
+            r => ({run: r.dataset.rowOf, kind: r.dataset.kind, what: r.querySelector('td.cfg').textContent.trim(),
+                   verdict: r.querySelector('td.cfg').nextElementSibling.classList.contains('faults')
+                       ? r.querySelector('td.cfg').nextElementSibling.nextElementSibling.textContent.trim()
+                       : r.querySelector('td.cfg').nextElementSibling.textContent.trim()}))""")
+        out.overflow = page.evaluate("""() => Object.fromEntries(['matrix-table', 'promise-table'].map(id => {
+            const t = document.getElementById(id);
+            return [id, t ? Math.max(0, t.scrollWidth - t.parentElement.clientWidth) : -1]; }))""")
         shot = page.screenshot(full_page=False)
         browser.close()
     img = Image.open(io.BytesIO(shot)).convert("RGB")

@@ -58,7 +58,8 @@ def _quorum_history() -> History:
 def checked(tmp_path_factory) -> dict[str, tuple[Path, Verdict]]:
     """Every history of this module checked in one Spark job, each report test's runs in a
     directory of their own: run id -> (run directory, verdict)."""
-    from tests.test_checker_v2 import txn_history
+    from tests.test_checker_share import share_history
+    from tests.test_checker_v2 import async_commits_regressed, txn_history
 
     root = tmp_path_factory.mktemp("report")
     planted = _history_with_anomalies()
@@ -68,6 +69,10 @@ def checked(tmp_path_factory) -> dict[str, tuple[Path, Verdict]]:
     for a in ("torn_txn", "aborted_read"):
         histories[f"txn/{a}"] = txn_history(a)
         histories[f"txn/{a}"].run["run_id"] = a  # the page keys its totals by run id
+    for kind, h in {"group": async_commits_regressed(), "share": share_history("share_unseen"),
+                    "copier": txn_history("eos_lost")}.items():
+        h.run["run_id"] = f"{kind}-run"
+        histories[f"kinds/{kind}-run"] = h
     dirs = [h.write(root / name) for name, h in histories.items()]
     return {d.name: (d, v) for d, v in zip(dirs, check_runs(dirs), strict=True)}
 
@@ -100,7 +105,10 @@ def test_report_of_transactions_shows_their_panel_records_and_known_issue(checke
     page = open_report(html)
     assert page.console_errors == []
     for v in verdicts:
-        assert page.totals[v.run_id] == v.anomalies, "a v2 run shows every anomaly column"
+        shown = page.totals[v.run_id]
+        assert {"aborted_read", "torn_txn", "precommitted_read"} <= set(shown), "a transactional run's classes"
+        assert shown == {a: v.anomalies[a] for a in shown} and not {a for a, n in v.anomalies.items() if n} - set(shown)
+        assert not {"share_unseen", "share_over_delivered"} & set(shown), "no class its workload could not show"
     text = html.read_text()
     assert "transactions/s" in text and "committed transactions / s" in text
     assert "transaction p0:2" in text and ">absent<" in text, "the torn transaction's missing record"
@@ -125,3 +133,26 @@ def test_report_draws_the_quorum_lane_and_each_controller_failover(checked, tmp_
     page = assert_report_page(html, [v])
     assert "Coordination faults" in page.text and "controller-2" in page.text, "the failovers table names nodes"
     assert "quorum leader" in html.read_text(), "the coordination lane is drawn"
+
+
+@pytest.mark.spark
+def test_the_matrix_gives_each_run_its_own_verdict_and_a_row_per_promise_maker(checked, tmp_path):
+    """Runs of every workload kind: plain, transactional, a group whose async commits moved back
+    (its producers' configuration passes: the run fails), a share group, the copier. The matrix's run
+    verdict is verdict.json's for each; a group's broken promise sits on the group's own row; the
+    matrix and the promise table fit a 1366-pixel window."""
+    runs = ["clean", "planted", "torn_txn", "group-run", "share-run", "copier-run"]
+    dirs, verdicts = zip(*(checked[r] for r in runs), strict=True)
+    html = write_report(list(dirs), tmp_path / "report.html")
+    page = assert_report_page(html, list(verdicts))
+    assert page.run_verdicts == {v.run_id: v.verdict for v in verdicts}, "the run verdict is verdict.json's"
+    assert page.run_verdicts["group-run"] == "fail" and all(
+        c.verdict == "pass" for c in checked["group-run"][1].by_config), "failed by its group alone"
+    rows = [r for r in page.matrix_rows if r["run"] == "group-run"]
+    assert [(r["kind"], r["verdict"]) for r in rows if r["kind"] == "group"] == [("group", "fail")], rows
+    assert all(r["verdict"] == "pass" for r in rows if r["kind"] != "group"), "only the group broke a promise"
+    assert any(r["what"].startswith("group g: classic range commit=async") for r in rows)
+    share = [r for r in page.matrix_rows if r["run"] == "share-run" and r["kind"] == "share group"]
+    assert [(r["what"], r["verdict"]) for r in share] == [("share group sg", "fail")]
+    assert any(r["kind"] == "copier" for r in page.matrix_rows if r["run"] == "copier-run")
+    assert page.overflow == {"matrix-table": 0, "promise-table": 0}, "no sideways scrolling at 1366 pixels"

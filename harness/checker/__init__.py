@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.checker.anomaly import ANOMALIES, V1_ANOMALIES
+from harness.checker.anomaly import ANOMALIES
 from harness.checker.excuses import client_label
 from harness.checker.promises import Config, promise_table_markdown, promises
 from harness.checker.verdict import GroupVerdict, Verdict, write
@@ -12,15 +12,7 @@ from harness.history import RunDir, find_run_dirs, validate
 
 DEFAULT_UNAVAILABLE_MS = 1000
 
-__all__ = ["ANOMALIES", "Config", "check_runs", "promise_table_markdown", "promises", "shown_anomalies", "summarize"]
-
-
-def shown_anomalies(verdicts: list[Verdict]) -> tuple[str, ...]:
-    """The anomaly columns worth a table: v1's always, v2's when a run is v2 or counted one of them."""
-    if any(v.contract == "v2" or any(v.anomalies.get(a) for a in ANOMALIES if a not in V1_ANOMALIES)
-           for v in verdicts):
-        return ANOMALIES
-    return V1_ANOMALIES
+__all__ = ["ANOMALIES", "Config", "check_runs", "promise_table_markdown", "promises", "summarize"]
 
 
 def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int = DEFAULT_UNAVAILABLE_MS,

@@ -19,10 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness import faults
-from harness.checker import shown_anomalies
-from harness.checker.anomaly import ANOMALIES, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES
+from harness.checker.anomaly import ANOMALIES, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES, showable
 from harness.checker.promises import DOC_CASES, DOC_CASES_V2, promises
-from harness.checker.verdict import Verdict
+from harness.checker.verdict import ConfigVerdict, GroupVerdict, Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import (
     CONSUMED,
@@ -200,6 +199,7 @@ def run_section(d: Path, verdict: Verdict) -> dict:
     as_written = _read_json(d / RUN_JSON)  # "every setting": the file's own keys, shown as it holds them
     return {
         "id": verdict.run_id, "dir": str(d), "verdict": verdict, "run": run, "env": env,
+        "columns": showable(run, verdict.anomalies),
         "images": run.images, "reproduce": run.reproduce or "", "load": run.load,
         "settings": {k: as_written[k] for k in ("topics", "producers", "consumers", "broker_config", "faults")
                      if k in as_written},
@@ -221,48 +221,82 @@ def run_section(d: Path, verdict: Verdict) -> dict:
     }
 
 
-def _cell(c, a: str) -> dict:
-    n = c.counts[a]
-    state = "clean" if n == 0 else ("broke" if a in c.broken else "expected")
-    return {"anomaly": a, "count": n, "state": state, "why": c.promises[a].why}
-
-
-def _group_cell(v: Verdict, a: str) -> dict:
-    """A group anomaly's cell: the run's groups together, each judged by its own commit mode (a
-    group that is not of the anomaly's kind, consumer or share group, has no count of it)."""
-    judged = [g for g in v.by_group if a in g.counts]
-    n = sum(g.counts[a] for g in judged)
-    broke = any(g.counts[a] and g.promises[a].promised for g in judged)
-    why = "; ".join(f"group {g.group}: {g.promises[a].why}" for g in judged) or "no group of this kind"
+def _cell(n: int, broke: bool, a: str, why: str) -> dict:
     return {"anomaly": a, "count": n, "state": "clean" if n == 0 else ("broke" if broke else "expected"), "why": why}
 
 
-def matrix_rows(sections: list[dict], shown: tuple[str, ...] = ANOMALIES) -> list[dict]:
+def _config_cells(c: ConfigVerdict, columns: list[str]) -> list[dict | None]:
+    """A producer configuration's cells: every class but a group's (None: not this row's to show)."""
+    return [None if a in GROUP_ANOMALIES or a not in c.counts else
+            _cell(c.counts[a], a in c.broken, a, c.promises[a].why) for a in columns]
+
+
+def _group_cells(g: GroupVerdict, columns: list[str]) -> list[dict | None]:
+    """A group's cells: the group classes it is judged by (a consumer group's or a share group's)."""
+    return [_cell(g.counts[a], a in g.broken, a, g.promises[a].why) if a in g.counts else None for a in columns]
+
+
+def group_label(g: GroupVerdict) -> tuple[str, str]:
+    """(kind, label) of a group's matrix row: a consumer group, a share group, or the copier's group."""
+    st = g.settings
+    if st.get("commit") == "share":
+        return "share group", f"share group {g.group}"
+    if st.get("commit") == "transaction":
+        return "copier", f"copier (group {g.group}): offsets in its transactions"
+    how = " ".join(str(x) for x in (st.get("protocol"), st.get("assignor")) if x)
+    return "group", f"group {g.group}: {how} commit={st.get('commit', '?')}".replace(":  ", ": ")
+
+
+def _config_label(st: dict) -> str:
+    return (f"acks={st['acks']} · min.insync={st['min_insync']} · idempotent {'yes' if st['idempotence'] else 'no'}"
+            f" · unclean {'on' if st['unclean_election'] else 'off'} · epochs {'on' if st['leader_epochs'] else 'off'}"
+            f" · ELR {'on' if st['eligible_leader_replicas'] else 'off'}")
+
+
+def matrix_rows(sections: list[dict], columns: list[str]) -> list[dict]:
+    """A row per thing that makes a promise in each run (a producer configuration, a group, a share
+    group, the copier, a topic no producer covers), its own verdict beside the run's, which is
+    ``fail`` whenever any of them broke a promise (verdict.json's, the terminal's, the exit code's)."""
     rows = []
     for s in sections:
         v = s["verdict"]
+        things = [{"kind": "configuration", "what": _config_label(c.settings), "verdict": c.verdict,
+                   "client": c.settings.get("client") or "-", "cells": _config_cells(c, columns)} for c in v.by_config]
+        for g in v.by_group:
+            kind, label = group_label(g)
+            client = g.settings.get("client")
+            things.append({"kind": kind, "what": label, "verdict": g.verdict, "cells": _group_cells(g, columns),
+                           "client": (client.get("name") if isinstance(client, dict) else client) or "-"})
+        things += [{"kind": "topic", "what": f"topic {b.topic} (no producer's configuration covers it)",
+                    "client": "-", "verdict": "fail",
+                    "cells": [_cell(b.count, True, a, b.why) if a == b.anomaly else None for a in columns]}
+                   for b in v.broken_outside_configs]
         unav = v.unavailability.windows
-        longest = max((w["duration_ms"] for w in unav), default=0)
-        for c in v.by_config:
-            st = c.settings
-            cells = []
-            for a in shown:
-                cells.append(_group_cell(v, a) if a in GROUP_ANOMALIES and v.by_group else _cell(c, a))
-            rows.append({"run": s["id"], "anchor": s["anchor"], "scenario": s["run"].scenario or "",
-                         "version": s["run"].kafka_version or "?", "mode": s["run"].mode or "?",
-                         "client": st.get("client") or "-", "acks": st["acks"], "min_insync": st["min_insync"],
-                         "unclean": "on" if st["unclean_election"] else "off",
-                         "idempotent": "yes" if st["idempotence"] else "no",
-                         "epochs": "on" if st["leader_epochs"] else "off",
-                         "elr": "on" if st["eligible_leader_replicas"] else "off",
-                         "faults": ", ".join(st["faults"]) or "none", "verdict": c.verdict, "cells": cells,
-                         "unavailable_ms": longest, "unavailable_windows": len(unav)})
+        faults = sorted({f for c in v.by_config for f in c.settings["faults"]})
+        for i, t in enumerate(things):
+            rows.append({**t, "run": s["id"], "anchor": s["anchor"], "first": i == 0, "span": len(things),
+                         "run_verdict": v.verdict, "version": s["run"].kafka_version or "?",
+                         "mode": s["run"].mode or "?", "faults": ", ".join(faults) or "none",
+                         "unavailable_ms": max((w["duration_ms"] for w in unav), default=0),
+                         "unavailable_windows": len(unav)})
     return rows
 
 
-def promise_rows(shown: tuple[str, ...] = V1_ANOMALIES) -> list[dict]:
+def matrix_columns(sections: list[dict]) -> tuple[list[str], list[str]]:
+    """The anomaly columns: (shown, on demand). Shown: the classes any run broke a promise with, then
+    those any run counted, as the terminal orders them; on demand: the others some run's workload
+    could show (every one of them zero). A class no run's workload could show has no column."""
+    verdicts = [s["verdict"] for s in sections]
+    can = {a for s in sections for a in showable(s["run"], s["verdict"].anomalies)}
+    broken = {a for v in verdicts for _, a, _ in v.broken()}
+    counted = {a for v in verdicts for a, n in v.anomalies.items() if n}
+    shown = [a for a in ANOMALIES if a in broken] + [a for a in ANOMALIES if a in counted - broken]
+    return shown, [a for a in ANOMALIES if a in can and a not in shown]
+
+
+def promise_rows(shown: list[str] | tuple[str, ...] = V1_ANOMALIES) -> list[dict]:
     """The promise table's rows for the anomaly columns shown (the transactional rows with v2's)."""
-    cases = DOC_CASES + (DOC_CASES_V2 if shown != V1_ANOMALIES else [])
+    cases = DOC_CASES + (DOC_CASES_V2 if set(shown) - set(V1_ANOMALIES) else [])
     out = []
     for name, cfg in cases:
         p = promises(cfg)
@@ -286,10 +320,11 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
     tpl = env.from_string(TEMPLATE.read_text())
     errors = [c for c in (matrix_status or {}).values() if c.get("status") == "error"]
     short = {c.name: jinja2.utils.markupsafe.Markup(c.column_head) for c in CLASSES}
-    shown = shown_anomalies([s["verdict"] for s in sections])
-    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, shown), anomalies=shown,
-                      promise_rows=promise_rows(shown), known=known or [], errors=errors, plotly=plotly_js(),
-                      esc=html.escape)
+    shown, more = matrix_columns(sections)
+    columns = shown + more
+    return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, columns),
+                      columns=columns, more=set(more), promise_rows=promise_rows(columns), known=known or [],
+                      errors=errors, plotly=plotly_js(), esc=html.escape)
 
 
 def write_report(run_dirs: list[Path], out: Path, title: str = "kchaos durability report",

@@ -31,8 +31,9 @@ from harness.checker.anomaly import (
     torn_txn,
     uncommitted_read,
 )
-from harness.checker.anomaly.record import AnomalyClass
+from harness.checker.anomaly.record import AnomalyClass, Workload
 from harness.checker.reference import Tables
+from harness.history import RunConfig
 
 CLASSES: tuple[AnomalyClass, ...] = tuple(m.CLASS for m in (
     lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom,
@@ -49,9 +50,30 @@ PRODUCER_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.owner =
 GROUP_ANOMALIES: tuple[str, ...] = tuple(c.name for c in CLASSES if c.owner == "group")
 
 __all__ = ["ANOMALIES", "BY_NAME", "CLASSES", "GROUP_ANOMALIES", "PRODUCER_ANOMALIES", "V1_ANOMALIES",
-           "V2_ANOMALIES", "AnomalyClass", "reference_counts"]
+           "V2_ANOMALIES", "AnomalyClass", "reference_counts", "showable", "workloads_of"]
 
 
 def reference_counts(t: Tables) -> dict[str, int]:
     """Every class's reference count of one history."""
     return {c.name: c.reference(t) for c in CLASSES}
+
+
+def workloads_of(run: RunConfig) -> frozenset[Workload]:
+    """The parts of ``run``'s workload (run.json) that can show an anomaly class (``AnomalyClass.workload``)."""
+    parts: set[Workload] = {"records"}
+    if run.copiers:
+        parts |= {"copier", "transactions"}
+    if any(p.transactional for p in run.producers):
+        parts.add("transactions")
+    if run.groups:
+        parts.add("groups")
+    if run.share_groups:
+        parts.add("share_groups")
+    return frozenset(parts)
+
+
+def showable(run: RunConfig, counts: dict[str, int]) -> tuple[str, ...]:
+    """The classes ``run`` could show (its workload's), and any it counted, in CLASSES' order: what a
+    table of this run needs as columns; the others are zero by construction."""
+    parts = workloads_of(run)
+    return tuple(c.name for c in CLASSES if c.workload in parts or counts.get(c.name))

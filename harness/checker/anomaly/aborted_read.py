@@ -52,4 +52,4 @@ def promise(x: Excuses) -> Promise:
                    x.part or "read_committed readers stop at the LSO and drop aborted transactions")
 
 
-CLASS = AnomalyClass.of(__name__, label="aborted read", contract="v2", owner="partition")
+CLASS = AnomalyClass.of(__name__, label="aborted read", contract="v2", owner="partition", workload="transactions")

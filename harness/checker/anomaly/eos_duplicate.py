@@ -56,4 +56,5 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: a copy and its input offsets commit in one transaction")
 
 
-CLASS = AnomalyClass.of(__name__, label="eos duplicate", contract="v2", owner="producer", html="eos dupli&shy;cate")
+CLASS = AnomalyClass.of(__name__, label="eos duplicate", contract="v2", owner="producer", html="eos dupli&shy;cate",
+                        workload="copier")

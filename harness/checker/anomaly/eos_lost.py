@@ -71,4 +71,4 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: a copy and its input offsets commit in one transaction")
 
 
-CLASS = AnomalyClass.of(__name__, label="eos lost", contract="v2", owner="producer")
+CLASS = AnomalyClass.of(__name__, label="eos lost", contract="v2", owner="producer", workload="copier")

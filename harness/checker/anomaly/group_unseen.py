@@ -87,4 +87,4 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "commits only what its members returned, and a stale member's commit is refused")
 
 
-CLASS = AnomalyClass.of(__name__, label="group unseen", contract="v2", owner="group")
+CLASS = AnomalyClass.of(__name__, label="group unseen", contract="v2", owner="group", workload="groups")

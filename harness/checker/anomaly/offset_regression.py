@@ -67,4 +67,5 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "each commit of the current generation as it arrives, so offsets only move forward")
 
 
-CLASS = AnomalyClass.of(__name__, label="offset back", contract="v2", owner="group", html="offset regres&shy;sion")
+CLASS = AnomalyClass.of(__name__, label="offset back", contract="v2", owner="group", html="offset regres&shy;sion",
+                        workload="groups")

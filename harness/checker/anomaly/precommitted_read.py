@@ -61,4 +61,4 @@ def promise(x: Excuses) -> Promise:
 
 
 CLASS = AnomalyClass.of(__name__, label="precommit read", contract="v2", owner="partition",
-                        html="precom&shy;mitted read")
+                        html="precom&shy;mitted read", workload="transactions")

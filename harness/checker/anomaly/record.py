@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from harness.checker.reference import Tables
 
 
+# The part of a workload that can show a class: any producer and reader ("records"), a transactional
+# producer or the copier ("transactions"), the copier ("copier"), a consumer group ("groups"), a
+# share group ("share_groups").
+Workload = Literal["records", "transactions", "copier", "groups", "share_groups"]
+
 @dataclass(frozen=True)
 class AnomalyClass:
     """An anomaly class of the history contract.
@@ -24,7 +29,8 @@ class AnomalyClass:
     the group); ``reference`` counts the same definition in memory, the independent implementation
     the tests hold ``count`` to; ``promise`` says whether a configuration promises never to show it
     (and ``group_promise`` for a group, by how it commits); ``label`` heads terminal tables and
-    ``html`` the report's matrix columns (hyphenated to wrap)."""
+    ``html`` the report's matrix columns (hyphenated to wrap); ``workload`` is the part of a workload
+    that can show it (``WORKLOADS``), so a table leaves out the classes a run could not show."""
 
     name: str
     label: str
@@ -36,15 +42,17 @@ class AnomalyClass:
     promise: Callable[[Excuses], Promise]
     group_promise: Callable[[Excuses, str], Promise] | None = None
     html: str = ""
+    workload: Workload = "records"
 
     @classmethod
     def of(cls, module: str, label: str, contract: Literal["v1", "v2"],
-           owner: Literal["producer", "partition", "group"], html: str = "") -> AnomalyClass:
+           owner: Literal["producer", "partition", "group"], html: str = "",
+           workload: Workload = "records") -> AnomalyClass:
         """The record of the class module ``module`` defines: its docstring is the definition, its
         ``count``, ``reference``, ``promise`` (and a group's ``group_promise``) the functions."""
         m = sys.modules[module]
         return cls(module.rsplit(".", 1)[-1], label, contract, owner, m.__doc__ or "", m.count, m.reference, m.promise,
-                   getattr(m, "group_promise", None), html)
+                   getattr(m, "group_promise", None), html, workload)
 
     @property
     def column_head(self) -> str:

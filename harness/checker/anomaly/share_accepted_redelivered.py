@@ -59,4 +59,4 @@ def group_promise(x: Excuses, commit: str) -> Promise:
 
 
 CLASS = AnomalyClass.of(__name__, label="accepted again", contract="v2", owner="group",
-                        html="accepted re&shy;delivered")
+                        html="accepted re&shy;delivered", workload="share_groups")

@@ -74,4 +74,5 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "group.share.delivery.count.limit times, then archived")
 
 
-CLASS = AnomalyClass.of(__name__, label="over-delivered", contract="v2", owner="group", html="over-de&shy;livered")
+CLASS = AnomalyClass.of(__name__, label="over-delivered", contract="v2", owner="group", html="over-de&shy;livered",
+                        workload="share_groups")

@@ -48,4 +48,4 @@ def group_promise(x: Excuses, commit: str) -> Promise:
 
 
 CLASS = AnomalyClass.of(__name__, label="rejected again", contract="v2", owner="group",
-                        html="rejected re&shy;delivered")
+                        html="rejected re&shy;delivered", workload="share_groups")

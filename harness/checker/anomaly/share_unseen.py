@@ -79,4 +79,5 @@ def group_promise(x: Excuses, commit: str) -> Promise:
                    "where it starts before the record is archived (acknowledged, rejected or out of attempts)")
 
 
-CLASS = AnomalyClass.of(__name__, label="share unseen", contract="v2", owner="group", html="share un&shy;seen")
+CLASS = AnomalyClass.of(__name__, label="share unseen", contract="v2", owner="group", html="share un&shy;seen",
+                        workload="share_groups")

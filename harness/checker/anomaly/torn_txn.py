@@ -61,4 +61,4 @@ def promise(x: Excuses) -> Promise:
                    x.either or f"{SAFE}: the markers commit every partition of a transaction together")
 
 
-CLASS = AnomalyClass.of(__name__, label="torn txn", contract="v2", owner="producer")
+CLASS = AnomalyClass.of(__name__, label="torn txn", contract="v2", owner="producer", workload="transactions")
