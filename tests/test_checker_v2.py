@@ -363,6 +363,8 @@ def test_bad_copiers_in_run_json_are_bad_input(tmp_path):
 def test_the_report_matrix_judges_a_groups_anomaly_by_the_group(planted, commit, state):
     from harness.report.page import matrix_rows
 
-    rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": RunConfig()}])
-    cells = [cell for row in rows for cell in row["cells"] if cell["anomaly"] == "group_unseen"]
-    assert cells and all(cell["count"] == 1 and cell["state"] == state for cell in cells)
+    rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": RunConfig()}],
+                       ["group_unseen", "lost"])
+    cells = [(row["kind"], cell) for row in rows for cell in row["cells"] if cell and cell["anomaly"] == "group_unseen"]
+    assert [kind for kind, _ in cells] == ["group"], "a group's anomaly sits on the group's own row"
+    assert all(cell["count"] == 1 and cell["state"] == state for _, cell in cells)

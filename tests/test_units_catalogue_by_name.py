@@ -57,6 +57,7 @@ def test_the_checkouts_scenarios_folder_is_the_catalogue():
     assert len(catalogue.names()) >= 40 and "safe-faults" in catalogue.names()
 
 
+@pytest.mark.chaos_long  # a wheel built in an isolated environment: seconds of CPU the default tier keeps
 def test_the_wheel_ships_the_catalogue_and_every_file_the_package_reads(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
                    check=True, capture_output=True)
