@@ -130,11 +130,13 @@ def _kchaos_errors() -> tuple[type[BaseException], ...]:
 
 @contextlib.contextmanager
 def _failing_the_test(request: pytest.FixtureRequest, what: str):
-    """Run a fixture's step; kchaos's own error fails ``request``'s test naming it and the step."""
+    """Run a fixture's step; kchaos's own error fails ``request``'s test naming it and the step (its
+    context suppressed, so pytest shows the message alone, not the error it replaced)."""
     try:
         yield
     except _kchaos_errors() as e:
-        pytest.fail(f"{request.node.nodeid}: {what}: {e}", pytrace=False)
+        failure = pytest.fail.Exception(f"{request.node.nodeid}: {what}: {e}", pytrace=False)
+        raise failure from None
 
 
 def _require_engine() -> None:
@@ -457,9 +459,9 @@ def workload(kafka_cluster, nemesis, tmp_path, kchaos_client, request):
                 spec = TopicSpec(name=topic, partitions=partitions, replication_factor=replication_factor,
                                  min_insync_replicas=min_insync, config=config or {})
             except ValidationError as e:
-                pytest.fail(f"{request.node.nodeid}: workload({topic!r}): "
-                            + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()),
-                            pytrace=False)
+                why = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+                raise pytest.fail.Exception(f"{request.node.nodeid}: workload({topic!r}): {why}",
+                                            pytrace=False) from None
             kafka_cluster.delete_topics([topic])
             kafka_cluster.create_topic(topic, partitions, replication_factor, spec.topic_config())
             kafka_cluster.wait_full_isr(topic, timeout_s=60)
