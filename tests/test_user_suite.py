@@ -20,6 +20,7 @@ SUITE_SPARK_STATE = str(warm.state_dir())  # found before pytester moves HOME: t
 
 def _as_a_user(pytester, monkeypatch, *args: str):
     monkeypatch.setenv("KCHAOS_SPARK_STATE", SUITE_SPARK_STATE)
+    monkeypatch.setenv("LIBC_FATAL_STDERR_", "1")  # a native library's heap error on the captured stderr
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--durations=0", *args, timeout=1800)
 
 
