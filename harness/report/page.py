@@ -265,8 +265,10 @@ def matrix_rows(sections: list[dict], columns: list[str]) -> list[dict]:
         for g in v.by_group:
             kind, label = group_label(g)
             client = g.settings.get("client")
+            if isinstance(client, dict):  # run.json's {"name", "version"}: the version names the library
+                client = client.get("version") or client.get("name")
             things.append({"kind": kind, "what": label, "verdict": g.verdict, "cells": _group_cells(g, columns),
-                           "client": (client.get("name") if isinstance(client, dict) else client) or "-"})
+                           "client": client or "-"})
         things += [{"kind": "topic", "what": f"topic {b.topic} (no producer's configuration covers it)",
                     "client": "-", "verdict": "fail",
                     "cells": [_cell(b.count, True, a, b.why) if a == b.anomaly else None for a in columns]}
