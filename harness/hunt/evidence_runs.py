@@ -20,9 +20,12 @@ from harness.hunt.write_up import scenario_toml
 from harness.run import matrix
 from harness.scenario import Scenario, load
 
+# The leader's requests to change the ISR log under their class's name: DefaultAlterPartitionManager
+# from 3.x, DefaultAlterIsrManager in 2.8 (its interface's name is no parent logger of either).
 REPLICATION = {"kafka.cluster.Partition": "DEBUG", "state.change.logger": "TRACE", "kafka.controller": "DEBUG",
                "kafka.zk.KafkaZkClient": "DEBUG", "org.apache.kafka.controller": "DEBUG",
-               "kafka.server.ReplicaFetcherThread": "DEBUG", "kafka.server.AlterPartitionManager": "DEBUG"}
+               "kafka.server.ReplicaFetcherThread": "DEBUG", "kafka.server.DefaultAlterPartitionManager": "DEBUG",
+               "kafka.server.DefaultAlterIsrManager": "DEBUG"}
 GROUPS = {"kafka.coordinator.group": "DEBUG", "org.apache.kafka.coordinator.group": "DEBUG",
           "kafka.request.logger": "DEBUG"}
 TRANSACTIONS = {"kafka.coordinator.transaction": "DEBUG", "org.apache.kafka.coordinator.transaction": "DEBUG",
