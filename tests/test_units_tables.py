@@ -48,3 +48,11 @@ def test_broken_promises_come_before_what_was_expected():
     assert rows and rows[0].index("lost 823") < rows[0].index("duplicate 3")
     summary = render(configs_table(summarize(vs)))
     assert any("lost 823 (1 run)" in ln for ln in summary) and any("duplicate 3 (1 run)" in ln for ln in summary)
+
+
+def test_what_a_verdict_assumes_is_on_the_terminal():
+    """A Kafka tool that failed after the run (a tool_failed event) is said beside the run's counts."""
+    v = verdict("r1", [], {"duplicate": 3})
+    v.assumptions = ["kafka-dump-log failed on kafka-1: the run lacks the coordinator's log (exit 1)"]
+    text = "\n".join(render(runs_table([v])))
+    assert "assumes: kafka-dump-log failed on kafka-1" in text and "duplicate 3" in text
