@@ -365,6 +365,8 @@ def test_the_report_matrix_judges_a_groups_anomaly_by_the_group(planted, commit,
 
     rows = matrix_rows([{"verdict": planted[f"group-{commit}"], "id": "r", "anchor": "r", "run": RunConfig()}],
                        ["group_unseen", "lost"])
-    cells = [(row["kind"], cell) for row in rows for cell in row["cells"] if cell and cell["anomaly"] == "group_unseen"]
-    assert [kind for kind, _ in cells] == ["group"], "a group's anomaly sits on the group's own row"
-    assert all(cell["count"] == 1 and cell["state"] == state for _, cell in cells)
+    cells = {row["what"].split(":")[0]: cell for row in rows for cell in row["cells"]
+             if cell and cell["anomaly"] == "group_unseen"}
+    assert set(cells) == {"group g", "copier (group gx)"}, "each group's anomaly on its own row, none on a producer's"
+    assert cells["group g"]["count"] == 1 and cells["group g"]["state"] == state
+    assert cells["copier (group gx)"]["state"] == "clean"
