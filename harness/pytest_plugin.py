@@ -354,39 +354,35 @@ class Workload:
         ``consumers``: the ``[consumers]`` table (``{"count": 1, "isolation_level": "both"}``) or a
         count; ``groups``: ``[[groups]]`` tables (``{"name": "g", "members": 3}``; the workload waits
         until they have formed); ``copier``: the ``[copier]`` table."""
-        if self.recording is not None:
-            raise RuntimeError(f"the workload on {self.topic.name} is already started")
-        with self._failing(f"workload({self.topic.name!r}).start()"):
-            return self._start(acks, idempotence, rate, consumers, producers, groups, copier, seed, client,
-                               client_version)
-
-    def _start(self, acks: str, idempotence: bool, rate: float, consumers: int | dict, producers: int | list[dict],
-               groups: list[dict] | None, copier: dict | None, seed: int, client: str | None,
-               client_version: str | None) -> Workload:
         from harness.run import logs
         from harness.run.directory import RunDirectory
         from harness.run.recording import Recording
         from harness.scenario import validate_tables
 
-        if isinstance(producers, int):
-            producers = [{"name": "p", "count": producers, "acks": acks, "idempotence": idempotence, "rate": rate}]
-        s = self.cluster.settings
-        self.scenario = validate_tables(f"workload({self.topic.name!r})", {
-            "name": f"pytest-{self.topic.name}", "kafka_version": s.kafka_version, "mode": s.mode,
-            "brokers": s.brokers, "seed": seed, "duration_s": 3600, "topic": self.topic.model_dump(),
-            "producers": producers, "consumers": {"count": consumers} if isinstance(consumers, int) else consumers,
-            "groups": groups or [], **({"copier": copier} if copier is not None else {}),
-            **({"client": c} if (c := client or self.client) else {}),
-            **({"client_version": client_version} if client_version else {})})
-        self._dir = RunDirectory(self.out / f"run-{self.topic.name}")
-        self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
-        self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
-        self.made_topics = list(dict.fromkeys([*self.made_topics, *self.recording.topics]))
-        self.made_groups = [g.name for g in self.scenario.groups] + (
-            [self.scenario.copier.group] if self.scenario.copier is not None else [])
-        self.recording.create_topics()
-        self.nemesis.handles = self.recording.handles()
-        self.recording.start()
+        if self.recording is not None:
+            raise RuntimeError(f"the workload on {self.topic.name} is already started")
+        with self._failing(f"workload({self.topic.name!r}).start()"):
+            if isinstance(producers, int):
+                producers = [{"name": "p", "count": producers, "acks": acks, "idempotence": idempotence,
+                              "rate": rate}]
+            s = self.cluster.settings
+            self.scenario = validate_tables(f"workload({self.topic.name!r})", {
+                "name": f"pytest-{self.topic.name}", "kafka_version": s.kafka_version, "mode": s.mode,
+                "brokers": s.brokers, "seed": seed, "duration_s": 3600, "topic": self.topic.model_dump(),
+                "producers": producers,
+                "consumers": {"count": consumers} if isinstance(consumers, int) else consumers,
+                "groups": groups or [], **({"copier": copier} if copier is not None else {}),
+                **({"client": c} if (c := client or self.client) else {}),
+                **({"client_version": client_version} if client_version else {})})
+            self._dir = RunDirectory(self.out / f"run-{self.topic.name}")
+            self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
+            self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
+            self.made_topics = list(dict.fromkeys([*self.made_topics, *self.recording.topics]))
+            self.made_groups = [g.name for g in self.scenario.groups] + (
+                [self.scenario.copier.group] if self.scenario.copier is not None else [])
+            self.recording.create_topics()
+            self.nemesis.handles = self.recording.handles()
+            self.recording.start()
         return self
 
     @property

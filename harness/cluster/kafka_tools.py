@@ -53,6 +53,10 @@ TOOLS: dict[str, KafkaTool] = {t.name: t for t in [
 class ToolMissing(ClusterError):
     """No class of the tool is in the node's image."""
 
+    def __init__(self, tool: str, node: str, said: str):
+        self.tool, self.node = tool, node
+        super().__init__(f"{tool} on {node}: {said.strip()}")
+
 
 class ToolError(ClusterError):
     """The tool ran and exited non-zero."""
@@ -89,7 +93,7 @@ def run(exec_in: Callable[[str, list[str]], tuple[int, str]], node: str, tool: s
     or ToolMissing / ToolError."""
     code, out = exec_in(node, command(tool, args))
     if code == MISSING and out.startswith("no class of"):
-        raise ToolMissing(f"{tool} on {node}: {out.strip()}")
+        raise ToolMissing(tool, node, out)
     if code != 0:
         raise ToolError(tool, node, code, out)
     return out

@@ -243,8 +243,8 @@ def group_label(g: GroupVerdict) -> tuple[str, str]:
         return "share group", f"share group {g.group}"
     if st.get("commit") == "transaction":
         return "copier", f"copier (group {g.group}): offsets in its transactions"
-    how = " ".join(str(x) for x in (st.get("protocol"), st.get("assignor")) if x)
-    return "group", f"group {g.group}: {how} commit={st.get('commit', '?')}".replace(":  ", ": ")
+    how = [str(x) for x in (st.get("protocol"), st.get("assignor")) if x] + [f"commit={st.get('commit', '?')}"]
+    return "group", f"group {g.group}: {' '.join(how)}"
 
 
 def _config_label(st: dict) -> str:
@@ -274,13 +274,11 @@ def matrix_rows(sections: list[dict], columns: list[str]) -> list[dict]:
                     "cells": [_cell(b.count, True, a, b.why) if a == b.anomaly else None for a in columns]}
                    for b in v.broken_outside_configs]
         unav = v.unavailability.windows
-        faults = sorted({f for c in v.by_config for f in c.settings["faults"]})
-        for i, t in enumerate(things):
-            rows.append({**t, "run": s["id"], "anchor": s["anchor"], "first": i == 0, "span": len(things),
-                         "run_verdict": v.verdict, "version": s["run"].kafka_version or "?",
-                         "mode": s["run"].mode or "?", "faults": ", ".join(faults) or "none",
-                         "unavailable_ms": max((w["duration_ms"] for w in unav), default=0),
-                         "unavailable_windows": len(unav)})
+        run = {"run": s["id"], "anchor": s["anchor"], "span": len(things), "run_verdict": v.verdict,
+               "version": s["run"].kafka_version or "?", "mode": s["run"].mode or "?",
+               "faults": ", ".join(sorted({f for c in v.by_config for f in c.settings["faults"]})) or "none",
+               "unavailable_ms": max((w["duration_ms"] for w in unav), default=0), "unavailable_windows": len(unav)}
+        rows += [{**t, **run, "first": i == 0} for i, t in enumerate(things)]
     return rows
 
 

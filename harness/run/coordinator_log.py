@@ -33,11 +33,12 @@ def java_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def partition_for(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition whose leader coordinates ``group``: Kafka's
-    ``Utils.abs(groupId.hashCode()) % partitions`` (GroupMetadataManager.partitionFor, and the
-    group coordinator service's ``partitionFor`` in Kafka 4), ``Utils.abs`` taking MIN_VALUE to 0."""
-    h = java_hash(group)
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of an internal topic whose leader coordinates ``key`` (a group in
+    ``__consumer_offsets``, a transactional id in ``__transaction_state``): Kafka's
+    ``Utils.abs(key.hashCode()) % partitions`` (GroupMetadataManager.partitionFor, and the
+    coordinator services' ``partitionFor`` in Kafka 4), ``Utils.abs`` taking MIN_VALUE to 0."""
+    h = java_hash(key)
     return (0 if h == INT_MIN else abs(h)) % partitions
 
 
@@ -56,20 +57,24 @@ def dump(cluster: KafkaCluster, groups: list[str]) -> CoordinatorDump:
     meta = cluster.admin.list_topics(topic=OFFSETS_TOPIC, timeout=30).topics.get(OFFSETS_TOPIC)
     if meta is None or not meta.partitions:
         return CoordinatorDump(f"# no broker holds {OFFSETS_TOPIC}\n")
+    dumped: dict[int, str | ToolError | ToolMissing] = {}  # groups that share a partition read it once
     for g in groups:
         p = partition_for(g, len(meta.partitions))
         leader = meta.partitions[p].leader
         out.append(f"# group {g}: {OFFSETS_TOPIC}-{p}, read on its leader, broker {leader}")
-        try:
-            text = dump_log_segments(cluster, leader, f"{OFFSETS_TOPIC}-{p}", "--offsets-decoder", "--print-data-log")
-        except (ToolError, ToolMissing) as e:
-            failures.append(e)
-            out.append(f"# {e}")
+        if p not in dumped:
+            try:
+                dumped[p] = dump_log_segments(cluster, leader, f"{OFFSETS_TOPIC}-{p}", "--offsets-decoder",
+                                              "--print-data-log") or ""
+            except (ToolError, ToolMissing) as e:
+                dumped[p] = e
+                failures.append(e)
+        text = dumped[p]
+        if not isinstance(text, str):
+            out.append(f"# {text}")
             continue
-        key = f'"group":{json.dumps(g)}'
-        group_id = f'"groupId":{json.dumps(g)}'
-        out += [line for line in (text or "").splitlines()
-                if line.startswith("Dumping ") or key in line or group_id in line]
+        keys = (f'"group":{json.dumps(g)}', f'"groupId":{json.dumps(g)}')
+        out += [line for line in text.splitlines() if line.startswith("Dumping ") or any(k in line for k in keys)]
     return CoordinatorDump("\n".join(out) + "\n", failures)
 
 

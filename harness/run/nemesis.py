@@ -29,6 +29,7 @@ from harness.history.events import (
     TriggerUnfired,
     now_ms,
 )
+from harness.run.coordinator_log import partition_for
 
 LOG = logging.getLogger("kchaos.nemesis")
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
@@ -36,14 +37,8 @@ _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis pe
 
 def txn_state_partition(transactional_id: str, partitions: int) -> int:
     """The partition of an internal topic a coordinator key maps to, as Kafka computes it for
-    __transaction_state, __consumer_offsets and __share_group_state alike:
-    Utils.abs(key.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units."""
-    data = transactional_id.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    signed = h - (1 << 32) if h >= 1 << 31 else h
-    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+    __transaction_state, __consumer_offsets and __share_group_state alike (coordinator_log.partition_for)."""
+    return partition_for(transactional_id, partitions)
 
 
 class Nemesis:

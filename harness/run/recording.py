@@ -279,7 +279,7 @@ class Recording:
         read = coordinator_log.dump(self.cluster, [g.spec.name for g in self.groups])
         path.write_text(read.text)
         for e in read.failures:
-            self.events.write(ToolFailed(ts_ms=now_ms(), tool="kafka-dump-log", node=getattr(e, "node", ""),
+            self.events.write(ToolFailed(ts_ms=now_ms(), tool=e.tool, node=e.node,
                                          error=str(e)[:800], lacks="the group coordinator's own record of the "
                                          "groups' commits (logs/group-coordinator.log): offset_regression is judged "
                                          "from the members' acknowledgements alone, with no broker-side check"))
