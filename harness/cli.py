@@ -566,7 +566,8 @@ def affected(
     spark_master: str = typer.Option(None, "--spark-master", help=SPARK_MASTER_HELP),
 ) -> None:
     """Measure which Kafka versions and client libraries a finding affects: its minimal schedule, --runs times on
-    each, into FINDING_DIR/affected.json and bug.md's affected/unaffected table (with 95% intervals).
+    each, each on a cluster of its own, into FINDING_DIR/affected.json and bug.md's affected/unaffected table
+    (with 95% intervals).
 
     Exit 0: measured (whatever the rates); 2: bad input; 3: no run could be carried out."""
     from harness.cluster import reaper

@@ -120,3 +120,18 @@ def test_a_directory_that_is_not_a_finding_is_refused_naming_the_file(tmp_path):
     (d / affected.FINDING_JSON).write_text("{}")
     res = CliRunner().invoke(app, ["affected", str(d)])
     assert res.exit_code == 2 and "finding.json" in res.output and "anomaly" in res.output, res.output
+
+
+def test_measurements_of_one_finding_add_up_and_a_version_measured_again_replaces_its_row(tmp_path):
+    d = finding(tmp_path)
+    affected.write(d, [affected.Row("3.9.1", "zk", "kafka-clients 3.9.1", 10, 0),  # stored before rows had a library
+                       affected.Row("3.9.1", "zk", "librdkafka 2.16.0", 10, 4, library="librdkafka")])
+    again = [affected.Row("3.9.1", "zk", "librdkafka 2.16.0", 20, 9, library="librdkafka"),
+             affected.Row("2.8.2", "zk", "kafka-clients 2.8.2", 10, 3, library="java")]
+    kept = affected.earlier_rows(d, again)
+    assert [(r.kafka, r.client, r.n, r.library) for r in kept] == [("3.9.1", "kafka-clients 3.9.1", 10, "java")]
+    affected.write(d, kept + again)
+    bug = (d / "bug.md").read_text()
+    assert "| 2.8.2 | zk | kafka-clients 2.8.2 | 10 | 3 |" in bug
+    assert "| 3.9.1 | zk | kafka-clients 3.9.1 | 10 | 0 |" in bug
+    assert "| 3.9.1 | zk | librdkafka 2.16.0 | 20 | 9 |" in bug and "| 10 | 4 |" not in bug

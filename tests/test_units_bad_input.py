@@ -296,3 +296,7 @@ def test_a_verdict_json_kchaos_did_not_write_is_named_by_report(tmp_path):
     (d / "verdict.json").write_text('{"run_id": "x"}')
     refused(kchaos("report", str(d), "-o", str(tmp_path / "r.html")), "verdict.json: not a verdict kchaos wrote")
     assert not list(tmp_path.glob("**/*.partial"))
+
+
+def test_an_isr_wait_too_short_to_tell_a_frozen_isr_is_refused():
+    refused(kchaos("run", str(SMOKE), "--set", "isr_wait_s=1"), "isr_wait_s", "5")

@@ -41,6 +41,7 @@ class Row:
     n: int
     k: int
     note: str = ""
+    library: str = ""  # the library it was planned with (``client`` is as the runs named it)
 
 
 class FindingError(ValueError):
@@ -113,7 +114,7 @@ def plan(finding_dir: Path, mode: str, versions: list[str], clients: list[str],
                 except ScenarioError:
                     p = None
                 if p is None:
-                    refused.append(Row(v, m, client, 0, 0, f"not run: {str(e).splitlines()[0][:200]}"))
+                    refused.append(Row(v, m, client, 0, 0, f"not run: {str(e).splitlines()[0][:200]}", client))
                     continue
                 note = "; ".join(x for x in (note, "the client tables' `config` left out (another library's "
                                                     "properties)") if x)
@@ -155,7 +156,7 @@ def rows(p: matrix.Plan, verdicts: dict[str, Verdict], finding: dict,
         if v is not None:
             kn[1] += 1
             kn[0] += showed(v, finding["anomaly"], bool(finding["promised"]))
-    return [Row(version, m, client, n, k, notes.get((version, client), ""))
+    return [Row(version, m, client, n, k, notes.get((version, client), ""), client)
             for (version, m, client), (k, n) in counts.items()]
 
 
@@ -192,14 +193,37 @@ def prepare(finding_dir: Path, versions: list[str] | None, clients: list[str] | 
 def measure(m: Measurement, announce: matrix.Announce, side_by_side: int = 1,
             spark_master: str | None = None) -> list[Row]:
     """Run every cell of ``m`` under ``FINDING_DIR/affected`` (a measurement stopped halfway resumes
-    there), check each run, and write affected.json and bug.md's table."""
+    there), check each run, and write affected.json and bug.md's table. Every run boots a cluster of
+    its own: the rate's interval assumes independent runs, which runs on a kept cluster, sharing its
+    controller and ZooKeeper sessions, need not be."""
     out = m.finding_dir / "affected"
-    finished = matrix.run_cells(m.plan, out, announce, side_by_side=side_by_side, check=matrix.check(spark_master))
+    finished = matrix.run_cells(m.plan, out, announce, fresh=True, side_by_side=side_by_side,
+                                check=matrix.check(spark_master))
     res = matrix.check_and_report(finished, out, spark_master)
     verdicts = {Path(d).name: v for d, v in zip(finished, res.verdicts, strict=True)}
     measured = [_with_library_version(r, finished) for r in rows(m.plan, verdicts, m.finding, m.notes)] + m.refused
-    write(m.finding_dir, measured)
+    write(m.finding_dir, earlier_rows(m.finding_dir, measured) + measured)
     return measured
+
+
+def _library_of(row: dict) -> str:
+    """The library a stored row was planned with: its own field, else read from its client as the
+    runs named it (``kafka-clients 3.9.1`` is the java driver's)."""
+    if row.get("library"):
+        return row["library"]
+    word = row["client"].split()[0]
+    return "java" if word == "kafka-clients" else word
+
+
+def earlier_rows(finding_dir: Path, measured: list[Row]) -> list[Row]:
+    """The rows of affected.json that this measurement did not measure again (another version or
+    library): measurements of one finding add up, a version measured again replaces its row."""
+    path = finding_dir / AFFECTED_JSON
+    if not path.exists():
+        return []
+    now = {(r.kafka, r.library) for r in measured}
+    stored = [{**row, "library": _library_of(row)} for row in json.loads(path.read_text()).get("rows", [])]
+    return [Row(**row) for row in stored if (row["kafka"], row["library"]) not in now]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -64,7 +64,6 @@ REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
 READ_AFTER_HEAL_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
-ISR_WAIT_S = 120.0  # after healing, how long the run waits for every partition's ISR to be whole again
 
 
 class Phases(dict):
@@ -105,7 +104,8 @@ class Recording:
                  events: EventLog, copier: CopierSpec | None = None, seed: int = 1,
                  groups: list[GroupSpec] | None = None, work: Path | None = None,
                  library: Callable[[object], tuple[str, str]] | None = None,
-                 share_groups: list[ShareGroupSpec] | None = None):
+                 share_groups: list[ShareGroupSpec] | None = None, isr_wait_s: float = 120.0):
+        self.isr_wait_s = isr_wait_s  # after healing, how long to wait for every partition's ISR to be whole again
         self.cluster, self.topic, self.events, self.consumer_spec = cluster, topic, events, consumers
         # Each table's clients are made by its library's driver (Scenario.library: the library and its version).
         self.library = library or (lambda table: (DEFAULT_CLIENT, cluster.settings.kafka_version))
@@ -142,7 +142,7 @@ class Recording:
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
         """The workload a scenario's tables describe (its topic, producers, consumers, copier, groups)."""
         return cls(cluster, s.topic, s.producers, s.consumers, events, s.copier, s.seed, groups=s.groups, work=work,
-                   library=s.library, share_groups=s.share_groups)
+                   library=s.library, share_groups=s.share_groups, isr_wait_s=s.isr_wait_s)
 
     def driver_of(self, table) -> ClientDriver:
         """The driver that makes a table's clients: its library's, at its version."""
@@ -245,7 +245,7 @@ class Recording:
         c.wait_ready(120)
         for name in self.topics:
             try:
-                c.wait_full_isr(name, timeout_s=ISR_WAIT_S)
+                c.wait_full_isr(name, timeout_s=self.isr_wait_s)
             except Exception as e:  # recorded: the final read still tells what survived
                 self.unsettled.append(name)
                 self.events.write(self._isr_not_restored(name, e))
@@ -291,7 +291,7 @@ class Recording:
                      if p.topic == topic and set(p.isr) != set(p.replicas)]
         except Exception:  # the record still says that the wait gave up, and why
             short = []
-        return IsrNotRestored(ts_ms=now_ms(), topic=topic, waited_s=ISR_WAIT_S, why=str(why)[:500], partitions=[
+        return IsrNotRestored(ts_ms=now_ms(), topic=topic, waited_s=self.isr_wait_s, why=str(why)[:500], partitions=[
             PartitionSample(partition=p.partition, leader=p.leader, replicas=p.replicas, isr=p.isr) for p in short])
 
     def abort(self) -> None:

@@ -68,6 +68,9 @@ class Scenario(ScenarioTable):
     zookeepers: Literal[1, 3] | None = Field(None, description="ZooKeeper servers (default 3)")
     racks: list[str] | None = None
     duration_s: float = Field(20.0, gt=0, le=3600)
+    isr_wait_s: float = Field(120.0, ge=5, le=1800, description="after the heal, how long the run waits for every "
+                              "partition's ISR to be whole before it records isr_not_restored (the run is then "
+                              "not healed)")
     seed: int = 1
     cluster: dict = Field(default_factory=dict, description="ClusterSettings fields: timeouts, heap")
     broker_config: PropMap = Field(default_factory=dict)
