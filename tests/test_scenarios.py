@@ -141,6 +141,8 @@ def test_every_shipped_scenario_is_valid():
     (["mode=kraft", "controllers=2"], "s.toml: controllers: 2 is not allowed (1, 3 or 5)"),
     (["faults=[{at_s = 1, kind = \"kill\", target = \"zookeeper:1\"}]", "mode=kraft"],
      "s.toml: faults.0.target: zookeeper:1 is a ZooKeeper server; this scenario is KRaft"),
+    (["faults=[{at_s = 1, kind = \"kill\", target = \"controller_zookeeper\"}]", "mode=kraft"],
+     "s.toml: faults.0.target: controller_zookeeper is a ZooKeeper server; this scenario is KRaft"),
     (["faults=[{at_s = 1, kind = \"remove_controller\", target = \"controller\"}]", "kafka_version=2.8.2"],
      "remove_controller needs KIP-853 (KRaft on Kafka 3.9 or later), not zk on 2.8.2"),
     (["producers.0.config.fetch.max.wait.ms=100"],

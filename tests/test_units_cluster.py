@@ -360,3 +360,18 @@ def test_images_prefetched_in_a_thread_are_waited_for_one_by_one_and_a_failed_on
         p.wait("bad")
     p.wait("4.1.2")
     assert built == ["3.9.1", "4.1.2"]
+
+
+def test_the_zookeeper_server_a_broker_is_connected_to_is_read_from_its_established_connections():
+    """/proc/net/tcp as a broker's container shows it: a listening socket, a connection to a broker
+    and one to ZooKeeper server 2's proxy (21812 = 0x5534), then the same connection closing."""
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    listening = "   0: 00000000:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1\n"
+    to_broker = "   1: 0A000003:C350 0A000004:2384 01 00000000:00000000 00:00000000 00000000  1000        0 2\n"
+    to_zk2 = "   2: 0A000003:C352 0A000002:5534 01 00000000:00000000 00:00000000 00000000  1000        0 3\n"
+    ports = {201: 21811, 202: 21812, 203: 21813}
+    assert quorum.zookeeper_server_connected(header + listening + to_broker + to_zk2, ports) == 202
+    closing = to_zk2.replace(" 01 ", " 06 ")  # TIME_WAIT: between servers
+    assert quorum.zookeeper_server_connected(header + listening + to_broker + closing, ports) is None
+    v6 = "   0: 0000000000000000FFFF00000A000003:C352 0000000000000000FFFF00000A000002:5535 01 0 0 0 0 0 4\n"
+    assert quorum.zookeeper_server_connected(header + v6, ports) == 203

@@ -164,3 +164,22 @@ def zk_state_of(texts: dict[int, str | None]) -> QuorumState:
                   for n in texts)
     majority = leader >= 0 and len(serving) > len(texts) // 2
     return QuorumState(leader, epoch, tuple(texts), nodes, majority)
+
+
+TCP_ESTABLISHED = "01"
+
+
+def zookeeper_server_connected(proc_net_tcp: str, proxy_ports: dict[int, int]) -> int | None:
+    """The ZooKeeper server a broker's session is connected to, from its ``/proc/net/tcp`` (and
+    ``tcp6``): the node whose proxy port (``proxy_ports``: node number -> port) an established
+    connection goes to. A broker holds one ZooKeeper session, so at most one such connection; None
+    while it is between servers."""
+    by_port = {port: node for node, port in proxy_ports.items()}
+    for line in proc_net_tcp.splitlines():
+        cols = line.split()
+        if len(cols) < 4 or cols[3] != TCP_ESTABLISHED or ":" not in cols[2]:
+            continue
+        port = int(cols[2].rsplit(":", 1)[1], 16)
+        if port in by_port:
+            return by_port[port]
+    return None

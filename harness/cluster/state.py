@@ -58,6 +58,18 @@ class StateReads:
             return quorum.kraft_state(self.admin_ports, timeout_s)
         return quorum.zk_state(self.admin_ports, timeout_s)
 
+    def zookeeper_server_of(self, broker: int) -> int:
+        """The ZooKeeper server (node number) broker ``broker``'s session is connected to now, read from
+        the broker's own established connections: each server K has a proxy port of its own."""
+        topo = self.topo
+        ports = {n: topo.broker_port(topo.index(n)) for n in topo.quorum}
+        code, out = self.exec(topo.node_key(broker), ["cat", "/proc/net/tcp", "/proc/net/tcp6"])
+        server = quorum.zookeeper_server_connected(out, ports) if code == 0 else None
+        if server is None:
+            raise ValueError(f"broker {broker} is connected to no ZooKeeper server now"
+                             + ("" if code == 0 else f" (reading its connections: exit {code}: {out[-200:]})"))
+        return server
+
     def _describe_zk_or_frozen(self, topic: str | None, timeout_s: float) -> ClusterState:
         """ZooKeeper's state; while ZooKeeper does not answer (the ensemble lost its majority, or
         elects a leader), the last state read of that topic, marked frozen: every change of leader,

@@ -28,14 +28,14 @@ if TYPE_CHECKING:
 
 
 TARGET_HELP = ("leader | follower | follower:K | followers | controller | controller:K | zookeeper | "
-               "zookeeper:K | quorum_majority | random | broker:N | rack:NAME | "
+               "zookeeper:K | controller_zookeeper | quorum_majority | random | broker:N | rack:NAME | "
                "txn_coordinator | txn_coordinator:CLIENT | group_coordinator | group_coordinator:GROUP | "
                "share_coordinator | share_coordinator:GROUP | client:CLIENT")
 COORDINATOR_ROLES = ("txn_coordinator", "group_coordinator", "share_coordinator")
 PARTITION_ROLES = ("leader", "follower", "followers")
 # Roles that name coordination nodes: "controller" alone is Kafka's controller (in ZooKeeper mode a
 # broker), "controller:K" a KRaft controller, "zookeeper" the ensemble's leader or server K.
-QUORUM_ROLES = ("controller", "zookeeper", "quorum_majority")
+QUORUM_ROLES = ("controller", "zookeeper", "controller_zookeeper", "quorum_majority")
 # What each spelling of TARGET_HELP means, for the fault reference (docs/faults.md).
 TARGET_DOCS = (
     ("leader", "the partition's leader"),
@@ -45,6 +45,8 @@ TARGET_DOCS = (
     ("controller:K", "KRaft controller K; past `controllers`, a spare that add_controller adds"),
     ("zookeeper", "the ZooKeeper ensemble's leader"),
     ("zookeeper:K", "ZooKeeper server K"),
+    ("controller_zookeeper", "ZooKeeper mode: the ZooKeeper server the controller's session is connected to (read "
+     "from the controller's own connections when the fault fires)"),
     ("quorum_majority", "enough voters to lose the majority, followers first (the leader is left without one)"),
     ("random", "a broker drawn at plan time from the seed"),
     ("broker:N", "broker N"),
@@ -83,8 +85,8 @@ class Target:
     def parse(cls, text: str) -> Target:
         """The target a scenario spells, or ValueError naming what is allowed."""
         head, _, tail = text.partition(":")
-        if not tail and head in ("leader", "follower", "followers", "controller", "zookeeper", "quorum_majority",
-                                 "random", *COORDINATOR_ROLES):
+        if not tail and head in ("leader", "follower", "followers", "controller", "zookeeper", "controller_zookeeper",
+                                 "quorum_majority", "random", *COORDINATOR_ROLES):
             return cls(head, 1 if head == "follower" else 0)
         if head in ("follower", "broker", "controller", "zookeeper") and tail.isdigit() and int(tail) >= 1:
             return cls(head, int(tail))
@@ -112,7 +114,7 @@ class Target:
 
     def on_coordination(self, mode: str) -> bool:
         """Whether the target names coordination nodes (KRaft controllers, ZooKeeper servers) in ``mode``."""
-        return self.role in ("zookeeper", "quorum_majority") or (
+        return self.role in ("zookeeper", "controller_zookeeper", "quorum_majority") or (
             self.role == "controller" and (self.number > 0 or mode == "kraft"))
 
     @property

@@ -111,11 +111,11 @@ class Nemesis:
         topo = self.c.topo
         if t.number:
             return [self.c.settings.coordination_ids[t.number - 1]]
-        if t.role == "controller" and self.c.settings.mode == "zk":
+        if t.role in ("controller", "controller_zookeeper") and self.c.settings.mode == "zk":
             controller = self.c.describe(timeout_s=5).controller
             if controller < 0:
                 raise ValueError("no broker is the controller now")
-            return [controller]
+            return [controller] if t.role == "controller" else [self.c.zookeeper_server_of(controller)]
         q = self.c.quorum_state(timeout_s=1)
         if t.role != "quorum_majority":
             if q.leader < 0:

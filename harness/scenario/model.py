@@ -244,13 +244,13 @@ class Scenario(ScenarioTable):
     def _check_quorum_target(self, where: str, kind: str, t: Target) -> None:
         """Coordination targets exist in this mode and quorum; a kind that acts on brokers' own links
         does not take them; KIP-853 changes need a controller on a version that has them."""
-        if t.role == "zookeeper" and self.mode != "zk":
+        if t.role in ("zookeeper", "controller_zookeeper") and self.mode != "zk":
             raise ValueError(f"{where}: {t} is a ZooKeeper server; this scenario is KRaft (allowed: controller, "
                              f"controller:1..{self.quorum_size}, quorum_majority)")
         if t.role == "controller" and t.number and self.mode != "kraft":
             raise ValueError(f"{where}: {t} names a KRaft controller; in ZooKeeper mode 'controller' is the broker "
-                             f"that is Kafka's controller (allowed: controller, zookeeper, zookeeper:1.."
-                             f"{self.quorum_size}, quorum_majority)")
+                             f"that is Kafka's controller (allowed: controller, zookeeper, controller_zookeeper, "
+                             f"zookeeper:1..{self.quorum_size}, quorum_majority)")
         spares = self.spare_controllers
         top = self.quorum_size + spares if t.role == "controller" else self.quorum_size
         if t.role in ("controller", "zookeeper") and t.number > top:
