@@ -106,3 +106,28 @@ def test_a_run_json_without_topics_is_judged_by_the_brokers_settings_and_says_so
     assert any("min.insync.replicas=2" in n and "brokers' settings" in n for n in cfgs.notes)
     bare = resolve_configs(RunConfig(), {"p": {"topics": ["t"], "acks": ["all"]}}, [])
     assert bare.producers["p"].min_insync == 1 and "min.insync.replicas=1" in bare.notes[0]
+
+
+def _idempotent_run(client: str) -> RunConfig:
+    name, version = client.split(" ")
+    return RunConfig.model_validate({"kafka_version": "2.8.2", "mode": "zk",
+            "client": {"name": name, "version": version},
+            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
+
+
+@pytest.mark.parametrize(("client", "line", "issue", "shown"), [
+    ("java 2.8.2", "INFO ... ProducerBatch - Resetting sequence number of batch with current sequence 911 for "
+     "partition chaos-0 to 0", "KAFKA-14034", True),
+    ("java 2.8.2", "INFO ... ProducerId set to 0 with epoch 3", "KAFKA-14034", False),
+    ("librdkafka 2.16.0", "Resetting sequence number of batch with current sequence 911", "librdkafka#4953", None)])
+def test_a_java_producers_duplicates_are_kafka_14034_only_where_its_log_shows_batches_resequenced(
+        tmp_path, client, line, issue, shown):
+    """The Java client's duplicates are named by the re-sequencing its own log shows; without the line
+    they stay unexplained; librdkafka's are its own known issue, named by configuration."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "clients.log").write_text(f"2026-11-28 03:58:39,923 INFO kchaos.java safe {line}\n")
+    run = _idempotent_run(client)
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    (k,) = known_issues(run, cfgs.producers.values(), {"duplicate": 911}, tmp_path)
+    assert (k.issue, k.shown) == (issue, shown)

@@ -73,6 +73,14 @@ KNOWN_ISSUES = (
         "idempotent producer's epoch and sends the batch again with new sequence numbers, which the broker cannot "
         "recognise as a retry: a record written twice", None),
     KnownIssueRecord(
+        "KAFKA-14034", ("duplicate",), "java_idempotent",
+        "when Kafka's Java idempotent producer bumps its epoch (a batch expired or failed), it gives the batches "
+        "still in flight new sequence numbers under the new epoch and sends them again; a batch the broker had "
+        "already appended is then written a second time under its new identity",
+        Evidence(("logs/clients.log",), r"Resetting sequence number of batch with current sequence",
+                 "the Java producer re-sequenced an in-flight batch after an epoch bump (its TransactionManager "
+                 "logs it at INFO)")),
+    KnownIssueRecord(
         "kchaos-F2", (NOT_HEALED,), "zookeeper",
         "in ZooKeeper mode, an ISR change whose ZooKeeper write was applied but unanswered (the controller's "
         "connection lost meanwhile) is refused when the controller sends it again; the controller keeps the old "
@@ -127,6 +135,8 @@ def _machinery(run: RunConfig, producers: list[Config]) -> dict[str, bool]:
             "copier": bool(run.copiers),
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in producers),
+            "java_idempotent": any(c.client.startswith("java") and c.idempotence and not c.transactional
+                                   for c in producers),
             "zookeeper": run.mode == "zk",
             "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
                                       and version_key(run.kafka_version) < (4, 2),
