@@ -61,7 +61,7 @@ class ClusterSettings(BaseModel):
     racks: list[str] | None = Field(None, description="broker.rack per broker, in broker-id order")
     replica_lag_time_max_ms: int = Field(3000, ge=100)
     replica_socket_timeout_ms: int = Field(5000, ge=500)
-    zookeeper_session_timeout_ms: int = Field(6000, ge=1000, le=10000)
+    zookeeper_session_timeout_ms: int = Field(6000, ge=1000, le=60000)  # Kafka's default: 18000
     broker_session_timeout_ms: int = Field(4000, ge=1000)
     broker_heartbeat_interval_ms: int = Field(500, ge=100)
     auto_leader_rebalance: bool = False
