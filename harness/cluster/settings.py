@@ -361,11 +361,13 @@ def zookeeper_config(s: ClusterSettings) -> str:
     Server K's quorum and election ports are 2880+K and 3880+K, so that Toxiproxy, one address on
     each server's network, can listen for every peer at once; quorumListenOnAllIPs makes server K
     bind those ports on its own address, although its name (``zk-K``) is Toxiproxy elsewhere.
-    tickTime 500 allows broker session timeouts from 1 s to 10 s."""
+    tickTime 500 allows broker session timeouts from 1 s (two ticks); maxSessionTimeout lets them go to
+    60 s (twenty ticks would stop at 10 s, below Kafka's default of 18 s)."""
     p: dict[str, object] = {
         "dataDir": "/var/lib/zookeeper",
         "clientPort": ZK_PORT,
         "tickTime": 500,
+        "maxSessionTimeout": 60000,
         "initLimit": 10,
         "syncLimit": 5,
         "maxClientCnxns": 0,
