@@ -63,16 +63,18 @@ def test_the_java_driver_takes_every_kind_of_client_and_refuses_what_the_harness
 
 
 def _process(monkeypatch, program: str):
-    """A driver process whose program is ``program`` (Python standing in for a JVM)."""
+    """A driver process whose program is ``program`` (Python standing in for a JVM or a Go program)."""
     import sys
     import threading
 
-    from harness.clients.java import process as java
+    from harness.clients.process import ClientProcess
 
-    monkeypatch.setattr(java, "java_command", lambda version, role: [sys.executable, "-c", program])
-
-    class Stand(java.ClientProcess):
+    class Stand(ClientProcess):
         role = "producer"
+        library = "Java"
+
+        def command_line(self) -> list[str]:
+            return [sys.executable, "-c", program]
 
     return Stand("p", None, "3.9.1", threading.Event(), {})
 

@@ -15,14 +15,15 @@ from pathlib import Path
 
 from harness.clients import CopierClient, ProducerClient
 from harness.clients.groups import Group
-from harness.clients.java.process import ClientProcess, ProducerCounts, bootstrap, classify, java_command
+from harness.clients.java.process import JavaProcess, classify, java_command
 from harness.clients.java.share_groups import ShareGroup
 from harness.clients.java.transactions import JavaCopier, JavaTransactionalProducer
+from harness.clients.process import ProducerCounts, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
 
-class JavaProducer(ProducerCounts, ClientProcess):
+class JavaProducer(ProducerCounts, JavaProcess):
     """A recording producer in a JVM: produced.parquet's columns, as RecordingProducer's."""
 
     role = "producer"
@@ -84,7 +85,7 @@ class JavaProducer(ProducerCounts, ClientProcess):
         }
 
 
-class JavaConsumer(ClientProcess):
+class JavaConsumer(JavaProcess):
     """A recording consumer in a JVM: consumed.parquet's rows, as RecordingConsumer's."""
 
     role = "consumer"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 
 from harness.clients.java.config import split_config
-from harness.clients.java.process import ClientProcess, ProducerCounts, bootstrap, classify
+from harness.clients.java.process import JavaProcess, classify
+from harness.clients.process import ProducerCounts, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
 
@@ -41,7 +42,7 @@ def send_row(producer: str, s: dict) -> dict:
             "ack_ts_ms": s["ack_ts_ms"], "error": error, "txn": s["txn"], "source": s["source"]}
 
 
-class TxnProcess(ClientProcess):
+class TxnProcess(JavaProcess):
     """A transactional client's process: its history split by kind, ``kill`` its client_kill."""
 
     def __init__(self, *args, **kwargs):
