@@ -9,17 +9,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// errorText is a promise's or a commit's error as the history keeps it: Kafka's error name where the
-// broker answered with one (NOT_ENOUGH_REPLICAS, ...), else the error's own words.
+// errorText is a promise's or a commit's error as the history keeps it: a broker's answer is
+// "NAME: description" (kerr's words), the client's own errors their words.
 func errorText(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Message + ": " + err.Error()
-	}
 	return err.Error()
 }
 
