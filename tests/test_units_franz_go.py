@@ -22,7 +22,7 @@ def test_a_sends_outcome_is_read_from_its_promises_error():
     assert classify(None, 5) == "ok"
     assert classify("MESSAGE_TOO_LARGE: The request included a message larger than ...", 5) == "fail"
     assert classify("NOT_ENOUGH_REPLICAS: Messages are rejected since ...", 0) == "fail"
-    assert classify("NOT_ENOUGH_REPLICAS: Messages are rejected since ...", 5) == "info", "an earlier try may have landed"
+    assert classify("NOT_ENOUGH_REPLICAS: Messages are rejected ...", 5) == "info", "an earlier try may have landed"
     assert classify("records have timed out before they were able to be produced", 5) == "info"
 
 
