@@ -178,3 +178,64 @@ class ProducerCounts:
     def count(self, line: dict) -> None:
         if line["t"] in ("progress", "done"):
             self._sent, self._acked = line["sent"], line["acked"]
+
+
+TXN_RETRIES = 1  # a transactional producer retries as it must: NOT_ENOUGH_REPLICAS is never definite
+TXN_SEND_COLUMNS = ("value", "producer", "seq", "topic", "partition", "acks", "status", "offset", "send_ts_ms",
+                    "ack_ts_ms", "error", "txn", "source")
+
+
+class TxnProcess(ClientProcess):
+    """A transactional client's process (a transactional producer, the copier): its history is JSON
+    lines of one object under its kind (``send``, ``txn``, ``read``, ``offset``: docs/drivers.md),
+    ``kill`` its client_kill. A library's subclass says how its send errors read (``classify``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.history: dict[str, list[dict]] = {"send": [], "txn": [], "read": [], "offset": []}
+
+    @staticmethod
+    def classify(error: str | None, retries: int) -> str:
+        raise NotImplementedError
+
+    def read_history(self, rows: list) -> None:
+        for row in rows:
+            ((kind, fields),) = row.items()
+            self.history[kind].append(fields)
+
+    def send_row(self, s: dict) -> dict:
+        """A send of the history as produced.parquet's row."""
+        if s["ack_ts_ms"] is None:
+            status, error = "info", "run ended before a callback"
+        else:
+            status, error = self.classify(s["error"], TXN_RETRIES), s["error"]
+        return {"value": s["value"], "producer": self.cname, "seq": s["seq"], "topic": s["topic"],
+                "partition": s["partition"], "acks": "all", "status": status,
+                "offset": s["offset"] if status == "ok" else None, "send_ts_ms": s["send_ts_ms"],
+                "ack_ts_ms": s["ack_ts_ms"], "error": error, "txn": s["txn"], "source": s["source"]}
+
+    def sends(self) -> list[dict]:
+        """Every send, as produced.parquet's rows (v2 columns included)."""
+        return [self.send_row(s) for s in self.history["send"]]
+
+    def txns(self) -> list[dict]:
+        """Every transaction it began, as txns.parquet's rows."""
+        return self.history["txn"]
+
+    def kill(self) -> None:
+        """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
+        self.command("kill")
+
+    def columns(self) -> dict[str, list]:
+        rows = self.sends()
+        return {k: [r[k] for r in rows] for k in TXN_SEND_COLUMNS}
+
+    @property
+    def consumed(self) -> list[dict]:
+        """A copier's reads."""
+        return self.history["read"]
+
+    @property
+    def offsets(self) -> list[dict]:
+        """The offsets a copier's committed transactions carried."""
+        return self.history["offset"]

@@ -39,7 +39,7 @@ LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
             build="harness.clients.java.build"),
     Library("franz-go", "franz-go (github.com/twmb/franz-go), a Go program per client, the newest release by default",
             "harness.clients.franz_go.driver", "harness.clients.franz_go.config",
-            frozenset({"producer", "consumer", "group"}), build="harness.clients.franz_go.build"),
+            frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.franz_go.build"),
 ]}
 DEFAULT_CLIENT = "librdkafka"
 READER = "librdkafka"  # the harness's own reads of the brokers after healing, whatever library is under test

@@ -45,8 +45,6 @@ def refusal(table, version: str) -> str | None:
     for key in table.config:
         if key in OWNED[kind]:
             return f"config.{key}: {OWNED[kind][key]} (allowed: any other property franz-go has an option for)"
-    if kind == "producer" and table.transactional:
-        return "transactional: the franz-go driver has no transactional producer yet (allowed: false)"
     if kind == "group" and getattr(table, "protocol", "classic") != "classic":
         return "protocol: the franz-go driver runs classic groups (allowed: classic)"
     if not table.config:

@@ -2,8 +2,9 @@
 the program in ``src/`` (built per franz-go version by build.py), talked to by the process protocol
 of docs/drivers.md (clients/process.py).
 
-Producers (plain and idempotent), consumers and consumer-group members (classic protocol; acted on
-and read as librdkafka's and Java's members are: groups.py) are built. A franz-go client's
+Producers (plain, idempotent and transactional), consumers, consumer-group members (classic
+protocol; acted on and read as librdkafka's and Java's members are: groups.py) and the exactly-once
+copier (franz-go's GroupTransactSession) are built. A franz-go client's
 ``config`` table takes Kafka's property names where franz-go has an option for them (config.py).
 """
 
@@ -16,7 +17,7 @@ from harness.clients import CopierClient, ProducerClient
 from harness.clients.franz_go import build as franz_build
 from harness.clients.franz_go.config import franz_version
 from harness.clients.groups import Group
-from harness.clients.process import ClientProcess, ProducerCounts, bootstrap
+from harness.clients.process import ClientProcess, ProducerCounts, TxnProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
@@ -102,6 +103,65 @@ class FranzProducer(ProducerCounts, FranzProcess):
         }
 
 
+def _text(props: dict) -> dict[str, str]:
+    """Properties as the program reads them: every value a string, booleans as Kafka spells them."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
+
+
+def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict[str, str]:
+    """A transactional client's properties under Kafka's names (the program takes the transactional
+    id and timeout as franz-go's options)."""
+    return _text({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": f"kchaos-{name}",
+                  "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
+                  "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000, **config})
+
+
+class FranzTxnProcess(TxnProcess, FranzProcess):
+    """A franz-go transactional client; its sends' errors read as a plain producer's."""
+
+    classify = staticmethod(classify)
+
+
+class FranzTransactionalProducer(ProducerCounts, FranzTxnProcess):
+    """``txn_records`` records per transaction over the partitions at the spec's rate; a seeded share aborted."""
+
+    role = "txn-producer"
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, seed: int, version: str):
+        props = txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
+                                                                           **spec.config})
+        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions, rate=spec.rate,
+                         txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
+                         transaction_timeout_ms=spec.transaction_timeout_ms)
+        self.pname, self.spec = name, spec
+
+    def on_line(self, line: dict) -> None:
+        self.count(line)
+
+    def send_one(self, partition: int) -> None:
+        raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")
+
+
+class FranzCopier(FranzTxnProcess):
+    """Consume-transform-produce with exactly-once semantics in one process: franz-go's
+    GroupTransactSession, a read_committed member of ``spec.group`` whose offsets each transaction commits."""
+
+    role = "copier"
+
+    def __init__(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
+                 out_partitions: int, stop: threading.Event, version: str):
+        consumer = _text({"group.id": spec.group, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 6000,
+                          "fetch.max.wait.ms": 100, "max.poll.records": spec.txn_records})
+        super().__init__(spec.name, cluster, version, stop,
+                         txn_properties(cluster, spec.name, spec.transaction_timeout_ms, spec.config),
+                         consumer_properties=consumer, group=spec.group, input_topic=input_topic,
+                         output_topic=output_topic, output_partitions=out_partitions,
+                         transaction_timeout_ms=spec.transaction_timeout_ms)
+        self.spec, self.cluster, self.input = spec, cluster, input_topic
+
+
 class FranzConsumer(FranzProcess):
     """A recording consumer with no group, every partition from offset 0: consumed.parquet's rows."""
 
@@ -142,12 +202,12 @@ def member_properties(g: GroupSpec, base: dict) -> dict:
 
 def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) -> dict:
     """The producer's table under Kafka's property names."""
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in {
+    return _text({
         "bootstrap.servers": bootstrap(cluster, name), "acks": spec.acks, "enable.idempotence": spec.idempotence,
         "retries": spec.retries, "max.in.flight.requests.per.connection": spec.max_in_flight,
         "linger.ms": spec.linger_ms, "delivery.timeout.ms": spec.delivery_timeout_ms,
         "request.timeout.ms": max(1, min(5000, spec.delivery_timeout_ms - spec.linger_ms)),
-        "metadata.max.age.ms": 5000, **spec.config}.items()}
+        "metadata.max.age.ms": 5000, **spec.config})
 
 
 class FranzDriver:
@@ -161,6 +221,8 @@ class FranzDriver:
 
     def producer(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int) -> ProducerClient:
+        if spec.transactional:
+            return FranzTransactionalProducer(name, spec, cluster, topic, partitions, stop, seed, self.franz)
         return FranzProducer(name, spec, cluster, topic, partitions, stop, self.franz)
 
     def consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
@@ -169,7 +231,7 @@ class FranzDriver:
 
     def copier(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                out_partitions: int, stop: threading.Event) -> CopierClient:
-        raise ValueError("the franz-go driver has no copier (config.refusal refuses the table)")
+        return FranzCopier(spec, cluster, input_topic, output_topic, out_partitions, stop, self.franz)
 
     def group(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path) -> Group:
         """Members are the program's ``member`` role, acted on and read as every library's are (groups.py)."""

@@ -3,8 +3,8 @@
 //
 //	kchaos-franz-go ROLE CONFIG.json
 //
-// ROLE is producer, consumer or member (a consumer group's; its lines go to the file the config
-// names, as librdkafka's and Java's members write them). The process reads commands on stdin (go,
+// ROLE is producer, consumer, member (a consumer group's; its lines go to the file the config
+// names, as librdkafka's and Java's members write them), txn-producer or copier. The process reads commands on stdin (go,
 // stop, send P), writes JSON lines of what is happening on stdout and its history to the file the
 // config names; franz-go's own log goes to stderr.
 package main
@@ -129,7 +129,7 @@ func decode[T any](path string) (T, error) {
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: kchaos-franz-go producer|consumer|member|check CONFIG.json")
+		fmt.Fprintln(os.Stderr, "usage: kchaos-franz-go producer|consumer|member|txn-producer|copier|check CONFIG.json")
 		os.Exit(2)
 	}
 	role, path := os.Args[1], os.Args[2]
@@ -141,6 +141,10 @@ func main() {
 		err = runConsumer(path)
 	case "member":
 		err = runMember(path)
+	case "txn-producer":
+		err = runTxnProducer(path)
+	case "copier":
+		err = runCopier(path)
 	case "check": // kchaos-franz-go check CONFIG.json: exit 2 with the option's words if a property is refused
 		err = checkProperties(path)
 		if err != nil {
@@ -148,7 +152,7 @@ func main() {
 			os.Exit(2)
 		}
 	default:
-		err = fmt.Errorf("unknown role %q (allowed: producer, consumer, member, check)", role)
+		err = fmt.Errorf("unknown role %q (allowed: producer, consumer, member, txn-producer, copier, check)", role)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kchaos-franz-go:", err)
