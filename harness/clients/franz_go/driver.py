@@ -201,11 +201,14 @@ def member_properties(g: GroupSpec, base: dict) -> dict:
 
 
 def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) -> dict:
-    """The producer's table under Kafka's property names."""
+    """The producer's table under Kafka's property names. An idempotent franz-go producer keeps up to
+    5 requests in flight itself and refuses the option, so ``max_in_flight`` is given only without
+    idempotence."""
+    in_flight = {} if spec.idempotence else {"max.in.flight.requests.per.connection": spec.max_in_flight}
     return _text({
         "bootstrap.servers": bootstrap(cluster, name), "acks": spec.acks, "enable.idempotence": spec.idempotence,
-        "retries": spec.retries, "max.in.flight.requests.per.connection": spec.max_in_flight,
-        "linger.ms": spec.linger_ms, "delivery.timeout.ms": spec.delivery_timeout_ms,
+        "retries": spec.retries, **in_flight, "linger.ms": spec.linger_ms,
+        "delivery.timeout.ms": spec.delivery_timeout_ms,
         "request.timeout.ms": max(1, min(5000, spec.delivery_timeout_ms - spec.linger_ms)),
         "metadata.max.age.ms": 5000, **spec.config})
 
