@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.cluster import KafkaCluster
 from harness.cluster.clocks import offset_text
+from harness.scenario import ConsumerSpec, ProducerSpec
 
 START_S = 60  # a process and its client up (a JVM on a loaded two-core machine)
 CLOCK_FILE = "clock-offset"
@@ -239,3 +240,111 @@ class TxnProcess(ClientProcess):
     def offsets(self) -> list[dict]:
         """The offsets a copier's committed transactions carried."""
         return self.history["offset"]
+
+
+class ProducerProcess(ProducerCounts, ClientProcess):
+    """A recording producer's process: produced.parquet's columns from its history rows
+    ``[seq, partition, send_ts_ms, ack_ts_ms, offset, error]``. A library's subclass gives the
+    properties and how its send errors read (``classify``)."""
+
+    role = "producer"
+
+    @staticmethod
+    def classify(error: str | None, retries: int) -> str:
+        raise NotImplementedError
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, version: str, properties: dict):
+        super().__init__(name, cluster, version, stop, properties, skewable_clock=spec.clock_skewed(name),
+                         topic=topic, partitions=partitions, rate=spec.rate, quiet=spec.quiet)
+        self.pname, self.spec, self.topic = name, spec, topic
+        self.sending_s = 0.0
+        self._steps: list[threading.Event] = []
+        self._rows: list[list] = []
+
+    def on_line(self, line: dict) -> None:
+        self.count(line)
+        if line["t"] == "done":  # from "go" to the last callback, without the history's writing (benchmarks)
+            self.sending_s = line["sending_ms"] / 1000
+        elif line["t"] == "step" and self._steps:
+            self._steps.pop(0).set()
+
+    def read_history(self, rows: list[list]) -> None:
+        self._rows = rows
+
+    def txns(self) -> list[dict]:
+        return []
+
+    def kill(self) -> None:
+        raise ValueError(f"producer {self.pname} is not transactional; client_kill needs a transactional producer")
+
+    def send_one(self, partition: int) -> None:
+        """A quiet producer's step: one record to ``partition``, returned once its callback ran."""
+        if not self.spec.quiet:
+            raise ValueError(f"producer {self.pname} is not quiet; send steps need quiet = true")
+        done = threading.Event()
+        self._steps.append(done)
+        self.command(f"send {partition}")
+        if not done.wait(self.spec.delivery_timeout_ms / 1000 + 10):
+            raise TimeoutError(f"producer {self.pname}: the send step had no callback")
+
+    def columns(self) -> dict[str, list]:
+        rows = sorted(self._rows, key=lambda r: r[0])
+        n = len(rows)
+        status = ["info" if r[3] is None else self.classify(r[5], self.spec.retries) for r in rows]
+        error = ["run ended before a callback" if r[3] is None else r[5] for r in rows]
+        keep_offset = self.spec.acks != "0"
+        offset = [r[4] if keep_offset and s == "ok" else None for r, s in zip(rows, status, strict=True)]
+        return {
+            "value": [f"{self.pname}-{r[0]}" for r in rows], "producer": [self.pname] * n, "seq": [r[0] for r in rows],
+            "topic": [self.topic] * n, "partition": [r[1] for r in rows], "acks": [self.spec.acks] * n,
+            "status": status, "offset": offset,
+            "send_ts_ms": [r[2] for r in rows], "ack_ts_ms": [r[3] for r in rows], "error": error,
+        }
+
+
+class ConsumerProcess(ClientProcess):
+    """A recording consumer's process, every partition from offset 0 and no group: consumed.parquet's
+    rows from its history (for each partition a poll returned records of, ``{"p", "ts", "hw"}``, then
+    ``[offset, value]`` per record)."""
+
+    role = "consumer"
+
+    def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, isolation: str, version: str):
+        props = {"bootstrap.servers": bootstrap(cluster, ""), "isolation.level": isolation, "fetch.max.wait.ms": "100",
+                 "metadata.max.age.ms": "2000", **spec.config}
+        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions)
+        self.topic, self.isolation = topic, isolation
+        self.rows: list[dict] = []
+
+    def read_history(self, rows: list) -> None:
+        self.rows, at = [], {}
+        for row in rows:
+            if isinstance(row, dict):
+                at = row
+                continue
+            o, v = row
+            self.rows.append({"consumer": self.cname, "seq": len(self.rows), "topic": self.topic, "partition": at["p"],
+                              "offset": o, "value": v, "poll_ts_ms": at["ts"], "hw": at["hw"], "phase": "live",
+                              "isolation": self.isolation, "group": None, "generation": None})
+
+
+class TxnProducerProcess(ProducerCounts, TxnProcess):
+    """A transactional producer's process: ``txn_records`` records per transaction over the
+    partitions at the spec's rate, a seeded share aborted."""
+
+    role = "txn-producer"
+
+    def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                 stop: threading.Event, seed: int, version: str, properties: dict):
+        super().__init__(name, cluster, version, stop, properties, topic=topic, partitions=partitions, rate=spec.rate,
+                         txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
+                         transaction_timeout_ms=spec.transaction_timeout_ms)
+        self.pname, self.spec = name, spec
+
+    def on_line(self, line: dict) -> None:
+        self.count(line)
+
+    def send_one(self, partition: int) -> None:
+        raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")

@@ -17,7 +17,14 @@ from harness.clients import CopierClient, ProducerClient
 from harness.clients.franz_go import build as franz_build
 from harness.clients.franz_go.config import franz_version
 from harness.clients.groups import Group
-from harness.clients.process import ClientProcess, ProducerCounts, TxnProcess, bootstrap
+from harness.clients.process import (
+    ClientProcess,
+    ConsumerProcess,
+    ProducerProcess,
+    TxnProcess,
+    TxnProducerProcess,
+    bootstrap,
+)
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
@@ -47,60 +54,15 @@ class FranzProcess(ClientProcess):
         return [str(franz_build.program(self.version)), self.role]
 
 
-class FranzProducer(ProducerCounts, FranzProcess):
-    """A recording producer: produced.parquet's columns, from the program's history rows."""
+class FranzProducer(ProducerProcess, FranzProcess):
+    """A recording producer (the program's ``producer`` role)."""
 
-    role = "producer"
+    classify = staticmethod(classify)
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, version: str):
-        super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec),
-                         skewable_clock=spec.clock_skewed(name), topic=topic, partitions=partitions, rate=spec.rate,
-                         quiet=spec.quiet)
-        self.pname, self.spec, self.topic = name, spec, topic
-        self.sending_s = 0.0
-        self._steps: list[threading.Event] = []
-        self._rows: list[list] = []
-
-    def on_line(self, line: dict) -> None:
-        self.count(line)
-        if line["t"] == "done":
-            self.sending_s = line["sending_ms"] / 1000
-        elif line["t"] == "step" and self._steps:
-            self._steps.pop(0).set()
-
-    def read_history(self, rows: list[list]) -> None:
-        self._rows = rows
-
-    def txns(self) -> list[dict]:
-        return []
-
-    def kill(self) -> None:
-        raise ValueError(f"producer {self.pname} is not transactional; client_kill needs a transactional producer")
-
-    def send_one(self, partition: int) -> None:
-        """A quiet producer's step: one record to ``partition``, returned once its promise ran."""
-        if not self.spec.quiet:
-            raise ValueError(f"producer {self.pname} is not quiet; send steps need quiet = true")
-        done = threading.Event()
-        self._steps.append(done)
-        self.command(f"send {partition}")
-        if not done.wait(self.spec.delivery_timeout_ms / 1000 + 10):
-            raise TimeoutError(f"producer {self.pname}: the send step had no promise")
-
-    def columns(self) -> dict[str, list]:
-        rows = sorted(self._rows, key=lambda r: r[0])
-        n = len(rows)
-        status = ["info" if r[3] is None else classify(r[5], self.spec.retries) for r in rows]
-        error = ["run ended before a promise" if r[3] is None else r[5] for r in rows]
-        keep_offset = self.spec.acks != "0"
-        offset = [r[4] if keep_offset and s == "ok" else None for r, s in zip(rows, status, strict=True)]
-        return {
-            "value": [f"{self.pname}-{r[0]}" for r in rows], "producer": [self.pname] * n, "seq": [r[0] for r in rows],
-            "topic": [self.topic] * n, "partition": [r[1] for r in rows], "acks": [self.spec.acks] * n,
-            "status": status, "offset": offset,
-            "send_ts_ms": [r[2] for r in rows], "ack_ts_ms": [r[3] for r in rows], "error": error,
-        }
+        super().__init__(name, spec, cluster, topic, partitions, stop, version,
+                         producer_properties(cluster, name, spec))
 
 
 def _text(props: dict) -> dict[str, str]:
@@ -122,25 +84,14 @@ class FranzTxnProcess(TxnProcess, FranzProcess):
     classify = staticmethod(classify)
 
 
-class FranzTransactionalProducer(ProducerCounts, FranzTxnProcess):
-    """``txn_records`` records per transaction over the partitions at the spec's rate; a seeded share aborted."""
-
-    role = "txn-producer"
+class FranzTransactionalProducer(TxnProducerProcess, FranzTxnProcess):
+    """The program's ``txn-producer`` role."""
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int, version: str):
-        props = txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
-                                                                           **spec.config})
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions, rate=spec.rate,
-                         txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
-                         transaction_timeout_ms=spec.transaction_timeout_ms)
-        self.pname, self.spec = name, spec
-
-    def on_line(self, line: dict) -> None:
-        self.count(line)
-
-    def send_one(self, partition: int) -> None:
-        raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")
+        super().__init__(name, spec, cluster, topic, partitions, stop, seed, version,
+                         txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
+                                                                                     **spec.config}))
 
 
 class FranzCopier(FranzTxnProcess):
@@ -162,30 +113,8 @@ class FranzCopier(FranzTxnProcess):
         self.spec, self.cluster, self.input = spec, cluster, input_topic
 
 
-class FranzConsumer(FranzProcess):
-    """A recording consumer with no group, every partition from offset 0: consumed.parquet's rows."""
-
-    role = "consumer"
-
-    def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, isolation: str, version: str):
-        props = {"bootstrap.servers": bootstrap(cluster, ""), "isolation.level": isolation, "fetch.max.wait.ms": "100",
-                 "metadata.max.age.ms": "2000", **spec.config}
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions)
-        self.topic, self.isolation = topic, isolation
-        self.rows: list[dict] = []
-
-    def read_history(self, rows: list) -> None:
-        """Each fetch's partition ({"p", "ts", "hw"}) is followed by its records ([offset, value])."""
-        self.rows, at = [], {}
-        for row in rows:
-            if isinstance(row, dict):
-                at = row
-                continue
-            o, v = row
-            self.rows.append({"consumer": self.cname, "seq": len(self.rows), "topic": self.topic, "partition": at["p"],
-                              "offset": o, "value": v, "poll_ts_ms": at["ts"], "hw": at["hw"], "phase": "live",
-                              "isolation": self.isolation, "group": None, "generation": None})
+class FranzConsumer(ConsumerProcess, FranzProcess):
+    """A recording consumer (the program's ``consumer`` role)."""
 
 
 def member_properties(g: GroupSpec, base: dict) -> dict:

@@ -11,7 +11,7 @@ import threading
 
 from harness.clients.java.config import split_config
 from harness.clients.java.process import JavaProcess, classify
-from harness.clients.process import ProducerCounts, TxnProcess, bootstrap
+from harness.clients.process import TxnProcess, TxnProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
 
@@ -33,25 +33,14 @@ class JavaTxnProcess(TxnProcess, JavaProcess):
     classify = staticmethod(classify)
 
 
-class JavaTransactionalProducer(ProducerCounts, JavaTxnProcess):
-    """``txn_records`` records per transaction over the partitions at the spec's rate; a seeded share aborted."""
-
-    role = "txn-producer"
+class JavaTransactionalProducer(TxnProducerProcess, JavaTxnProcess):
+    """TransactionalProducer.java in a JVM."""
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int, version: str):
-        props = txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
-                                                                           **spec.config})
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions, rate=spec.rate,
-                         txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
-                         transaction_timeout_ms=spec.transaction_timeout_ms)
-        self.pname, self.spec = name, spec
-
-    def on_line(self, line: dict) -> None:
-        self.count(line)
-
-    def send_one(self, partition: int) -> None:
-        raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")
+        super().__init__(name, spec, cluster, topic, partitions, stop, seed, version,
+                         txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
+                                                                                     **spec.config}))
 
 
 class JavaCopier(JavaTxnProcess):
