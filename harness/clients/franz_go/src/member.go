@@ -181,7 +181,7 @@ func (m *member) run() {
 	if m.cfg.Commit != "auto" {
 		m.commit(context.Background(), true)
 	}
-	m.cl.Close() // a clean leave
+	m.cl.CloseAllowingRebalance() // a clean leave (rebalances are blocked between polls)
 }
 
 func runMember(path string) error {

@@ -371,7 +371,7 @@ func runCopier(path string) error {
 		select {
 		case step := <-cmds.Steps:
 			if step == "kill" { // the member and its producer die mid-transaction; new ones take over
-				go s.Close()
+				go s.CloseAllowingRebalance()
 				if s, err = newSession(); err != nil {
 					return err
 				}
@@ -394,7 +394,7 @@ func runCopier(path string) error {
 			rewinds++
 		}
 	}
-	s.Close()
+	s.CloseAllowingRebalance()
 	if err := log.write(cfg.History); err != nil {
 		return err
 	}
