@@ -114,6 +114,12 @@ func clientOptions(props map[string]string) ([]kgo.Opt, error) {
 			opts = append(opts, o)
 		}
 	}
+	// franz-go also keeps a minimum age between metadata refreshes (5 s by default), which must not
+	// exceed the maximum: lowered to at most a second.
+	if v, ok := props["metadata.max.age.ms"]; ok {
+		ms, _ := strconv.ParseInt(v, 10, 64)
+		opts = append(opts, kgo.MetadataMinAge(min(time.Duration(ms)*time.Millisecond, time.Second)))
+	}
 	return opts, nil
 }
 
