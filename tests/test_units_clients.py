@@ -44,8 +44,8 @@ def test_a_client_is_named_and_its_config_asked_of_its_library():
     assert clients.refusal("librdkafka", ProducerSpec(config={"debug": "eos"}), "3.9.1") is None
     assert "No such configuration property" in clients.refusal("librdkafka", ConsumerSpec(config={"no.such": "1"}),
                                                                "3.9.1")
-    with pytest.raises(ValueError, match="client 'franz-go' has no driver"):
-        clients.driver("franz-go")
+    with pytest.raises(ValueError, match="client 'no-such-library' has no driver"):
+        clients.driver("no-such-library")
     java = clients.driver("java", "4.1.2")
     assert java.name == "java" and java.version == "kafka-clients 4.1.2"
 
@@ -63,16 +63,18 @@ def test_the_java_driver_takes_every_kind_of_client_and_refuses_what_the_harness
 
 
 def _process(monkeypatch, program: str):
-    """A driver process whose program is ``program`` (Python standing in for a JVM)."""
+    """A driver process whose program is ``program`` (Python standing in for a JVM or a Go program)."""
     import sys
     import threading
 
-    from harness.clients.java import process as java
+    from harness.clients.process import ClientProcess
 
-    monkeypatch.setattr(java, "java_command", lambda version, role: [sys.executable, "-c", program])
-
-    class Stand(java.ClientProcess):
+    class Stand(ClientProcess):
         role = "producer"
+        library = "Java"
+
+        def command_line(self) -> list[str]:
+            return [sys.executable, "-c", program]
 
     return Stand("p", None, "3.9.1", threading.Event(), {})
 

@@ -37,6 +37,9 @@ LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
     Library("java", "Apache Kafka's Java client (kafka-clients), a JVM per client, the broker's version by default",
             "harness.clients.java.driver", "harness.clients.java.config", frozenset(TABLE_KINDS),
             build="harness.clients.java.build"),
+    Library("franz-go", "franz-go (github.com/twmb/franz-go), a Go program per client, the newest release by default",
+            "harness.clients.franz_go.driver", "harness.clients.franz_go.config",
+            frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.franz_go.build"),
 ]}
 DEFAULT_CLIENT = "librdkafka"
 READER = "librdkafka"  # the harness's own reads of the brokers after healing, whatever library is under test

@@ -15,99 +15,27 @@ from pathlib import Path
 
 from harness.clients import CopierClient, ProducerClient
 from harness.clients.groups import Group
-from harness.clients.java.process import ClientProcess, ProducerCounts, bootstrap, classify, java_command
+from harness.clients.java.process import JavaProcess, classify, java_command
 from harness.clients.java.share_groups import ShareGroup
 from harness.clients.java.transactions import JavaCopier, JavaTransactionalProducer
+from harness.clients.process import ConsumerProcess, ProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
 
-class JavaProducer(ProducerCounts, ClientProcess):
-    """A recording producer in a JVM: produced.parquet's columns, as RecordingProducer's."""
+class JavaProducer(ProducerProcess, JavaProcess):
+    """A recording producer in a JVM (RecordingProducer.java)."""
 
-    role = "producer"
+    classify = staticmethod(classify)
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, version: str):
-        super().__init__(name, cluster, version, stop, producer_properties(cluster, name, spec),
-                         skewable_clock=spec.clock_skewed(name), topic=topic, partitions=partitions, rate=spec.rate,
-                         quiet=spec.quiet)
-        self.pname, self.spec, self.topic = name, spec, topic
-        self.sending_s = 0.0
-        self._steps: list[threading.Event] = []
-        self._rows: list[list] = []
-
-    def on_line(self, line: dict) -> None:
-        self.count(line)
-        if line["t"] == "done":  # from "go" to the last callback, without the history's writing (benchmarks)
-            self.sending_s = line["sending_ms"] / 1000
-        elif line["t"] == "step" and self._steps:
-            self._steps.pop(0).set()
-
-    def read_history(self, rows: list[list]) -> None:
-        self._rows = rows
-
-    def txns(self) -> list[dict]:
-        return []
-
-    def kill(self) -> None:
-        raise ValueError(f"producer {self.pname} is not transactional; client_kill needs a transactional producer")
-
-    def send_one(self, partition: int) -> None:
-        """A quiet producer's step: one record to ``partition``, returned once its callback ran."""
-        if not self.spec.quiet:
-            raise ValueError(f"producer {self.pname} is not quiet; send steps need quiet = true")
-        done = threading.Event()
-        self._steps.append(done)
-        self.command(f"send {partition}")
-        if not done.wait(self.spec.delivery_timeout_ms / 1000 + 10):
-            raise TimeoutError(f"producer {self.pname}: the send step had no callback")
-
-    def columns(self) -> dict[str, list]:
-        rows = sorted(self._rows, key=lambda r: r[0])
-        n = len(rows)
-        status, error = [], []
-        for _, _, _, ack, _, err in rows:
-            if ack is None:
-                status.append("info")
-                error.append("run ended before a callback")
-            else:
-                status.append(classify(err, self.spec.retries))
-                error.append(err)
-        keep_offset = self.spec.acks != "0"
-        offset = [r[4] if keep_offset and s == "ok" else None for r, s in zip(rows, status, strict=True)]
-        return {
-            "value": [f"{self.pname}-{r[0]}" for r in rows], "producer": [self.pname] * n, "seq": [r[0] for r in rows],
-            "topic": [self.topic] * n, "partition": [r[1] for r in rows], "acks": [self.spec.acks] * n,
-            "status": status, "offset": offset,
-            "send_ts_ms": [r[2] for r in rows], "ack_ts_ms": [r[3] for r in rows], "error": error,
-        }
+        super().__init__(name, spec, cluster, topic, partitions, stop, version,
+                         producer_properties(cluster, name, spec))
 
 
-class JavaConsumer(ClientProcess):
-    """A recording consumer in a JVM: consumed.parquet's rows, as RecordingConsumer's."""
-
-    role = "consumer"
-
-    def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, isolation: str, version: str):
-        props = {"bootstrap.servers": bootstrap(cluster, ""), "isolation.level": isolation, "fetch.max.wait.ms": "100",
-                 "metadata.max.age.ms": "2000", **spec.config}
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions)
-        self.topic, self.isolation = topic, isolation
-        self.rows: list[dict] = []
-
-    def read_history(self, rows: list) -> None:
-        """Each poll's partition ({"p", "ts", "hw"}) is followed by its records ([offset, value])."""
-        self.rows, at = [], {}
-        for row in rows:
-            if isinstance(row, dict):
-                at = row
-                continue
-            o, v = row
-            self.rows.append({"consumer": self.cname, "seq": len(self.rows), "topic": self.topic, "partition": at["p"],
-                              "offset": o, "value": v, "poll_ts_ms": at["ts"], "hw": at["hw"], "phase": "live",
-                              "isolation": self.isolation, "group": None, "generation": None})
+class JavaConsumer(ConsumerProcess, JavaProcess):
+    """A recording consumer in a JVM (RecordingConsumer.java)."""
 
 
 ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",

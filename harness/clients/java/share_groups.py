@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from harness.clients.groups import STOP_GRACE_S, Member, MemberProcesses
-from harness.clients.java.process import bootstrap, java_command
+from harness.clients.java.process import java_command
+from harness.clients.process import bootstrap
 from harness.scenario import ShareGroupSpec
 
 if TYPE_CHECKING:

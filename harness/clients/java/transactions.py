@@ -10,14 +10,12 @@ from __future__ import annotations
 import threading
 
 from harness.clients.java.config import split_config
-from harness.clients.java.process import ClientProcess, ProducerCounts, bootstrap, classify
+from harness.clients.java.process import JavaProcess, classify
+from harness.clients.process import TxnProcess, TxnProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
 
 READ_COMMITTED = "read_committed"
-SEND_COLUMNS = ("value", "producer", "seq", "topic", "partition", "acks", "status", "offset", "send_ts_ms",
-                "ack_ts_ms", "error", "txn", "source")
-TXN_RETRIES = 1  # a transactional producer retries as it must: NotEnoughReplicas is never definite
 
 
 def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict:
@@ -29,69 +27,23 @@ def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: di
             "metadata.max.age.ms": 5000, **config}
 
 
-def send_row(producer: str, s: dict) -> dict:
-    """A send of TxnLog.java as produced.parquet's row."""
-    if s["ack_ts_ms"] is None:
-        status, error = "info", "run ended before a callback"
-    else:
-        status, error = classify(s["error"], TXN_RETRIES), s["error"]
-    return {"value": s["value"], "producer": producer, "seq": s["seq"], "topic": s["topic"],
-            "partition": s["partition"], "acks": "all", "status": status,
-            "offset": s["offset"] if status == "ok" else None, "send_ts_ms": s["send_ts_ms"],
-            "ack_ts_ms": s["ack_ts_ms"], "error": error, "txn": s["txn"], "source": s["source"]}
+class JavaTxnProcess(TxnProcess, JavaProcess):
+    """A Java transactional client's JVM; its sends' errors are Java exceptions."""
+
+    classify = staticmethod(classify)
 
 
-class TxnProcess(ClientProcess):
-    """A transactional client's process: its history split by kind, ``kill`` its client_kill."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.log: dict[str, list[dict]] = {"send": [], "txn": [], "read": [], "offset": []}
-
-    def read_history(self, rows: list) -> None:
-        for row in rows:
-            ((kind, fields),) = row.items()
-            self.log[kind].append(fields)
-
-    def sends(self) -> list[dict]:
-        """Every send, as produced.parquet's rows (v2 columns included)."""
-        return [send_row(self.cname, s) for s in self.log["send"]]
-
-    def txns(self) -> list[dict]:
-        """Every transaction it began, as txns.parquet's rows."""
-        return self.log["txn"]
-
-    def kill(self) -> None:
-        """client_kill: the instance dies mid-transaction; a new one with the same id takes over."""
-        self.command("kill")
-
-
-class JavaTransactionalProducer(ProducerCounts, TxnProcess):
-    """``txn_records`` records per transaction over the partitions at the spec's rate; a seeded share aborted."""
-
-    role = "txn-producer"
+class JavaTransactionalProducer(TxnProducerProcess, JavaTxnProcess):
+    """TransactionalProducer.java in a JVM."""
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int, version: str):
-        props = txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
-                                                                           **spec.config})
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions, rate=spec.rate,
-                         txn_records=spec.txn_records, abort_ratio=spec.abort_ratio, seed=str(seed),
-                         transaction_timeout_ms=spec.transaction_timeout_ms)
-        self.pname, self.spec = name, spec
-
-    def on_line(self, line: dict) -> None:
-        self.count(line)
-
-    def send_one(self, partition: int) -> None:
-        raise ValueError(f"producer {self.pname} is transactional; send steps need a quiet plain producer")
-
-    def columns(self) -> dict[str, list]:
-        rows = self.sends()
-        return {k: [r[k] for r in rows] for k in SEND_COLUMNS}
+        super().__init__(name, spec, cluster, topic, partitions, stop, seed, version,
+                         txn_properties(cluster, name, spec.transaction_timeout_ms, {"linger.ms": spec.linger_ms,
+                                                                                     **spec.config}))
 
 
-class JavaCopier(TxnProcess):
+class JavaCopier(JavaTxnProcess):
     """Consume-transform-produce with exactly-once semantics, in one JVM: a consumer of ``spec.group``
     (read_committed) and a transactional producer that commits the group's offsets with each copy."""
 
@@ -110,12 +62,4 @@ class JavaCopier(TxnProcess):
                          group=spec.group, input_topic=input_topic, output_topic=output_topic,
                          output_partitions=out_partitions, transaction_timeout_ms=spec.transaction_timeout_ms)
         self.spec, self.cluster, self.input = spec, cluster, input_topic
-
-    @property
-    def consumed(self) -> list[dict]:
-        return self.log["read"]
-
-    @property
-    def offsets(self) -> list[dict]:
-        return self.log["offset"]
 
