@@ -20,6 +20,11 @@ OWNED = owned({})
 VERSION_TEXT = re.compile(r"^\d+\.\d+\.\d+$")
 
 
+def as_properties(props: dict) -> dict[str, str]:
+    """Properties as the program reads them: every value a string, booleans as Kafka spells them."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
+
+
 def franz_version(version: str) -> str:
     """The franz-go version a table runs: its ``client_version``, or the default where it names none
     (a scenario's client version defaults to the broker's, which is not one of franz-go's)."""
@@ -51,8 +56,7 @@ def refusal(table, version: str) -> str | None:
         return None
     with tempfile.TemporaryDirectory(prefix="kchaos-franz-check-") as d:
         cfg = Path(d) / "config.json"
-        cfg.write_text(json.dumps({"properties": {k: str(val).lower() if isinstance(val, bool) else str(val)
-                                                  for k, val in table.config.items()}}))
+        cfg.write_text(json.dumps({"properties": as_properties(table.config)}))
         proc = subprocess.run([str(franz_build.program(v)), "check", str(cfg)], capture_output=True, text=True)
     if proc.returncode != 0:
         return f"config.{proc.stderr.strip().splitlines()[-1]}"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.clients import CopierClient, ProducerClient
 from harness.clients.franz_go import build as franz_build
-from harness.clients.franz_go.config import franz_version
+from harness.clients.franz_go.config import as_properties, franz_version
 from harness.clients.groups import Group
 from harness.clients.process import (
     ClientProcess,
@@ -65,15 +65,10 @@ class FranzProducer(ProducerProcess, FranzProcess):
                          producer_properties(cluster, name, spec))
 
 
-def _text(props: dict) -> dict[str, str]:
-    """Properties as the program reads them: every value a string, booleans as Kafka spells them."""
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
-
-
 def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict[str, str]:
     """A transactional client's properties under Kafka's names (the program takes the transactional
     id and timeout as franz-go's options)."""
-    return _text({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": f"kchaos-{name}",
+    return as_properties({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": f"kchaos-{name}",
                   "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
                   "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000, **config})
 
@@ -102,9 +97,10 @@ class FranzCopier(FranzTxnProcess):
 
     def __init__(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                  out_partitions: int, stop: threading.Event, version: str):
-        consumer = _text({"group.id": spec.group, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 6000,
-                          "fetch.max.wait.ms": 100, "max.poll.records": spec.txn_records})
+        consumer = as_properties({
+            "group.id": spec.group, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 6000,
+            "fetch.max.wait.ms": 100, "max.poll.records": spec.txn_records})
         super().__init__(spec.name, cluster, version, stop,
                          txn_properties(cluster, spec.name, spec.transaction_timeout_ms, spec.config),
                          consumer_properties=consumer, group=spec.group, input_topic=input_topic,
@@ -119,14 +115,13 @@ class FranzConsumer(ConsumerProcess, FranzProcess):
 
 def member_properties(g: GroupSpec, base: dict) -> dict:
     """A group member's properties under Kafka's names, which the program maps to franz-go's options."""
-    return {"bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
-            "auto.offset.reset": "earliest", "enable.auto.commit": str(g.commit == "auto").lower(),
-            "auto.commit.interval.ms": str(g.auto_commit_interval_ms),
-            "max.poll.interval.ms": str(g.max_poll_interval_ms), "fetch.max.wait.ms": "100",
-            "metadata.max.age.ms": "2000", "partition.assignment.strategy": g.assignor,
-            "session.timeout.ms": str(g.session_timeout_ms),
-            "heartbeat.interval.ms": str(max(200, g.session_timeout_ms // 6)),
-            **{k: str(v) for k, v in g.config.items()}}
+    return as_properties({
+        "bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
+        "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
+        "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
+        "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, "partition.assignment.strategy": g.assignor,
+        "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6),
+        **g.config})
 
 
 def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) -> dict:
@@ -134,7 +129,7 @@ def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) ->
     5 requests in flight itself and refuses the option, so ``max_in_flight`` is given only without
     idempotence."""
     in_flight = {} if spec.idempotence else {"max.in.flight.requests.per.connection": spec.max_in_flight}
-    return _text({
+    return as_properties({
         "bootstrap.servers": bootstrap(cluster, name), "acks": spec.acks, "enable.idempotence": spec.idempotence,
         "retries": spec.retries, **in_flight, "linger.ms": spec.linger_ms,
         "delivery.timeout.ms": spec.delivery_timeout_ms,
