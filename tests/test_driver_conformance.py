@@ -7,15 +7,18 @@ this test unchanged once it has its line in ``harness/clients/registry.py``."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from harness.checker import check_runs
 from harness.checker.excuses import client_label
+from harness.checker.verdict import Verdict
 from harness.clients.java import build as java_driver
 from harness.clients.registry import LIBRARIES
-from harness.scenario import ScenarioError, load
+from harness.scenario import Scenario, ScenarioError, load
 from tests.conftest import assert_sends_recorded, require_docker
 
 pytestmark = pytest.mark.docker
@@ -78,7 +81,7 @@ def group_of(client: str) -> str:
     return f"g-{client}"
 
 
-def scenario(tmp_path, client: str) -> tuple[list[str], object]:
+def scenario(tmp_path: Path, client: str) -> tuple[list[str], Scenario]:
     """BASE with ``client`` as the scenario's library and producer b on another library beside it
     (a table's own ``client``); a Java run's group is a kafka-clients of another version than the
     broker's (a table's own ``client_version``). The topic, the group and the copier's group are
@@ -97,22 +100,60 @@ def scenario(tmp_path, client: str) -> tuple[list[str], object]:
         pytest.fail(f"{client}: {e}", pytrace=False)
 
 
+@dataclass
+class DriverRun:
+    """One driver's run of BASE and its verdict, or why it has none (its case fails with that)."""
+
+    scenario: Scenario | None = None
+    path: Path | None = None
+    verdict: Verdict | None = None
+    error: str = ""
+
+
+def selected_clients(request: pytest.FixtureRequest) -> list[str]:
+    """The libraries whose case this session runs (all of them, or those ``-k`` kept)."""
+    cases = [i for i in request.session.items if i.originalname == "test_every_driver_records_the_contract"]
+    return [c for c in LIBRARIES if any(i.callspec.params["client"] == c for i in cases)]
+
+
+@pytest.fixture(scope="module")
+def driver_runs(request, kept_cluster, tmp_path_factory) -> dict[str, DriverRun]:
+    """Each selected driver's run on this worker's kept cluster (tests/conftest.py's cluster groups),
+    one after another, then all of them checked in one Spark call: a check's fixed cost (the plans,
+    the Parquet scans' start) is most of a small run's, and paid once instead of once a driver.
+
+    Each run has a topic, a group and a copier group of its own (group_of), so nothing one run leaves
+    on the cluster is read by another; the transactional ids are the same in each, and a run's
+    initTransactions ends whatever the one before left open. A driver whose run fails fails its own
+    case, not the others'."""
+    require_docker(["3.9.1"])
+    require_driver("3.9.1")
+    runs: dict[str, DriverRun] = {}
+    for client in selected_clients(request):
+        tmp = tmp_path_factory.mktemp(f"conformance-{client}")
+        try:
+            sets, s = scenario(tmp, client)
+            res = kept_cluster.execute(s, tmp / "run", reuse=True, overrides=sets, log=lambda m: None)
+            runs[client] = DriverRun(scenario=s, path=res.path)
+        except (Exception, pytest.fail.Exception) as e:
+            runs[client] = DriverRun(error=f"{client}'s run: {type(e).__name__}: {e}")
+    done = [r for r in runs.values() if r.path is not None]
+    for r, v in zip(done, check_runs([r.path for r in done]) if done else [], strict=True):
+        r.verdict = v
+    return runs
+
+
 @pytest.mark.parametrize("client", list(LIBRARIES))
-def test_every_driver_records_the_contract(tmp_path, client, kept_cluster):
+def test_every_driver_records_the_contract(client, driver_runs):
     """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
     exactly-once copier and a group whose member's process is frozen for 2 s, made by ``client``;
     no fault touches a broker, so nothing may be lost, the group returns everything, and every
-    committed transactional record has exactly one copy.
-
-    Every driver's run is on this worker's kept cluster (tests/conftest.py's cluster groups), with a
-    topic, a group and a copier group of its own (group_of), so nothing one run leaves on the
-    cluster is read by another; the transactional ids are the same in each, and a run's
-    initTransactions ends whatever the one before left open."""
-    require_docker(["3.9.1"])
-    require_driver("3.9.1")
-    sets, s = scenario(tmp_path, client)
-    res = kept_cluster.execute(s, tmp_path / "run", reuse=True, overrides=sets, log=lambda m: None)
-    d, g = res.path, group_of(client)
+    committed transactional record has exactly one copy."""
+    r = driver_runs[client]
+    if r.error:
+        pytest.fail(r.error, pytrace=False)
+    s = r.scenario
+    d, g = r.path, group_of(client)
     produced = pq.read_table(d / "produced.parquet").to_pylist()
     consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == s.topic.name]
     plain = [r for r in produced if r["producer"] in ("a", "b")]
@@ -158,7 +199,7 @@ def test_every_driver_records_the_contract(tmp_path, client, kept_cluster):
     assert run["client"]["name"] == client and run["producers"][0]["config"] == {"compression.type": "lz4"}
     assert run["producers"][1]["client"]["name"] != client, "a table's own client"
     assert {c["name"] for c in run["clients"]} == {client, run["producers"][1]["client"]["name"]}
-    (v,) = check_runs([d])
+    v = r.verdict
     assert v.verdict == "pass" and all(n == 0 for a, n in v.anomalies.items() if a != "uncommitted_read"), v.anomalies
     labels = {c.config.split(" acks=")[0] for c in v.by_config}
     assert labels == {client_label(run["client"]), client_label(run["producers"][1]["client"])}, \
