@@ -7,6 +7,7 @@ this test unchanged once it has its line in ``harness/clients/registry.py``."""
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +17,10 @@ import pytest
 from harness.checker import check_runs
 from harness.checker.excuses import client_label
 from harness.checker.verdict import Verdict
+from harness.clients import registry
 from harness.clients.java import build as java_driver
 from harness.clients.registry import LIBRARIES
-from harness.scenario import Scenario, ScenarioError, load
+from harness.scenario import ProducerSpec, Scenario, ScenarioError, load
 from tests.conftest import assert_sends_recorded, require_docker
 
 pytestmark = pytest.mark.docker
@@ -81,6 +83,14 @@ def group_of(client: str) -> str:
     return f"g-{client}"
 
 
+def cannot_make(client: str) -> list[int]:
+    """BASE's producer tables library ``client`` refuses (kafka-go has no idempotent or transactional
+    producer): they run on another library beside it, as a table the library makes no clients of
+    (the copier, for kafka-go) does."""
+    return [i for i, p in enumerate(tomllib.loads(BASE)["producers"])
+            if registry.refusal(client, ProducerSpec(**p), "3.9.1") is not None]
+
+
 def scenario(tmp_path: Path, client: str) -> tuple[list[str], Scenario]:
     """BASE with ``client`` as the scenario's library and producer b on another library beside it
     (a table's own ``client``); a Java run's group is a kafka-clients of another version than the
@@ -90,6 +100,7 @@ def scenario(tmp_path: Path, client: str) -> tuple[list[str], Scenario]:
     g = group_of(client)
     sets = [f"client={client}", f"producers.1.client={other}", f"topic.name=chaos-{client}", f"groups.0.name={g}",
             f"faults.0.target=client:{g}-1", f"copier.group=kchaos-copier-{client}"]
+    sets += [f"producers.{i}.client={other}" for i in cannot_make(client)]
     if client == "java":
         sets.append("groups.0.client_version=4.1.2")
     p = tmp_path / "s.toml"
@@ -200,10 +211,13 @@ def test_every_driver_records_the_contract(client, driver_runs):
     assert run["producers"][1]["client"]["name"] != client, "a table's own client"
     assert {c["name"] for c in run["clients"]} == {client, run["producers"][1]["client"]["name"]}
     v = r.verdict
-    assert v.verdict == "pass" and all(n == 0 for a, n in v.anomalies.items() if a != "uncommitted_read"), v.anomalies
+    # A library's own known bug is no failure of its driver where the run's logs show its mechanism
+    # (harness/checker/known_issues.py: kafka-go returns transaction markers as records).
+    explained = {a for k in v.known_issues if k.shown for a in k.anomalies}
+    assert v.verdict == "pass" or {a for _, a, _ in v.broken()} <= explained, (v.broken(), v.known_issues)
+    assert all(n == 0 for a, n in v.anomalies.items() if a != "uncommitted_read" and a not in explained), v.anomalies
     labels = {c.config.split(" acks=")[0] for c in v.by_config}
-    assert labels == {client_label(run["client"]), client_label(run["producers"][1]["client"])}, \
-        "each configuration names its client"
+    assert labels == {client_label(p["client"]) for p in run["producers"]}, "each configuration names its client"
     if client == "java":
         assert run["groups"][0]["client"] == {"name": "java", "version": "kafka-clients 4.1.2"}, "a table's version"
         assert "Kafka version: 4.1.2" in "".join(f.read_text() for f in (d / "members" / g).glob("*.log"))

@@ -76,7 +76,7 @@ def test_plugin_is_registered_and_refuses_bad_options(pytester):
     # without --kafka-version: the default version in its mode (the newest, KRaft)
     assert "test_y[4.4.0-kraft-librdkafka]" in res.stdout.str() and "test_y[4.4.0-kraft-java]" in res.stdout.str()
     res = pytester.runpytest_subprocess("--kchaos-client", "no-such-library", "test_y.py")
-    assert "--kchaos-client no-such-library: no driver (allowed: librdkafka, java, franz-go)" in \
+    assert "--kchaos-client no-such-library: no driver (allowed: librdkafka, java, franz-go, sarama, kafka-go)" in \
         res.stderr.str() + res.stdout.str()
 
 

@@ -107,3 +107,13 @@ def test_a_client_skew_on_a_client_other_than_a_plain_producer_is_refused(extra,
     target = "client:" + ("t" if "producers" in extra else "g-1")
     with pytest.raises(ValidationError, match=refused.replace("(", r"\(").replace(")", r"\)")):
         with_faults(client_skew(target=target), **extra)
+
+
+@pytest.mark.parametrize("library", ["franz-go", "sarama"])
+def test_a_client_skew_on_a_go_librarys_producer_is_refused_before_any_container(library):
+    """libfaketime reaches a JVM and librdkafka's Python process, not a static Go program: refused at
+    load, naming the producers whose clock can move."""
+    refused = (f"client_clock_skew: 'all' is a {library} client, whose clock kchaos cannot move (allowed: none; "
+               "a producer of librdkafka, java)")
+    with pytest.raises(ValidationError, match=refused.replace("(", r"\(").replace(")", r"\)")):
+        with_faults(client_skew(), client=library)

@@ -131,3 +131,23 @@ def test_a_java_producers_duplicates_are_kafka_14034_only_where_its_log_shows_ba
     cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
     (k,) = known_issues(run, cfgs.producers.values(), {"duplicate": 911}, tmp_path)
     assert (k.issue, k.shown) == (issue, shown)
+
+
+@pytest.mark.parametrize(("clients", "line", "shown"), [
+    (["librdkafka", "kafka-go"], "kafka-go returned a transaction marker as a record: chaos[0] offset 20", True),
+    (["librdkafka", "kafka-go"], "fetch: context deadline exceeded", False),
+    (["librdkafka"], "kafka-go returned a transaction marker as a record: chaos[0] offset 20", None)])
+def test_a_kafka_go_readers_uncommitted_reads_are_its_markers_only_where_its_member_logged_one(
+        tmp_path, clients, line, shown):
+    """kafka-go hands transaction markers to the application as records: the reads are named
+    kafka-go#1446 only where a kafka-go reader's log shows one it returned; without kafka-go in the
+    run the record does not apply at all."""
+    (tmp_path / "members" / "g").mkdir(parents=True)
+    (tmp_path / "members" / "g" / "g-1.log").write_text(f"{line}\n")
+    run = RunConfig.model_validate({"kafka_version": "3.9.1", "mode": "zk",
+                                    "clients": [{"name": c, "version": "x"} for c in clients],
+                                    "producers": [{"name": "p", "acks": "all"}]})
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    found = [k for k in known_issues(run, cfgs.producers.values(), {"uncommitted_read": 22}, tmp_path)
+             if k.issue == "kafka-go#1446"]
+    assert [k.shown for k in found] == ([] if shown is None else [shown])

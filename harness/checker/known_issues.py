@@ -94,6 +94,15 @@ KNOWN_ISSUES = (
         "delivered again and again under the same count, past the attempt limit; fixed in 4.2.0, which keeps "
         "the count the acquisition raised", None),
     KnownIssueRecord(
+        "kafka-go#1446", ("uncommitted_read",), "kafka_go_reader",
+        "kafka-go's readers hand the control records that mark a transaction's commit or abort to the "
+        "application as messages (a 4-byte key and 6-byte value at an offset that holds no data), and under "
+        "read_committed they return aborted records too: kafka-go implements no client side of transactions "
+        "(segmentio/kafka-go PR #1446, open; issue #1332, open)",
+        Evidence(("logs/clients.log", "members/*/*.log"), r"kafka-go returned a transaction marker as a record",
+                 "a kafka-go reader returned a message with a control record's key and value (the kafka-go driver "
+                 "logs each)")),
+    KnownIssueRecord(
         "kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
         "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
         "after newer commits of the same partition; the coordinator keeps the last one it is given "
@@ -140,6 +149,7 @@ def _machinery(run: RunConfig, producers: list[Config]) -> dict[str, bool]:
             "zookeeper": run.mode == "zk",
             "share_release_decrease": bool(run.share_groups) and run.kafka_version is not None
                                       and version_key(run.kafka_version) < (4, 2),
+            "kafka_go_reader": any(c.name == "kafka-go" for c in run.clients),
             "librdkafka_async_commits": any(_librdkafka(client_label(g.client or run.client))
                                             and g.commit in ("async", "auto") for g in run.groups)}
 

@@ -224,11 +224,15 @@ class Group(MemberProcesses):
     """The members of one group, started together and stopped together; their history afterwards."""
 
     def __init__(self, spec: GroupSpec, cluster: KafkaCluster, topic: str, partitions: int, work: Path,
-                 command: list[str] = LIBRDKAFKA_MEMBER, conf: Callable[[GroupSpec, dict], dict] = member_conf):
+                 command: list[str] = LIBRDKAFKA_MEMBER, conf: Callable[[GroupSpec, dict], dict] = member_conf,
+                 reports_commits: bool = True):
         """``command`` is the member program (librdkafka's, group_member.py, by default) and ``conf``
         a member's client properties from the spec and the cluster's client settings for it
-        (librdkafka's property names by default)."""
+        (librdkafka's property names by default). ``reports_commits``: whether the library tells a
+        member which commits the coordinator acknowledged; where it does not (sarama), the group's
+        live commits are the coordinator's own record of them (harness/run/coordinator_log.py)."""
         self.spec, self.cluster, self.topic, self.partitions, self.work = spec, cluster, topic, partitions, work
+        self.reports_commits = reports_commits
         work.mkdir(parents=True, exist_ok=True)
         self.spawner = ThreadPoolExecutor(1, thread_name_prefix=f"group-{spec.name}-spawner")
         self.members = [Member(name, spec, conf(spec, cluster.client_config(name)), topic, work, self.spawner, command)

@@ -28,6 +28,7 @@ class Library:
     config: str
     tables: frozenset[str]
     build: str = ""
+    moved_clocks: bool = True  # whether client_clock_skew can move its clients' wall clock (libfaketime)
 
 
 LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
@@ -39,7 +40,16 @@ LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
             build="harness.clients.java.build"),
     Library("franz-go", "franz-go (github.com/twmb/franz-go), a Go program per client, the newest release by default",
             "harness.clients.franz_go.driver", "harness.clients.franz_go.config",
-            frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.franz_go.build"),
+            frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.franz_go.build",
+            moved_clocks=False),
+    Library("sarama", "sarama (github.com/IBM/sarama), a Go program per client, the newest release by default",
+            "harness.clients.sarama.driver", "harness.clients.sarama.config",
+            frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.sarama.build",
+            moved_clocks=False),
+    Library("kafka-go", "kafka-go (github.com/segmentio/kafka-go), a Go program per client, the newest release by "
+            "default; plain producers, consumers and groups (it has no idempotent or transactional producer)",
+            "harness.clients.kafka_go.driver", "harness.clients.kafka_go.config",
+            frozenset({"producer", "consumer", "group"}), build="harness.clients.kafka_go.build", moved_clocks=False),
 ]}
 DEFAULT_CLIENT = "librdkafka"
 READER = "librdkafka"  # the harness's own reads of the brokers after healing, whatever library is under test

@@ -123,3 +123,10 @@ def commits_of(entries: list[Entry], group: str, topic: str, partition: int) -> 
     """One partition's commits by one group, with the group's generation changes between them."""
     return [e for e in entries if e.group == group and (
         e.offset is None or (e.topic == topic and e.partition == partition))]
+
+
+def live_offsets(entries: list[Entry], group: str) -> list[dict]:
+    """A group's commits as the coordinator wrote them, as offsets.parquet's live rows (each at the
+    time the coordinator stamped it): the commits of a group whose library reports none of its own."""
+    return [{"group": group, "topic": e.topic, "partition": e.partition, "offset": e.offset, "ts_ms": e.create_ms,
+             "phase": "live"} for e in entries if e.group == group and e.offset is not None]

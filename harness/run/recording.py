@@ -274,15 +274,21 @@ class Recording:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
 
-    def _write_coordinator_log(self, path: Path) -> None:
-        """logs/group-coordinator.log; a tool that could not read a group's commits is an event."""
+    def _write_coordinator_log(self, path: Path) -> list[dict]:
+        """logs/group-coordinator.log; a tool that could not read a group's commits is an event. The
+        live commits of the groups whose library reports none (Group.reports_commits) are returned,
+        from the coordinator's record."""
         read = coordinator_log.dump(self.cluster, [g.spec.name for g in self.groups])
         path.write_text(read.text)
+        unreported = [g.spec.name for g in self.groups if not g.reports_commits]
         for e in read.failures:
             self.events.write(ToolFailed(ts_ms=now_ms(), tool=e.tool, node=e.node,
                                          error=str(e)[:800], lacks="the group coordinator's own record of the "
                                          "groups' commits (logs/group-coordinator.log): offset_regression is judged "
-                                         "from the members' acknowledgements alone, with no broker-side check"))
+                                         "from the members' acknowledgements alone, with no broker-side check"
+                                         + (f", and groups {', '.join(unreported)} have none" if unreported else "")))
+        entries = coordinator_log.parse(read.text)
+        return [r for g in unreported for r in coordinator_log.live_offsets(entries, g)]
 
     def _isr_not_restored(self, topic: str, why: Exception) -> IsrNotRestored:
         """The topic's partitions whose ISR is short of their replicas, as the cluster answers now."""
@@ -329,7 +335,7 @@ class Recording:
             for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
                 (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
             if self.groups:  # the coordinator's own record of the groups' commits
-                self._write_coordinator_log(d / "logs" / coordinator_log.FILE)
+                offsets += self._write_coordinator_log(d / "logs" / coordinator_log.FILE)
         produced = self._produced()
         live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
         live += [r for consumed, _, _ in grouped for r in consumed]

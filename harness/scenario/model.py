@@ -354,10 +354,22 @@ class Scenario(ScenarioTable):
             return f"{name!r} is not a client of this scenario (allowed: {', '.join(self.client_names)})"
         wanted = FAULTS[kind].clients
         if self.client_roles(name) & wanted:
-            return None
+            return self._clock_refuses(name, kind)
         allowed = [n for n in self.client_names if self.client_roles(n) & wanted]
         return (f"{kind} acts on {' or '.join(ROLE_WORDS[r] for r in sorted(wanted))}, not {name!r} (allowed: "
                 f"{', '.join(allowed) or 'none'})")
+
+    def _clock_refuses(self, name: str, kind: str) -> str | None:
+        """Why client ``name``'s wall clock cannot be moved by a ``kind`` fault, or None: libfaketime
+        reaches a JVM and the Python process librdkafka runs in, not a static Go program."""
+        table = next((p for p in self.producers if name in p.instance_names), None)
+        if not FAULTS[kind].clock or table is None or LIBRARIES[(lib := self.library(table)[0])].moved_clocks:
+            return None
+        allowed = [n for p in self.producers if not p.transactional and LIBRARIES[self.library(p)[0]].moved_clocks
+                   for n in p.instance_names]
+        movable = ", ".join(n for n, b in LIBRARIES.items() if b.moved_clocks)
+        return (f"{kind}: {name!r} is a {lib} client, whose clock kchaos cannot move (allowed: "
+                f"{', '.join(allowed) or 'none'}; a producer of {movable})")
 
     def _check_triggers(self) -> None:
         """A trigger names a producer instance, a partition and another fault that exist, and no

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	gp "kchaos/goprotocol"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -37,7 +39,7 @@ func highWatermark(p kgo.FetchPartition, readCommitted bool) any {
 // fetch returned records of, {"p": partition, "ts": poll_ts_ms, "hw": hw} and then one
 // [offset, value] per record.
 func runConsumer(path string) error {
-	cfg, err := decode[Config](path)
+	cfg, err := gp.Decode[gp.Config](path)
 	if err != nil {
 		return err
 	}
@@ -62,14 +64,14 @@ func runConsumer(path string) error {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<16)
-	cmds := readCommands()
-	cmds.awaitGo()
+	cmds := gp.ReadCommands()
+	cmds.AwaitGo()
 	var n int64
-	for !cmds.stopping() {
+	for !cmds.Stopping() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
 		cancel()
-		ts := nowMs()
+		ts := gp.NowMs()
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				fmt.Fprintf(os.Stderr, "fetch %s[%d]: %v\n", t, p, err)
@@ -96,6 +98,6 @@ func runConsumer(path string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	say(map[string]any{"t": "done", "read": n})
+	gp.Say(map[string]any{"t": "done", "read": n})
 	return nil
 }

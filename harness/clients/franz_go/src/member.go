@@ -2,65 +2,34 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	gp "kchaos/goprotocol"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// MemberConfig is what harness/clients/groups.py writes for a member, whatever its library.
-type MemberConfig struct {
-	Consumer     string            `json:"consumer"`
-	Topic        string            `json:"topic"`
-	Conf         map[string]string `json:"conf"`
-	Commit       string            `json:"commit"` // sync | async | auto
-	EveryRecords int               `json:"every_records"`
-	EveryMs      int64             `json:"every_ms"`
-	Out          string            `json:"out"`
-}
-
 // member is the loop of a consumer-group member's process: poll, write a JSON line per record
 // returned, per commit acknowledged or refused and per assignment change, and commit as the group's
 // spec says. SIGTERM is a clean leave, SIGUSR1 a freeze between a batch and its commit, SIGKILL a crash.
 type member struct {
-	cfg          MemberConfig
+	cfg          gp.MemberConfig
 	cl           *kgo.Client
-	outMu        sync.Mutex
-	out          *os.File
+	out          *gp.MemberOut
+	signals      *gp.Signals
 	seq          int64
 	generation   atomic.Int64
 	reader       atomic.Value // the consumer column: a new name each time the group moves a partition back
 	returnedFrom sync.Map     // partitions this process returned records of
 	uncommitted  int
 	lastCommit   time.Time
-	stopping     atomic.Bool
-	freezing     atomic.Bool
-}
-
-func (m *member) line(row map[string]any) {
-	b, err := json.Marshal(row)
-	if err != nil {
-		panic(err)
-	}
-	m.outMu.Lock()
-	defer m.outMu.Unlock()
-	m.out.Write(append(b, '\n'))
-}
-
-func partitionsOf(assigned map[string][]int32, topic string) []int32 {
-	ps := append([]int32(nil), assigned[topic]...)
-	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-	return ps
 }
 
 func (m *member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
@@ -71,28 +40,25 @@ func (m *member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 			break
 		}
 	}
-	m.line(map[string]any{"t": "rebalance", "kind": "assign", "partitions": partitionsOf(assigned, m.cfg.Topic),
-		"generation": g, "ts_ms": nowMs()})
+	m.out.Rebalance("assign", assigned[m.cfg.Topic], g)
 }
 
 func (m *member) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	if m.cfg.Commit != "auto" { // what was processed is committed before the partitions go
 		m.commit(ctx, true)
 	}
-	m.line(map[string]any{"t": "rebalance", "kind": "revoke", "partitions": partitionsOf(revoked, m.cfg.Topic),
-		"generation": m.generation.Load(), "ts_ms": nowMs()})
+	m.out.Rebalance("revoke", revoked[m.cfg.Topic], m.generation.Load())
 }
 
 func (m *member) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	m.line(map[string]any{"t": "rebalance", "kind": "lost", "partitions": partitionsOf(lost, m.cfg.Topic),
-		"generation": m.generation.Load(), "ts_ms": nowMs()})
+	m.out.Rebalance("lost", lost[m.cfg.Topic], m.generation.Load())
 }
 
 // acknowledged writes a commit line per partition the coordinator took, or a commit_failed line.
 func (m *member) acknowledged(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-	ts := nowMs()
+	ts := gp.NowMs()
 	if err != nil {
-		m.line(map[string]any{"t": "commit_failed", "error": errorText(err), "generation": m.generation.Load(), "ts_ms": ts})
+		m.out.CommitFailed(errorText(err), m.generation.Load(), ts)
 		return
 	}
 	if req == nil || resp == nil {
@@ -108,11 +74,10 @@ func (m *member) acknowledged(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCo
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-				m.line(map[string]any{"t": "commit_failed", "error": errorText(e), "generation": m.generation.Load(), "ts_ms": ts})
+				m.out.CommitFailed(errorText(e), m.generation.Load(), ts)
 				continue
 			}
-			m.line(map[string]any{"t": "commit", "topic": t.Topic, "partition": p.Partition,
-				"offset": sent[t.Topic][p.Partition], "ts_ms": ts})
+			m.out.Commit(t.Topic, p.Partition, sent[t.Topic][p.Partition], ts)
 		}
 	}
 }
@@ -145,20 +110,18 @@ func (m *member) maybeCommit() {
 }
 
 func (m *member) record(r *kgo.Record, hw any, ts int64) {
-	m.line(map[string]any{"t": "read", "consumer": m.reader.Load(), "seq": m.seq, "topic": r.Topic,
-		"partition": r.Partition, "offset": r.Offset, "value": string(r.Value), "poll_ts_ms": ts, "hw": hw,
-		"phase": "live", "isolation": m.cfg.Conf["isolation.level"], "group": m.cfg.Conf["group.id"],
-		"generation": m.generation.Load()})
+	m.out.Read(m.cfg, m.reader.Load().(string), m.seq, r.Topic, r.Partition, r.Offset, string(r.Value), ts, hw,
+		m.generation.Load())
 	m.seq++
 	m.returnedFrom.Store(r.Partition, true)
 }
 
 func (m *member) run() {
-	for !m.stopping.Load() {
+	for !m.signals.Stopping() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		fetches := m.cl.PollRecords(ctx, 100)
 		cancel()
-		ts := nowMs()
+		ts := gp.NowMs()
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kgo.ErrClientClosed) {
 				fmt.Fprintf(os.Stderr, "fetch %s[%d]: %v\n", t, p, err)
@@ -172,10 +135,8 @@ func (m *member) run() {
 				m.uncommitted++
 			}
 		})
-		if m.freezing.Swap(false) { // client_pause: stop here, records processed and not yet committed
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-		}
-		m.maybeCommit() // after a freeze: the zombie's commit, sent with what it last knew
+		m.signals.FreezeIfAsked() // client_pause: records processed and not yet committed
+		m.maybeCommit()           // after a freeze: the zombie's commit, sent with what it last knew
 		m.cl.AllowRebalance()
 	}
 	if m.cfg.Commit != "auto" {
@@ -185,11 +146,11 @@ func (m *member) run() {
 }
 
 func runMember(path string) error {
-	cfg, err := decode[MemberConfig](path)
+	cfg, err := gp.Decode[gp.MemberConfig](path)
 	if err != nil {
 		return err
 	}
-	out, err := os.OpenFile(cfg.Out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	out, err := gp.OpenMemberOut(cfg.Out)
 	if err != nil {
 		return err
 	}
@@ -214,18 +175,8 @@ func runMember(path string) error {
 	if err != nil {
 		return err
 	}
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGUSR1)
-	go func() {
-		for s := range signals {
-			if s == syscall.SIGTERM {
-				m.stopping.Store(true)
-			} else {
-				m.freezing.Store(true)
-			}
-		}
-	}()
-	m.line(map[string]any{"t": "started", "ts_ms": nowMs()})
+	m.signals = gp.WatchSignals()
+	out.Started()
 	m.run()
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	gp "kchaos/goprotocol"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -125,7 +127,7 @@ func clientOptions(props map[string]string) ([]kgo.Opt, error) {
 
 // checkProperties refuses a config whose properties franz-go cannot take, before any container starts.
 func checkProperties(path string) error {
-	cfg, err := decode[Config](path)
+	cfg, err := gp.Decode[gp.Config](path)
 	if err != nil {
 		return err
 	}

@@ -1,118 +1,30 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	gp "kchaos/goprotocol"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TxnConfig is what the harness writes for a transactional producer or the copier.
-type TxnConfig struct {
-	Config
-	TxnRecords         int               `json:"txn_records"`
-	AbortRatio         float64           `json:"abort_ratio"`
-	Seed               string            `json:"seed"`
-	TransactionTimeout int64             `json:"transaction_timeout_ms"`
-	ConsumerProperties map[string]string `json:"consumer_properties"`
-	Group              string            `json:"group"`
-	InputTopic         string            `json:"input_topic"`
-	OutputTopic        string            `json:"output_topic"`
-	OutputPartitions   int32             `json:"output_partitions"`
-}
-
-// txnLog is what one transactional client records, as the contract's rows: its sends (with their
-// transaction and, for a copy, its source), its transactions, and for the copier its reads and the
-// offsets its committed transactions carried. Written after the workload as JSON lines, each one
-// object under its kind ({"send": {...}}, {"txn": {...}}, {"read": {...}}, {"offset": {...}}).
-type txnLog struct {
-	name    string
-	mu      sync.Mutex
-	sends   []map[string]any
-	txns    []map[string]any
-	reads   []map[string]any
-	offsets []map[string]any
-	sent    atomic.Int64
-	acked   atomic.Int64
-}
-
-func (l *txnLog) begin() map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	row := map[string]any{"txn": fmt.Sprintf("%s:%d", l.name, len(l.txns)), "producer": l.name, "outcome": "unknown",
-		"begin_ts_ms": nowMs(), "commit_ts_ms": nil, "end_ts_ms": nil}
-	l.txns = append(l.txns, row)
-	return row
-}
-
-// send records a send about to be handed to the client; the promise it returns completes the row.
-func (l *txnLog) send(value, topic string, partition int32, txn string, source any, after func()) func(*kgo.Record, error) {
-	l.mu.Lock()
-	row := map[string]any{"value": value, "seq": len(l.sends), "topic": topic, "partition": partition,
-		"send_ts_ms": nowMs(), "ack_ts_ms": nil, "offset": nil, "error": nil, "txn": txn, "source": source}
-	l.sends = append(l.sends, row)
-	l.mu.Unlock()
-	l.sent.Add(1)
+// promise is a TxnLog send's completion as franz-go's produce promise.
+func promise(done func(offset int64, errText string)) func(*kgo.Record, error) {
 	return func(r *kgo.Record, err error) {
-		l.mu.Lock()
-		row["ack_ts_ms"] = nowMs()
-		if err == nil {
-			row["offset"] = r.Offset
+		if err != nil {
+			done(-1, errorText(err))
 		} else {
-			row["error"] = errorText(err)
-		}
-		l.mu.Unlock()
-		if err == nil {
-			l.acked.Add(1)
-		}
-		if after != nil {
-			after()
+			done(r.Offset, "")
 		}
 	}
-}
-
-func (l *txnLog) set(row map[string]any, key string, value any) {
-	l.mu.Lock()
-	row[key] = value
-	l.mu.Unlock()
-}
-
-func (l *txnLog) write(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, kind := range []struct {
-		name string
-		rows []map[string]any
-	}{{"send", l.sends}, {"txn", l.txns}, {"read", l.reads}, {"offset", l.offsets}} {
-		for _, row := range kind.rows {
-			b, err := json.Marshal(map[string]any{kind.name: row})
-			if err != nil {
-				return err
-			}
-			w.Write(append(b, '\n'))
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 // txnClient is one transactional.id across the client instances that hold it: a commit that fails
@@ -148,10 +60,10 @@ func (c *txnClient) retire() {
 }
 
 // finish commits or aborts the open transaction and returns the outcome as the contract names it.
-func (c *txnClient) finish(log *txnLog, row map[string]any, abort bool) string {
+func (c *txnClient) finish(log *gp.TxnLog, row map[string]any, abort bool) string {
 	deadline := time.Now().Add(c.timeout)
 	if !abort {
-		log.set(row, "commit_ts_ms", nowMs())
+		log.Set(row, "commit_ts_ms", gp.NowMs())
 	}
 	for {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -166,7 +78,7 @@ func (c *txnClient) finish(log *txnLog, row map[string]any, abort bool) string {
 		cancel()
 		switch {
 		case err == nil:
-			return c.end(log, row, map[bool]string{true: "aborted", false: "committed"}[abort])
+			return log.End(row, map[bool]string{true: "aborted", false: "committed"}[abort])
 		case !abort && kerr.IsRetriable(err) && time.Now().Before(deadline):
 			continue
 		case !abort && !errors.Is(err, context.DeadlineExceeded):
@@ -174,7 +86,7 @@ func (c *txnClient) finish(log *txnLog, row map[string]any, abort bool) string {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%s: transaction %v outcome unknown (%v); new instance\n", c.name, row["txn"], err)
-		c.end(log, row, "unknown")
+		log.End(row, "unknown")
 		if err := c.fresh(); err != nil {
 			fmt.Fprintln(os.Stderr, c.name+": a new instance:", err)
 		}
@@ -182,33 +94,7 @@ func (c *txnClient) finish(log *txnLog, row map[string]any, abort bool) string {
 	}
 }
 
-func (c *txnClient) end(log *txnLog, row map[string]any, outcome string) string {
-	log.mu.Lock()
-	row["end_ts_ms"], row["outcome"] = nowMs(), outcome
-	log.mu.Unlock()
-	return outcome
-}
-
-// spread is n records as runs for consecutive partitions: equal runs, the remainder one by one.
-func spread(n int, parts int32) []int {
-	if n < int(parts) {
-		ones := make([]int, n)
-		for i := range ones {
-			ones[i] = 1
-		}
-		return ones
-	}
-	runs := make([]int, parts)
-	for i := range runs {
-		runs[i] = n / int(parts)
-		if i < n%int(parts) {
-			runs[i]++
-		}
-	}
-	return runs
-}
-
-func txnOptions(cfg TxnConfig, props map[string]string) ([]kgo.Opt, error) {
+func txnOptions(cfg gp.TxnConfig, props map[string]string) ([]kgo.Opt, error) {
 	rest := map[string]string{}
 	var txnID string
 	for k, v := range props {
@@ -228,12 +114,32 @@ func txnOptions(cfg TxnConfig, props map[string]string) ([]kgo.Opt, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithLogger(stderrLogger())), nil
 }
 
-// runTxnProducer writes txn_records records per transaction in equal runs over the partitions at
-// the config's rate; a seeded share of the transactions is aborted after their records went out
-// (it waits up to a second for their promises first). "kill" makes the instance die mid-transaction
-// and a new one take over: the client_kill fault.
+// Begin, Produce, Finish, BeginFailed, Replace and Close make txnClient the shared loop's
+// instance (gp.RunTxnProducer).
+func (c *txnClient) Begin() error { return c.cl.BeginTransaction() }
+
+func (c *txnClient) Produce(topic string, partition int32, value string, done func(int64, string)) {
+	c.cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}, promise(done))
+}
+
+func (c *txnClient) Finish(log *gp.TxnLog, row map[string]any, abort bool) string {
+	return c.finish(log, row, abort)
+}
+
+func (c *txnClient) BeginFailed(log *gp.TxnLog, row map[string]any) { c.finish(log, row, true) }
+
+func (c *txnClient) Replace() error {
+	if err := c.fresh(); err != nil {
+		return err
+	}
+	return initTransactions(c)
+}
+
+func (c *txnClient) Close() { c.cl.Close() }
+
+// runTxnProducer is the shared transactional workload on a franz-go client.
 func runTxnProducer(path string) error {
-	cfg, err := decode[TxnConfig](path)
+	cfg, err := gp.Decode[gp.TxnConfig](path)
 	if err != nil {
 		return err
 	}
@@ -241,78 +147,12 @@ func runTxnProducer(path string) error {
 	if err != nil {
 		return err
 	}
-	log := &txnLog{name: cfg.Name}
 	c := &txnClient{name: cfg.Name, opts: opts, timeout: time.Duration(cfg.TransactionTimeout) * time.Millisecond}
-	if err := c.fresh(); err != nil {
+	cmds := gp.ReadCommands()
+	if err := c.Replace(); err != nil {
 		return err
 	}
-	h := fnv.New64a()
-	h.Write([]byte(cfg.Seed + ":" + cfg.Name))
-	rng := rand.New(rand.NewSource(int64(h.Sum64())))
-	cmds := readCommands()
-	done := make(chan struct{})
-	go progress(&log.sent, &log.acked, done)
-	if err := initTransactions(c); err != nil {
-		return err
-	}
-	cmds.awaitGo()
-	var pending atomic.Int64
-	t0, k, seq, part := time.Now(), int64(0), int64(0), int32(0)
-	for !cmds.stopping() {
-		due := t0.Add(time.Duration(float64(k*int64(cfg.TxnRecords)) / cfg.Rate * 1e9)).Sub(time.Now())
-		if due > 0 {
-			time.Sleep(min(due, 100*time.Millisecond))
-			continue
-		}
-		if due < -time.Second { // fell behind (paused by a fault): start again from now, no burst
-			t0, k = time.Now(), 0
-		}
-		k++
-		row := log.begin()
-		txn := row["txn"].(string)
-		if err := c.cl.BeginTransaction(); err != nil {
-			c.finish(log, row, true)
-			continue
-		}
-		for _, run := range spread(cfg.TxnRecords, cfg.Partitions) {
-			for i := 0; i < run; i++ {
-				value := cfg.Name + "-" + strconv.FormatInt(seq, 10)
-				pending.Add(1)
-				c.cl.Produce(context.Background(), &kgo.Record{Topic: cfg.Topic, Partition: part, Value: []byte(value)},
-					log.send(value, cfg.Topic, part, txn, nil, func() { pending.Add(-1) }))
-				seq++
-			}
-			part = (part + 1) % cfg.Partitions
-		}
-		select {
-		case step := <-cmds.Steps:
-			if step == "kill" { // dies mid-transaction; a new instance fences it
-				log.set(row, "end_ts_ms", nowMs())
-				if err := c.fresh(); err != nil {
-					return err
-				}
-				if err := initTransactions(c); err != nil {
-					return err
-				}
-				continue
-			}
-		default:
-		}
-		abort := rng.Float64() < cfg.AbortRatio
-		if abort {
-			for deadline := time.Now().Add(time.Second); pending.Load() > 0 && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-		c.finish(log, row, abort)
-	}
-	close(done)
-	c.cl.Close()
-	if err := log.write(cfg.History); err != nil {
-		return err
-	}
-	say(map[string]any{"t": "done", "sent": log.sent.Load(), "acked": log.acked.Load()})
-	return nil
+	return gp.RunTxnProducer(cfg, cmds, c)
 }
 
 // initTransactions gets the instance its producer id (fencing any earlier instance of the id) before
@@ -335,7 +175,7 @@ func initTransactions(c *txnClient) error {
 // the group's offsets in the same transaction: franz-go's GroupTransactSession, which after an
 // abort goes back to the committed offsets. The reads after an abort go on under a new reader name.
 func runCopier(path string) error {
-	cfg, err := decode[TxnConfig](path)
+	cfg, err := gp.Decode[gp.TxnConfig](path)
 	if err != nil {
 		return err
 	}
@@ -353,7 +193,7 @@ func runCopier(path string) error {
 	if err != nil {
 		return err
 	}
-	log := &txnLog{name: cfg.Name}
+	log := &gp.TxnLog{Name: cfg.Name}
 	var generation atomic.Int64
 	maxPoll, _ := strconv.Atoi(cfg.ConsumerProperties["max.poll.records"])
 	opts := append(append(popts, copts...), kgo.ConsumeTopics(cfg.InputTopic),
@@ -364,10 +204,10 @@ func runCopier(path string) error {
 	if err != nil {
 		return err
 	}
-	cmds := readCommands()
-	cmds.awaitGo()
+	cmds := gp.ReadCommands()
+	cmds.AwaitGo()
 	instance, rewinds := 1, 0
-	for !cmds.stopping() {
+	for !cmds.Stopping() {
 		select {
 		case step := <-cmds.Steps:
 			if step == "kill" { // the member and its producer die mid-transaction; new ones take over
@@ -395,35 +235,32 @@ func runCopier(path string) error {
 		}
 	}
 	s.CloseAllowingRebalance()
-	if err := log.write(cfg.History); err != nil {
+	if err := log.Write(cfg.History); err != nil {
 		return err
 	}
-	say(map[string]any{"t": "done", "sent": log.sent.Load(), "read": len(log.reads)})
+	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "read": log.Reads()})
 	return nil
 }
 
 // copyBatch copies one poll's records in one transaction with the group's offsets; whether it committed.
-func copyBatch(s *kgo.GroupTransactSession, cfg TxnConfig, log *txnLog, fetches kgo.Fetches, reader string,
+func copyBatch(s *kgo.GroupTransactSession, cfg gp.TxnConfig, log *gp.TxnLog, fetches kgo.Fetches, reader string,
 	generation int64) bool {
-	row := log.begin()
+	row := log.Begin()
 	txn := row["txn"].(string)
 	if err := s.Begin(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: begin %s: %v\n", cfg.Name, txn, err)
 		return false
 	}
-	ts := nowMs()
+	ts := gp.NowMs()
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		hw := highWatermark(p.FetchPartition, true)
 		for _, r := range p.Records {
-			log.mu.Lock()
-			log.reads = append(log.reads, map[string]any{"consumer": reader, "seq": len(log.reads), "topic": r.Topic,
+			copied := log.Read(map[string]any{"consumer": reader, "topic": r.Topic,
 				"partition": r.Partition, "offset": r.Offset, "value": string(r.Value), "poll_ts_ms": ts, "hw": hw,
 				"phase": "live", "isolation": "read_committed", "group": cfg.Group, "generation": generation})
-			copied := cfg.Name + "-" + strconv.Itoa(len(log.sends))
-			log.mu.Unlock()
 			part := r.Partition % cfg.OutputPartitions
 			s.Produce(context.Background(), &kgo.Record{Topic: cfg.OutputTopic, Partition: part, Value: []byte(copied)},
-				log.send(copied, cfg.OutputTopic, part, txn, string(r.Value), nil))
+				promise(log.Send(copied, cfg.OutputTopic, part, txn, string(r.Value), nil)))
 		}
 	})
 	var sent *kmsg.TxnOffsetCommitRequest
@@ -433,7 +270,7 @@ func copyBatch(s *kgo.GroupTransactSession, cfg TxnConfig, log *txnLog, fetches 
 	})
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.TransactionTimeout)*time.Millisecond)
 	defer cancel()
-	log.set(row, "commit_ts_ms", nowMs())
+	log.Set(row, "commit_ts_ms", gp.NowMs())
 	committed, err := s.End(ctx, kgo.TryCommit)
 	outcome := "aborted"
 	switch {
@@ -443,16 +280,13 @@ func copyBatch(s *kgo.GroupTransactSession, cfg TxnConfig, log *txnLog, fetches 
 	case committed:
 		outcome = "committed"
 	}
-	log.mu.Lock()
-	row["end_ts_ms"], row["outcome"] = nowMs(), outcome
+	log.End(row, outcome)
 	if committed && sent != nil {
 		for _, t := range sent.Topics {
 			for _, p := range t.Partitions {
-				log.offsets = append(log.offsets, map[string]any{"group": cfg.Group, "topic": t.Topic,
-					"partition": p.Partition, "offset": p.Offset, "ts_ms": row["end_ts_ms"], "phase": "live"})
+				log.Offset(cfg.Group, t.Topic, p.Partition, p.Offset, row["end_ts_ms"])
 			}
 		}
 	}
-	log.mu.Unlock()
 	return committed
 }

@@ -1,0 +1,3 @@
+module kchaos/goprotocol
+
+go 1.26.0

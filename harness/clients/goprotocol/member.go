@@ -1,0 +1,105 @@
+package goprotocol
+
+import (
+	"encoding/json"
+	"os"
+	"os/signal"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// MemberOut is a group member's JSON lines (harness/clients/groups.py reads them for every library):
+// started, read, commit, commit_failed and rebalance lines, appended to the file the config names.
+type MemberOut struct {
+	mu  sync.Mutex
+	out *os.File
+}
+
+// OpenMemberOut opens the member's file for appending (a restarted member adds to it).
+func OpenMemberOut(path string) (*MemberOut, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &MemberOut{out: f}, nil
+}
+
+// Line writes one line.
+func (m *MemberOut) Line(row map[string]any) {
+	b, err := json.Marshal(row)
+	if err != nil {
+		panic(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.out.Write(append(b, '\n'))
+}
+
+// Close closes the file.
+func (m *MemberOut) Close() error { return m.out.Close() }
+
+// Started says the member's process is up.
+func (m *MemberOut) Started() { m.Line(map[string]any{"t": "started", "ts_ms": NowMs()}) }
+
+// Rebalance writes an assign, revoke or lost line.
+func (m *MemberOut) Rebalance(kind string, partitions []int32, generation int64) {
+	ps := append([]int32(nil), partitions...)
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	m.Line(map[string]any{"t": "rebalance", "kind": kind, "partitions": ps, "generation": generation, "ts_ms": NowMs()})
+}
+
+// Commit writes a partition's commit the coordinator acknowledged.
+func (m *MemberOut) Commit(topic string, partition int32, offset int64, ts int64) {
+	m.Line(map[string]any{"t": "commit", "topic": topic, "partition": partition, "offset": offset, "ts_ms": ts})
+}
+
+// CommitFailed writes a commit the coordinator refused or that did not complete.
+func (m *MemberOut) CommitFailed(errText string, generation int64, ts int64) {
+	m.Line(map[string]any{"t": "commit_failed", "error": errText, "generation": generation, "ts_ms": ts})
+}
+
+// Read writes a record the member returned.
+func (m *MemberOut) Read(cfg MemberConfig, consumer string, seq int64, topic string, partition int32, offset int64,
+	value string, pollTs int64, hw any, generation int64) {
+	m.Line(map[string]any{"t": "read", "consumer": consumer, "seq": seq, "topic": topic, "partition": partition,
+		"offset": offset, "value": value, "poll_ts_ms": pollTs, "hw": hw, "phase": "live",
+		"isolation": cfg.Conf["isolation.level"], "group": cfg.Conf["group.id"], "generation": generation})
+}
+
+// Signals is how the harness acts on a member's process: SIGTERM is a clean leave (Stopping),
+// SIGUSR1 a freeze between a batch and its commit (Freeze, which the member's loop takes with
+// TakeFreeze and then stops itself with FreezeNow), SIGKILL a crash.
+type Signals struct {
+	stopping atomic.Bool
+	freezing atomic.Bool
+}
+
+// WatchSignals starts listening for SIGTERM and SIGUSR1.
+func WatchSignals() *Signals {
+	s := &Signals{}
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
+	go func() {
+		for sig := range ch {
+			if sig == syscall.SIGTERM {
+				s.stopping.Store(true)
+			} else {
+				s.freezing.Store(true)
+			}
+		}
+	}()
+	return s
+}
+
+// Stopping says whether SIGTERM came.
+func (s *Signals) Stopping() bool { return s.stopping.Load() }
+
+// FreezeIfAsked stops the process (SIGSTOP) if a freeze was asked since the last call: the
+// client_pause fault, taken where the member has processed a batch and not yet committed it.
+func (s *Signals) FreezeIfAsked() {
+	if s.freezing.Swap(false) {
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	}
+}

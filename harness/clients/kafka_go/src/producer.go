@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	gp "kchaos/goprotocol"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// manual is the harness's choice of partition, which every driver's producer follows: the one the
+// message names.
+type manual struct{}
+
+func (manual) Balance(msg kafka.Message, _ ...int) int { return msg.Partition }
+
+// waitForTopic reads the topic's metadata before the workload, so that the first send does not wait for it.
+func waitForTopic(o *options, topic string) error {
+	cl := &kafka.Client{Addr: kafka.TCP(o.brokers...), Transport: o.transport()}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		cancel()
+		if err == nil && len(meta.Topics) == 1 && meta.Topics[0].Error == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no broker answered for topic %s: %v", topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func runProducer(path string) error {
+	cfg, err := gp.Decode[gp.Config](path)
+	if err != nil {
+		return err
+	}
+	o, err := optionsOf(cfg.Properties)
+	if err != nil {
+		return err
+	}
+	if err := waitForTopic(o, cfg.Topic); err != nil {
+		return err
+	}
+	log, cmds := &gp.SendLog{}, gp.ReadCommands()
+	var mu sync.Mutex
+	waiting := map[string]pending{} // by value: kafka-go's completion gives back the messages
+	w := &kafka.Writer{Addr: kafka.TCP(o.brokers...), Topic: cfg.Topic, Balancer: manual{}, RequiredAcks: o.acks,
+		MaxAttempts: o.maxAttempts, BatchTimeout: max(o.batchTimeout, time.Millisecond), ReadTimeout: o.timeout,
+		WriteTimeout: o.timeout, Compression: o.compression, Transport: o.transport(), Async: true,
+		ErrorLogger: logger("[kafka-go] "),
+		Completion: func(messages []kafka.Message, err error) {
+			for _, m := range messages {
+				mu.Lock()
+				p, ok := waiting[string(m.Value)]
+				delete(waiting, string(m.Value))
+				mu.Unlock()
+				if !ok {
+					continue
+				}
+				if err == nil {
+					log.Done(p.send, m.Offset, "")
+				} else {
+					log.Done(p.send, -1, errorText(err))
+				}
+				if p.done != nil {
+					close(p.done)
+				}
+			}
+		}}
+	done := make(chan struct{})
+	go gp.Progress(&log.Sent, &log.Acked, done)
+	send := func(seq int64, partition int32, sent chan struct{}) {
+		value := gp.Value(cfg.Name, seq)
+		mu.Lock()
+		waiting[value] = pending{log.Add(partition), sent}
+		mu.Unlock()
+		if err := w.WriteMessages(context.Background(), kafka.Message{Partition: int(partition), Value: []byte(value)}); err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err) // asynchronous: only a closed writer fails here
+		}
+	}
+	cmds.AwaitGo()
+	t0 := time.Now()
+	if cfg.Quiet {
+		gp.Quiet(cmds, send)
+	} else {
+		gp.Paced(cfg, cmds, send)
+	}
+	closed := make(chan struct{})
+	go func() { w.Close(); close(closed) }() // flushes what is buffered and waits for every completion
+	select {
+	case <-closed:
+	case <-time.After(o.closeTimeout):
+		fmt.Fprintln(os.Stderr, "the writer's completions did not all come before the close timeout; the rest are recorded without one")
+	}
+	sendMs := time.Since(t0).Milliseconds()
+	close(done)
+	if err := log.Write(cfg.History); err != nil {
+		return err
+	}
+	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
+	return nil
+}
+
+// pending is what a send waits for: its history row and, for a quiet producer's step, the channel
+// its completion closes.
+type pending struct {
+	send *gp.Send
+	done chan struct{}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	gp "kchaos/goprotocol"
+
+	"github.com/IBM/sarama"
+)
+
+// pending is what a message carries to its promise: the history's row and, for a quiet producer's
+// step, the channel its promise closes.
+type pending struct {
+	send *gp.Send
+	done chan struct{}
+}
+
+// newClient connects to the cluster and reads the topic's metadata before the workload, so that the
+// first send does not wait for them.
+func newClient(props map[string]string, topic string) (sarama.Client, *sarama.Config, error) {
+	c, err := saramaConfig(props)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cl sarama.Client
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if cl, err = sarama.NewClient(brokersOf(props), c); err == nil {
+			if topic == "" {
+				return cl, c, nil
+			}
+			if err = cl.RefreshMetadata(topic); err == nil {
+				return cl, c, nil
+			}
+			cl.Close()
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("no broker answered: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func runProducer(path string) error {
+	cfg, err := gp.Decode[gp.Config](path)
+	if err != nil {
+		return err
+	}
+	cl, _, err := newClient(cfg.Properties, cfg.Topic)
+	if err != nil {
+		return err
+	}
+	p, err := sarama.NewAsyncProducerFromClient(cl)
+	if err != nil {
+		return err
+	}
+	log, cmds := &gp.SendLog{}, gp.ReadCommands()
+	done := make(chan struct{})
+	go gp.Progress(&log.Sent, &log.Acked, done)
+	promised := make(chan struct{})
+	go func() {
+		eachPromise(p, func(m *sarama.ProducerMessage, offset int64, errText string) {
+			w := m.Metadata.(pending)
+			log.Done(w.send, offset, errText)
+			if w.done != nil {
+				close(w.done)
+			}
+		})
+		close(promised)
+	}()
+	send := func(seq int64, partition int32, sent chan struct{}) {
+		p.Input() <- &sarama.ProducerMessage{Topic: cfg.Topic, Partition: partition,
+			Value: sarama.StringEncoder(gp.Value(cfg.Name, seq)), Metadata: pending{log.Add(partition), sent}}
+	}
+	cmds.AwaitGo()
+	t0 := time.Now()
+	if cfg.Quiet {
+		gp.Quiet(cmds, send)
+	} else {
+		gp.Paced(cfg, cmds, send)
+	}
+	p.AsyncClose() // flushes what is buffered; the promises end when every retry has
+	select {
+	case <-promised:
+	case <-time.After(closeTimeout(cfg.Properties)):
+		fmt.Fprintln(os.Stderr, "the producer's promises did not all come before the close timeout; the rest are recorded without one")
+	}
+	sendMs := time.Since(t0).Milliseconds()
+	close(done)
+	if err := log.Write(cfg.History); err != nil {
+		return err
+	}
+	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
+	return nil
+}
+
+// eachPromise calls done with each message's outcome as sarama returns it (its offset, or the
+// error's text), until the producer is closed.
+func eachPromise(p sarama.AsyncProducer, done func(m *sarama.ProducerMessage, offset int64, errText string)) {
+	successes, errs := p.Successes(), p.Errors()
+	for successes != nil || errs != nil {
+		select {
+		case m, ok := <-successes:
+			if ok {
+				done(m, m.Offset, "")
+			} else {
+				successes = nil
+			}
+		case e, ok := <-errs:
+			if ok {
+				done(e.Msg, -1, errorText(e.Err))
+			} else {
+				errs = nil
+			}
+		}
+	}
+}
