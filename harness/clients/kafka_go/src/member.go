@@ -17,8 +17,8 @@ import (
 // assigned partitions are read by a partition Reader each from the offset the generation gives
 // (as kafka-go's own group Reader does), a JSON line is written per record, per commit acknowledged
 // or refused and per assignment change, and offsets are committed with the generation's
-// CommitOffsets: "sync" waits for it, "async" does not (kafka-go has no asynchronous commit call;
-// concurrent calls are sent as they come). kafka-go's ConsumerGroup has no auto-commit (the
+// CommitOffsets, one at a time in the member's order (committer): "sync" waits for it, "async"
+// does not. kafka-go's ConsumerGroup has no auto-commit (the
 // harness refuses "auto"). SIGTERM is a clean leave, SIGUSR1 a freeze between a record and its
 // commit, SIGKILL a crash.
 type member struct {
@@ -34,7 +34,36 @@ type member struct {
 	returnedFrom map[int]bool  // partitions this process returned records of
 	reader       string        // the consumer column: a new name each time the group moves a partition back
 	committed    chan struct{} // closed once the generation a stopping member was in has made its last commit
+	queue        chan pendingCommit
 	leaving      sync.Once
+}
+
+// pendingCommit is a commit handed to the member's committer: the offsets, the generation they are
+// committed in, and for a commit the member waits for, the channel closed once it is answered.
+type pendingCommit struct {
+	gen     *kafka.Generation
+	offsets map[int]int64
+	done    chan struct{}
+}
+
+// committer sends the member's commits one at a time, in the order the member made them: kafka-go
+// has no asynchronous commit call, and a goroutine per commit would race them to the coordinator
+// (Go starts goroutines in no particular order), a reordering the program, not kafka-go, would make.
+func (m *member) committer() {
+	for c := range m.queue {
+		err := c.gen.CommitOffsets(map[string]map[int]int64{m.cfg.Topic: c.offsets})
+		ts := gp.NowMs()
+		if err != nil {
+			m.out.CommitFailed(errorText(err), int64(c.gen.ID), ts)
+		} else {
+			for p, off := range c.offsets {
+				m.out.Commit(m.cfg.Topic, int32(p), off, ts)
+			}
+		}
+		if c.done != nil {
+			close(c.done)
+		}
+	}
 }
 
 // commit commits what was returned and not committed, in generation gen, waiting for it or not.
@@ -46,21 +75,13 @@ func (m *member) commit(gen *kafka.Generation, wait bool) {
 	if len(offsets) == 0 {
 		return
 	}
-	send := func() {
-		err := gen.CommitOffsets(map[string]map[int]int64{m.cfg.Topic: offsets})
-		ts := gp.NowMs()
-		if err != nil {
-			m.out.CommitFailed(errorText(err), int64(gen.ID), ts)
-			return
-		}
-		for p, off := range offsets {
-			m.out.Commit(m.cfg.Topic, int32(p), off, ts)
-		}
-	}
+	c := pendingCommit{gen: gen, offsets: offsets}
 	if wait {
-		send()
-	} else {
-		go send()
+		c.done = make(chan struct{})
+	}
+	m.queue <- c
+	if wait {
+		<-c.done
 	}
 }
 
@@ -166,7 +187,8 @@ func runMember(path string) error {
 	m := &member{cfg: cfg, o: o, out: out, next: map[int]int64{}, lastCommit: time.Now(), returnedFrom: map[int]bool{},
 		reader: cfg.Consumer, signals: gp.WatchSignals()}
 	ctx, cancel := context.WithCancel(context.Background())
-	m.committed = make(chan struct{})
+	m.committed, m.queue = make(chan struct{}), make(chan pendingCommit, 1024)
+	go m.committer()
 	go func() { // the group's context ends only after the last commit: it closes the coordinator's connection
 		for !m.signals.Stopping() {
 			time.Sleep(50 * time.Millisecond)
