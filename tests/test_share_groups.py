@@ -28,9 +28,11 @@ def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932
     require_docker([NEWEST])  # the default tier builds the newest version's image anyway
     # The request log at DEBUG: a logger's level reaches Kafka 4's log4j2 configuration too. The
     # catalogue's schedule, closer together: each member fault still outlasts the 5 s locks (and the
-    # pause the 6 s session), one after another, in 22 s rather than 30.
+    # pause the 6 s session), one after another, in 22 s rather than 30. One controller: the share
+    # group is under test, not the quorum (two JVMs fewer on a two-core machine).
     s = load(SCENARIOS / "share-group-member-faults.toml", [
         f"kafka_version={NEWEST}", 'cluster.log_levels={"kafka.request.logger" = "DEBUG"}', "duration_s=22",
+        "controllers=1",
         "faults.1.at_s=7", "faults.1.duration_s=5", "faults.2.at_s=13", "faults.2.duration_s=7"])
     res = runner.execute(s, tmp_path / "run", log=lambda m: None)
     assert "Completed request:" in (res.path / "logs" / "kafka-1.log").read_text(), "the request log at DEBUG"

@@ -11,11 +11,7 @@ import (
 // a role that fails exits 1 with its error, "check" exits 2 with the refusal (the harness shows its
 // last line on stderr), a role not in roles exits 2 naming the allowed.
 func Main(program string, roles map[string]func(path string) error) {
-	names := make([]string, 0, len(roles))
-	for r := range roles {
-		names = append(names, r)
-	}
-	sort.Strings(names)
+	names := SortedKeys(roles)
 	if len(os.Args) < 3 {
 		fmt.Fprintf(os.Stderr, "usage: %s %s CONFIG.json\n", program, strings.Join(names, "|"))
 		os.Exit(2)
@@ -34,4 +30,14 @@ func Main(program string, roles map[string]func(path string) error) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
 		os.Exit(1)
 	}
+}
+
+// SortedKeys is a map's keys in order: the "allowed:" lists of a refusal.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -149,3 +149,37 @@ func Quiet(cmds *Commands, send func(seq int64, partition int32, done chan struc
 		}
 	}
 }
+
+// RunProducer is the plain producer's workload, whatever its library: progress lines while it
+// runs; after "go", sends at the config's rate (or one per step of a quiet producer); then flush,
+// which returns once every promise has run, waited for at most closeTimeout (the promises it did
+// not get are recorded without one); then the history and the done line.
+func RunProducer(cfg Config, cmds *Commands, log *SendLog, send func(seq int64, partition int32, done chan struct{}),
+	flush func(), closeTimeout time.Duration) error {
+	progressDone := make(chan struct{})
+	go Progress(&log.Sent, &log.Acked, progressDone)
+	cmds.AwaitGo()
+	t0 := time.Now()
+	if cfg.Quiet {
+		Quiet(cmds, send)
+	} else {
+		Paced(cfg, cmds, send)
+	}
+	flushed := make(chan struct{})
+	go func() {
+		flush()
+		close(flushed)
+	}()
+	select {
+	case <-flushed:
+	case <-time.After(closeTimeout):
+		fmt.Fprintln(os.Stderr, "the producer's promises did not all come before the close timeout; the rest are recorded without one")
+	}
+	sendMs := time.Since(t0).Milliseconds()
+	close(progressDone)
+	if err := log.Write(cfg.History); err != nil {
+		return err
+	}
+	Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
+	return nil
+}

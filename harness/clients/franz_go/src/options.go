@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +42,7 @@ func choice(choices map[string]kgo.Opt) option {
 		if o, ok := choices[strings.ToLower(v)]; ok {
 			return o, nil
 		}
-		return nil, fmt.Errorf("%q is not one of %s", v, strings.Join(sortedKeys(choices), ", "))
+		return nil, fmt.Errorf("%q is not one of %s", v, strings.Join(gp.SortedKeys(choices), ", "))
 	}
 }
 
@@ -91,22 +90,13 @@ var options = map[string]option{
 	"group.protocol": choice(map[string]kgo.Opt{"classic": nil}),
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // clientOptions turns a client's properties into franz-go options, or says which property and why not.
 func clientOptions(props map[string]string) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	for _, name := range sortedKeys(props) {
+	for _, name := range gp.SortedKeys(props) {
 		make, ok := options[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: franz-go has no option for it (allowed: %s)", name, strings.Join(sortedKeys(options), ", "))
+			return nil, fmt.Errorf("%s: franz-go has no option for it (allowed: %s)", name, strings.Join(gp.SortedKeys(options), ", "))
 		}
 		o, err := make(props[name])
 		if err != nil {

@@ -27,8 +27,6 @@ func runProducer(path string) error {
 		return err
 	}
 	log, cmds := &gp.SendLog{}, gp.ReadCommands()
-	done := make(chan struct{})
-	go gp.Progress(&log.Sent, &log.Acked, done)
 	// Metadata and a connection before the workload, so that the first send does not wait for them.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = cl.Ping(ctx)
@@ -50,23 +48,11 @@ func runProducer(path string) error {
 			}
 		})
 	}
-	cmds.AwaitGo()
-	t0 := time.Now()
-	if cfg.Quiet {
-		gp.Quiet(cmds, send)
-	} else {
-		gp.Paced(cfg, cmds, send)
-	}
-	// Every promise has run: the delivery timeout bounds each record.
-	if err := cl.Flush(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "flush:", err)
-	}
-	sendMs := time.Since(t0).Milliseconds()
-	close(done)
-	cl.Close()
-	if err := log.Write(cfg.History); err != nil {
-		return err
-	}
-	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
-	return nil
+	// Every promise runs within the delivery timeout, which bounds each record: no timeout of its own.
+	return gp.RunProducer(cfg, cmds, log, send, func() {
+		if err := cl.Flush(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "flush:", err)
+		}
+		cl.Close()
+	}, 24*time.Hour)
 }

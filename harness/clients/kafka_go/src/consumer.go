@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	gp "kchaos/goprotocol"
@@ -62,8 +58,21 @@ func fetch(r *kafka.Reader) (kafka.Message, bool) {
 	return m, true
 }
 
-// runConsumer reads every partition from offset 0 with no group and writes, for each record,
-// {"p": partition, "ts": poll_ts_ms, "hw": hw} and then [offset, value].
+// partitionRead is one partition's Reader, for the shared consumer loop: a record at a time.
+type partitionRead struct{ r *kafka.Reader }
+
+func (r partitionRead) Next() ([]gp.Record, any) {
+	m, ok := fetch(r.r)
+	if !ok {
+		return nil, nil
+	}
+	logIfMarker(m)
+	return []gp.Record{{Offset: m.Offset, Value: string(m.Value)}}, highWatermark(m)
+}
+
+func (r partitionRead) Close() { r.r.Close() }
+
+// runConsumer reads every partition from offset 0 with no group (gp.RunConsumer), a Reader each.
 func runConsumer(path string) error {
 	cfg, err := gp.Decode[gp.Config](path)
 	if err != nil {
@@ -73,47 +82,8 @@ func runConsumer(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(cfg.History)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	var mu sync.Mutex
-	var n atomic.Int64
-	cmds := gp.ReadCommands()
-	cmds.AwaitGo()
-	var readers sync.WaitGroup
-	for p := 0; p < int(cfg.Partitions); p++ {
-		r, err := partitionReader(o, cfg.Topic, p, kafka.FirstOffset)
-		if err != nil {
-			return err
-		}
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			defer r.Close()
-			for !cmds.Stopping() {
-				m, ok := fetch(r)
-				if !ok {
-					continue
-				}
-				logIfMarker(m)
-				head, _ := json.Marshal(map[string]any{"p": m.Partition, "ts": gp.NowMs(), "hw": highWatermark(m)})
-				row, _ := json.Marshal([]any{m.Offset, string(m.Value)})
-				mu.Lock()
-				w.Write(append(append(head, '\n'), append(row, '\n')...))
-				mu.Unlock()
-				n.Add(1)
-			}
-		}()
-	}
-	readers.Wait()
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	gp.Say(map[string]any{"t": "done", "read": n.Load()})
-	return nil
+	return gp.RunConsumer(cfg, gp.ReadCommands(), func(p int32) (gp.PartitionRead, error) {
+		r, err := partitionReader(o, cfg.Topic, int(p), kafka.FirstOffset)
+		return partitionRead{r}, err
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func choice[T any](choices map[string]T, set func(o *options, t T)) setting {
 	return func(o *options, v string) error {
 		t, ok := choices[strings.ToLower(v)]
 		if !ok {
-			return fmt.Errorf("%q is not one of %s", v, strings.Join(sortedKeys(choices), ", "))
+			return fmt.Errorf("%q is not one of %s", v, strings.Join(gp.SortedKeys(choices), ", "))
 		}
 		set(o, t)
 		return nil
@@ -116,27 +115,18 @@ var refused = map[string]string{
 	"max.in.flight.requests.per.connection": "kafka-go writes one batch at a time to each partition",
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // optionsOf turns a client's properties into kafka-go's fields, or says which property and why not.
 func optionsOf(props map[string]string) (*options, error) {
 	o := &options{clientID: "kchaos-kafka-go", acks: kafka.RequireAll, maxAttempts: 10, timeout: 10 * time.Second,
 		metadataTTL: 6 * time.Second, maxWait: 500 * time.Millisecond, startOffset: kafka.FirstOffset,
 		session: 10 * time.Second, heartbeat: 3 * time.Second, rebalance: 30 * time.Second, closeTimeout: 30 * time.Second}
-	for _, name := range sortedKeys(props) {
+	for _, name := range gp.SortedKeys(props) {
 		if why, ok := refused[name]; ok {
-			return nil, fmt.Errorf("%s: %s (allowed: %s)", name, why, strings.Join(sortedKeys(settings), ", "))
+			return nil, fmt.Errorf("%s: %s (allowed: %s)", name, why, strings.Join(gp.SortedKeys(settings), ", "))
 		}
 		set, ok := settings[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: kafka-go has no setting for it (allowed: %s)", name, strings.Join(sortedKeys(settings), ", "))
+			return nil, fmt.Errorf("%s: kafka-go has no setting for it (allowed: %s)", name, strings.Join(gp.SortedKeys(settings), ", "))
 		}
 		if err := set(o, props[name]); err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)

@@ -74,8 +74,6 @@ func runProducer(path string) error {
 				}
 			}
 		}}
-	done := make(chan struct{})
-	go gp.Progress(&log.Sent, &log.Acked, done)
 	send := func(seq int64, partition int32, sent chan struct{}) {
 		value := gp.Value(cfg.Name, seq)
 		mu.Lock()
@@ -85,27 +83,8 @@ func runProducer(path string) error {
 			fmt.Fprintln(os.Stderr, "write:", err) // asynchronous: only a closed writer fails here
 		}
 	}
-	cmds.AwaitGo()
-	t0 := time.Now()
-	if cfg.Quiet {
-		gp.Quiet(cmds, send)
-	} else {
-		gp.Paced(cfg, cmds, send)
-	}
-	closed := make(chan struct{})
-	go func() { w.Close(); close(closed) }() // flushes what is buffered and waits for every completion
-	select {
-	case <-closed:
-	case <-time.After(o.closeTimeout):
-		fmt.Fprintln(os.Stderr, "the writer's completions did not all come before the close timeout; the rest are recorded without one")
-	}
-	sendMs := time.Since(t0).Milliseconds()
-	close(done)
-	if err := log.Write(cfg.History); err != nil {
-		return err
-	}
-	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
-	return nil
+	// Close flushes what is buffered and waits for every completion.
+	return gp.RunProducer(cfg, cmds, log, send, func() { w.Close() }, o.closeTimeout)
 }
 
 // pending is what a send waits for: its history row and, for a quiet producer's step, the channel

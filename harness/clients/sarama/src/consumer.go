@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
+	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	gp "kchaos/goprotocol"
@@ -23,9 +20,22 @@ func highWatermark(hw int64) any {
 	return nil
 }
 
-// runConsumer reads every partition from offset 0 with no group and writes, for each batch of a
-// partition's records taken at once, {"p": partition, "ts": poll_ts_ms, "hw": hw} and then one
-// [offset, value] per record.
+// partitionRead is one partition's PartitionConsumer, for the shared consumer loop.
+type partitionRead struct{ pc sarama.PartitionConsumer }
+
+func (r partitionRead) Next() ([]gp.Record, any) {
+	batch := take(r.pc.Messages(), 500, 200*time.Millisecond)
+	recs := make([]gp.Record, len(batch))
+	for i, m := range batch {
+		recs[i] = gp.Record{Offset: m.Offset, Value: string(m.Value)}
+	}
+	return recs, highWatermark(r.pc.HighWaterMarkOffset())
+}
+
+func (r partitionRead) Close() { r.pc.AsyncClose() }
+
+// runConsumer reads every partition from offset 0 with no group (gp.RunConsumer), a
+// PartitionConsumer each.
 func runConsumer(path string) error {
 	cfg, err := gp.Decode[gp.Config](path)
 	if err != nil {
@@ -39,57 +49,19 @@ func runConsumer(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(cfg.History)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	var mu sync.Mutex
-	var n atomic.Int64
-	cmds := gp.ReadCommands()
-	cmds.AwaitGo()
-	var readers sync.WaitGroup
-	for p := int32(0); p < cfg.Partitions; p++ {
+	defer consumer.Close()
+	return gp.RunConsumer(cfg, gp.ReadCommands(), func(p int32) (gp.PartitionRead, error) {
 		pc, err := consumer.ConsumePartition(cfg.Topic, p, sarama.OffsetOldest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		go func() {
 			for err := range pc.Errors() {
-				os.Stderr.WriteString("consume: " + err.Error() + "\n")
+				fmt.Fprintln(os.Stderr, "consume:", err)
 			}
 		}()
-		readers.Add(1)
-		go func(p int32) {
-			defer readers.Done()
-			for !cmds.Stopping() {
-				batch := take(pc.Messages(), 500, 200*time.Millisecond)
-				if len(batch) == 0 {
-					continue
-				}
-				head, _ := json.Marshal(map[string]any{"p": p, "ts": gp.NowMs(), "hw": highWatermark(pc.HighWaterMarkOffset())})
-				mu.Lock()
-				w.Write(append(head, '\n'))
-				for _, m := range batch {
-					row, _ := json.Marshal([]any{m.Offset, string(m.Value)})
-					w.Write(append(row, '\n'))
-				}
-				mu.Unlock()
-				n.Add(int64(len(batch)))
-			}
-			pc.AsyncClose()
-		}(p)
-	}
-	readers.Wait()
-	consumer.Close()
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	gp.Say(map[string]any{"t": "done", "read": n.Load()})
-	return nil
+		return partitionRead{pc}, nil
+	})
 }
 
 // take waits up to wait for a first message, then takes what else is there at once, up to max.

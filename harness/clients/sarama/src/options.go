@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +54,7 @@ func choice[T any](choices map[string]T, set func(c *sarama.Config, t T)) settin
 	return func(c *sarama.Config, v string) error {
 		t, ok := choices[strings.ToLower(v)]
 		if !ok {
-			return fmt.Errorf("%q is not one of %s", v, strings.Join(sortedKeys(choices), ", "))
+			return fmt.Errorf("%q is not one of %s", v, strings.Join(gp.SortedKeys(choices), ", "))
 		}
 		set(c, t)
 		return nil
@@ -128,15 +127,6 @@ var refused = map[string]string{
 	"delivery.timeout.ms": "sarama has no delivery timeout: a record is retried `retries` times (Producer.Retry.Max)",
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // saramaConfig turns a client's properties into a sarama config, or says which property and why not.
 func saramaConfig(props map[string]string) (*sarama.Config, error) {
 	c := sarama.NewConfig()
@@ -144,13 +134,13 @@ func saramaConfig(props map[string]string) (*sarama.Config, error) {
 	c.ClientID = "kchaos-sarama"
 	c.Producer.Return.Successes, c.Producer.Return.Errors, c.Consumer.Return.Errors = true, true, true
 	c.Producer.Partitioner = sarama.NewManualPartitioner
-	for _, name := range sortedKeys(props) {
+	for _, name := range gp.SortedKeys(props) {
 		if why, ok := refused[name]; ok {
-			return nil, fmt.Errorf("%s: %s (allowed: %s)", name, why, strings.Join(sortedKeys(settings), ", "))
+			return nil, fmt.Errorf("%s: %s (allowed: %s)", name, why, strings.Join(gp.SortedKeys(settings), ", "))
 		}
 		set, ok := settings[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: sarama has no setting for it (allowed: %s)", name, strings.Join(sortedKeys(settings), ", "))
+			return nil, fmt.Errorf("%s: sarama has no setting for it (allowed: %s)", name, strings.Join(gp.SortedKeys(settings), ", "))
 		}
 		if err := set(c, props[name]); err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)

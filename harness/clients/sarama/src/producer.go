@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	gp "kchaos/goprotocol"
@@ -57,8 +56,6 @@ func runProducer(path string) error {
 		return err
 	}
 	log, cmds := &gp.SendLog{}, gp.ReadCommands()
-	done := make(chan struct{})
-	go gp.Progress(&log.Sent, &log.Acked, done)
 	promised := make(chan struct{})
 	go func() {
 		eachPromise(p, func(m *sarama.ProducerMessage, offset int64, errText string) {
@@ -74,26 +71,11 @@ func runProducer(path string) error {
 		p.Input() <- &sarama.ProducerMessage{Topic: cfg.Topic, Partition: partition,
 			Value: sarama.StringEncoder(gp.Value(cfg.Name, seq)), Metadata: pending{log.Add(partition), sent}}
 	}
-	cmds.AwaitGo()
-	t0 := time.Now()
-	if cfg.Quiet {
-		gp.Quiet(cmds, send)
-	} else {
-		gp.Paced(cfg, cmds, send)
-	}
-	p.AsyncClose() // flushes what is buffered; the promises end when every retry has
-	select {
-	case <-promised:
-	case <-time.After(closeTimeout(cfg.Properties)):
-		fmt.Fprintln(os.Stderr, "the producer's promises did not all come before the close timeout; the rest are recorded without one")
-	}
-	sendMs := time.Since(t0).Milliseconds()
-	close(done)
-	if err := log.Write(cfg.History); err != nil {
-		return err
-	}
-	gp.Say(map[string]any{"t": "done", "sent": log.Sent.Load(), "acked": log.Acked.Load(), "sending_ms": sendMs})
-	return nil
+	// Close flushes what is buffered; the promises end when every retry has.
+	return gp.RunProducer(cfg, cmds, log, send, func() {
+		p.AsyncClose()
+		<-promised
+	}, closeTimeout(cfg.Properties))
 }
 
 // eachPromise calls done with each message's outcome as sarama returns it (its offset, or the
