@@ -164,7 +164,7 @@ class GoProgram:
             return None
         with tempfile.TemporaryDirectory(prefix=f"kchaos-{self.library}-check-") as d:
             cfg = Path(d) / "config.json"
-            cfg.write_text(json.dumps({"properties": as_properties(table.config), "role": kind}))
+            cfg.write_text(json.dumps({"properties": as_properties(table.config)}))
             proc = subprocess.run([str(self.path(v)), "check", str(cfg)], capture_output=True, text=True)
         if proc.returncode != 0:
             return f"config.{proc.stderr.strip().splitlines()[-1]}"

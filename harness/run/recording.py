@@ -287,6 +287,8 @@ class Recording:
                                          "groups' commits (logs/group-coordinator.log): offset_regression is judged "
                                          "from the members' acknowledgements alone, with no broker-side check"
                                          + (f", and groups {', '.join(unreported)} have none" if unreported else "")))
+        if not unreported:
+            return []
         entries = coordinator_log.parse(read.text)
         return [r for g in unreported for r in coordinator_log.live_offsets(entries, g)]
 

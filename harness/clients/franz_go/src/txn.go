@@ -59,8 +59,8 @@ func (c *txnClient) retire() {
 	}
 }
 
-// finish commits or aborts the open transaction and returns the outcome as the contract names it.
-func (c *txnClient) finish(log *gp.TxnLog, row map[string]any, abort bool) string {
+// Finish commits or aborts the open transaction and returns the outcome as the contract names it.
+func (c *txnClient) Finish(log *gp.TxnLog, row map[string]any, abort bool) string {
 	deadline := time.Now().Add(c.timeout)
 	if !abort {
 		log.Set(row, "commit_ts_ms", gp.NowMs())
@@ -122,11 +122,7 @@ func (c *txnClient) Produce(topic string, partition int32, value string, done fu
 	c.cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}, promise(done))
 }
 
-func (c *txnClient) Finish(log *gp.TxnLog, row map[string]any, abort bool) string {
-	return c.finish(log, row, abort)
-}
-
-func (c *txnClient) BeginFailed(log *gp.TxnLog, row map[string]any) { c.finish(log, row, true) }
+func (c *txnClient) BeginFailed(log *gp.TxnLog, row map[string]any) { c.Finish(log, row, true) }
 
 func (c *txnClient) Replace() error {
 	if err := c.fresh(); err != nil {

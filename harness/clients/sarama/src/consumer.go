@@ -41,7 +41,7 @@ func runConsumer(path string) error {
 	if err != nil {
 		return err
 	}
-	cl, _, err := newClient(cfg.Properties, cfg.Topic)
+	cl, err := newClient(cfg.Properties, cfg.Topic)
 	if err != nil {
 		return err
 	}

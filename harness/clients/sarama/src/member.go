@@ -48,8 +48,8 @@ func (m *member) Setup(s sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-// Cleanup runs when the session ends; sarama commits what was marked before it releases the
-// partitions (with or without auto-commit).
+// Cleanup runs when the session ends: what was marked is committed before the partitions go
+// (sarama's own flush at release runs only with auto-commit).
 func (m *member) Cleanup(s sarama.ConsumerGroupSession) error {
 	if m.cfg.Commit != "auto" {
 		s.Commit()
@@ -121,7 +121,7 @@ func runMember(path string) error {
 		return err
 	}
 	defer out.Close()
-	cl, _, err := newClient(cfg.Conf, cfg.Topic)
+	cl, err := newClient(cfg.Conf, cfg.Topic)
 	if err != nil {
 		return err
 	}

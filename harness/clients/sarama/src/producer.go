@@ -18,25 +18,25 @@ type pending struct {
 
 // newClient connects to the cluster and reads the topic's metadata before the workload, so that the
 // first send does not wait for them.
-func newClient(props map[string]string, topic string) (sarama.Client, *sarama.Config, error) {
+func newClient(props map[string]string, topic string) (sarama.Client, error) {
 	c, err := saramaConfig(props)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var cl sarama.Client
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if cl, err = sarama.NewClient(brokersOf(props), c); err == nil {
 			if topic == "" {
-				return cl, c, nil
+				return cl, nil
 			}
 			if err = cl.RefreshMetadata(topic); err == nil {
-				return cl, c, nil
+				return cl, nil
 			}
 			cl.Close()
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("no broker answered: %w", err)
+			return nil, fmt.Errorf("no broker answered: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -47,7 +47,7 @@ func runProducer(path string) error {
 	if err != nil {
 		return err
 	}
-	cl, _, err := newClient(cfg.Properties, cfg.Topic)
+	cl, err := newClient(cfg.Properties, cfg.Topic)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (c *txnClient) fresh() error {
 	c.retire()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		cl, _, err := newClient(c.props, "")
+		cl, err := newClient(c.props, "")
 		if err == nil {
 			var p sarama.AsyncProducer
 			if p, err = sarama.NewAsyncProducerFromClient(cl); err == nil {
@@ -64,8 +64,8 @@ func (c *txnClient) retire() {
 	}
 }
 
-// finish commits or aborts the open transaction and returns the outcome as the contract names it.
-func (c *txnClient) finish(log *gp.TxnLog, row map[string]any, abort bool) string {
+// Finish commits or aborts the open transaction and returns the outcome as the contract names it.
+func (c *txnClient) Finish(log *gp.TxnLog, row map[string]any, abort bool) string {
 	if !abort {
 		log.Set(row, "commit_ts_ms", gp.NowMs())
 		err := c.p.CommitTxn()
@@ -99,10 +99,6 @@ func (c *txnClient) Begin() error { return c.p.BeginTxn() }
 func (c *txnClient) Produce(topic string, partition int32, value string, done func(int64, string)) {
 	c.p.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: partition, Value: sarama.StringEncoder(value),
 		Metadata: done}
-}
-
-func (c *txnClient) Finish(log *gp.TxnLog, row map[string]any, abort bool) string {
-	return c.finish(log, row, abort)
 }
 
 func (c *txnClient) BeginFailed(log *gp.TxnLog, row map[string]any) { c.unknown(log, row) }
@@ -196,7 +192,7 @@ func (c *copier) copyBatch(batch []*sarama.ConsumerMessage, hw int64) bool {
 		fmt.Fprintf(os.Stderr, "%s: offsets of %s: %v\n", c.cfg.Name, txn, err)
 		abort = true
 	}
-	outcome := c.txn.finish(c.log, row, abort)
+	outcome := c.txn.Finish(c.log, row, abort)
 	if outcome == "committed" {
 		c.log.Offset(c.cfg.Group, last.Topic, last.Partition, last.Offset+1, row["end_ts_ms"])
 		return true
@@ -225,7 +221,7 @@ func runCopier(path string) error {
 	cmds := gp.ReadCommands()
 	c := &copier{cfg: cfg, log: log, txn: tc, maxBatch: max(maxBatch, 1), instance: 1, stopping: cmds.Stopping}
 	newGroup := func() (sarama.ConsumerGroup, error) {
-		cl, _, err := newClient(props, cfg.InputTopic)
+		cl, err := newClient(props, cfg.InputTopic)
 		if err != nil {
 			return nil, err
 		}
