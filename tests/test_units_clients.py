@@ -111,7 +111,7 @@ def test_a_driver_process_never_started_is_stopped_with_the_run(monkeypatch, tmp
 def test_a_java_sends_status_follows_what_its_exception_says_of_the_write():
     """"fail" only where the record was definitely not written; a timeout or a refusal after a
     retry leaves it unknown ("info"), never counted as lost."""
-    from harness.clients.java.process import classify
+    from harness.clients.java_errors import classify
 
     assert classify(None, 3) == "ok"
     assert classify("RecordTooLargeException: The message is 2000000 bytes", 3) == "fail"

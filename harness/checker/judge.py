@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
+from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.excuses import Config, Promise, client_label
 from harness.checker.known_issues import known_issues
@@ -373,4 +374,5 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
                                   for e in events if isinstance(e, ToolFailed)],
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
+        not_judged=not_judged(rd.config),
     )

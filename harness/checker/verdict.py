@@ -159,6 +159,16 @@ class KnownIssue(_Model):
         return self.shown is not False
 
 
+class NotJudged(_Model):
+    """What a run could not judge because a client library does not report it (checker/capabilities.py)."""
+
+    client: str  # "verifiable kafka-tools 4.4.0"
+    capability: str  # what the client does not report ("poll_hw")
+    unjudged: str  # the anomaly class or measure it leaves unjudged
+    extent: Literal["part", "whole"]
+    why: str
+
+
 class Verdict(_Model):
     contract: str = "v1"  # "v2" when the run directory has any v2 file or column
     run_id: str
@@ -186,6 +196,8 @@ class Verdict(_Model):
     coordination: Coordination = Field(default_factory=Coordination)
     assumptions: list[str] = Field(default_factory=list)
     known_issues: list[KnownIssue] = Field(default_factory=list)
+    # what the run's clients do not report, and so what it could not judge (not a zero: not looked for)
+    not_judged: list[NotJudged] = Field(default_factory=list)
     not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired
     # partitions whose ISR was not whole again when the wait after the heal gave up: a cluster that
     # did not recover, which fails the run (a follower rejoins the ISR once its log reaches the hw)

@@ -29,6 +29,9 @@ class Library:
     tables: frozenset[str]
     build: str = ""
     moved_clocks: bool = True  # whether client_clock_skew can move its clients' wall clock (libfaketime)
+    # what its clients cannot report, which the history then lacks for them (run.json's clients carry it;
+    # the verdict says what it could not judge: harness/checker/capabilities.py)
+    cannot_tell: tuple[str, ...] = ()
 
 
 LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
@@ -50,6 +53,12 @@ LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
             "default; plain producers, consumers and groups (it has no idempotent or transactional producer)",
             "harness.clients.kafka_go.driver", "harness.clients.kafka_go.config",
             frozenset({"producer", "consumer", "group"}), build="harness.clients.kafka_go.build", moved_clocks=False),
+    Library("verifiable", "any client that speaks Kafka's verifiable-client protocol: Apache Kafka's own "
+            "kafka-verifiable-producer and -consumer from the Kafka image of client_version (default: the broker's), "
+            "or a table's config.\"kchaos.command\"; plain and idempotent producers, consumers and groups",
+            "harness.clients.verifiable.driver", "harness.clients.verifiable.config",
+            frozenset({"producer", "consumer", "group"}), build="harness.clients.verifiable.build", moved_clocks=False,
+            cannot_tell=("send_time", "poll_hw", "failed_send_partition")),
 ]}
 DEFAULT_CLIENT = "librdkafka"
 READER = "librdkafka"  # the harness's own reads of the brokers after healing, whatever library is under test

@@ -134,6 +134,7 @@ class ClientLibrary(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     name: str
     version: str = ""
+    cannot_tell: list[str] = []  # what its clients do not report (harness/clients/registry.py's Library)
 
 
 class _Shape(BaseModel):

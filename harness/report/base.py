@@ -18,14 +18,17 @@ def _per_second(ts: pa.Array, t0: int) -> pa.Array:
     return pc.divide(pc.subtract(ts.cast(pa.int64()), t0), 1000)  # integer division: second index
 
 
-def ack_traces(produced: pa.Table, t0: int) -> list[dict]:
-    """Acknowledged writes per second, and the p50 and p99 of their latency."""
+def ack_traces(produced: pa.Table, t0: int, untimed: frozenset[str] = frozenset()) -> list[dict]:
+    """Acknowledged writes per second, and the p50 and p99 of their latency, without the sends of the
+    ``untimed`` producers (their client reports no send time: checker/capabilities.py)."""
     ok = produced.filter(pc.equal(produced["status"], "ok"))
     ok = ok.filter(pc.is_valid(ok["ack_ts_ms"]))
     if not ok.num_rows:
         return []
     sec = _per_second(ok["ack_ts_ms"], t0)
     lat = pc.subtract(ok["ack_ts_ms"], ok["send_ts_ms"]).cast(pa.float64())
+    if untimed and "producer" in ok.column_names:
+        lat = pc.if_else(pc.is_in(ok["producer"], pa.array(sorted(untimed))), pa.scalar(None, pa.float64()), lat)
     g = pa.table({"sec": sec, "lat": lat}).group_by("sec").aggregate(
         [("lat", "count"), ("lat", "tdigest", pc.TDigestOptions(q=[0.5, 0.99]))]).sort_by("sec")
     secs = g["sec"].to_pylist()
@@ -105,8 +108,10 @@ def position_traces(d: Path, t0: int) -> list[dict]:
 
 
 def base_traces(run: RunView) -> list[dict]:
-    produced = pq.read_table(run.path / PRODUCED, columns=["status", "send_ts_ms", "ack_ts_ms", "error"])
-    return [*ack_traces(produced, run.t0), *error_traces(produced, run.t0), *state_traces(run.events, run.t0),
+    produced = pq.read_table(run.path / PRODUCED, columns=["producer", "status", "send_ts_ms", "ack_ts_ms", "error"])
+    untimed = frozenset(p.name for p in run.run.producers if p.client is not None
+                        and "send_time" in p.client.cannot_tell)
+    return [*ack_traces(produced, run.t0, untimed), *error_traces(produced, run.t0), *state_traces(run.events, run.t0),
             *position_traces(run.path, run.t0)]
 
 

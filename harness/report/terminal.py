@@ -46,6 +46,8 @@ def runs_table(verdicts: list[Verdict]) -> Table:
         broke_cell = [_listing(broke)] if broke else []
         broke_cell += [f"not healed: {x.describe()}" for x in v.not_healed]
         other_cell = _listing(other) + "".join(f"\n[yellow]assumes: {a}[/yellow]" for a in v.assumptions)
+        other_cell += "".join(f"\n[yellow]not judged ({n.extent}): {n.unjudged}, {n.client}: {n.why}[/yellow]"
+                              for n in v.not_judged)
         t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", other_cell)
     return t
 

@@ -11,8 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-# The loggers the clients are created with (Producer/Consumer/AdminClient(logger=...), KazooClient(logger=...)).
-CLIENT_LOGGERS = ("kchaos.workload", "kchaos.transactions", "kchaos.cluster", "kchaos.java")
+from harness.clients.registry import LIBRARIES
+
+# The loggers the clients are created with (Producer/Consumer/AdminClient(logger=...), KazooClient(logger=...)),
+# and each client library's whose clients run in processes of their own (``kchaos.LIBRARY``: their stderr).
+CLIENT_LOGGERS = ("kchaos.workload", "kchaos.transactions", "kchaos.cluster",
+                  *(f"kchaos.{name}" for name in LIBRARIES if name != "librdkafka"))
 CLIENTS_LOG = "clients.log"
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 from harness import history
 from harness.clients import (
     DEFAULT_CLIENT,
+    LIBRARIES,
     ClientDriver,
     ConsumerClient,
     CopierClient,
@@ -157,7 +158,8 @@ class Recording:
     def client_of(self, table) -> dict:
         """run.json's account of a table's client library: its name and version."""
         d = self.driver_of(table)
-        return {"name": d.name, "version": d.version}
+        cannot = LIBRARIES[d.name].cannot_tell
+        return {"name": d.name, "version": d.version, **({"cannot_tell": list(cannot)} if cannot else {})}
 
     def handles(self) -> dict:
         """What a nemesis needs of this workload: its clients and members by name (client faults and

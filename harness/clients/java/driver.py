@@ -15,9 +15,10 @@ from pathlib import Path
 
 from harness.clients import CopierClient, ProducerClient
 from harness.clients.groups import Group
-from harness.clients.java.process import JavaProcess, classify, java_command
+from harness.clients.java.process import JavaProcess, java_command
 from harness.clients.java.share_groups import ShareGroup
 from harness.clients.java.transactions import JavaCopier, JavaTransactionalProducer
+from harness.clients.java_errors import classify
 from harness.clients.process import ConsumerProcess, ProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec

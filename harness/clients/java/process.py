@@ -3,7 +3,7 @@
 the history in a file, the library's log on stderr (written to the run's ``logs/clients.log``
 through the ``kchaos.java`` logger). Every Java client (driver.py, transactions.py) is a
 ``JavaProcess``, the process protocol's ``ClientProcess`` (clients/process.py) started as a JVM;
-``classify`` reads a send's outcome from its callback's exception.
+``classify`` (java_errors.py) reads a send's outcome from its callback's exception.
 """
 
 from __future__ import annotations
@@ -15,16 +15,6 @@ from pathlib import Path
 from harness.clients.java import build as java_driver
 from harness.clients.process import ClientProcess, DriverProcessError
 from harness.cluster.clocks import offset_text
-
-# Exceptions after which the record was definitely not written (the others, timeouts and
-# disconnections among them, leave it unknown: "info"). TransactionAbortedException fails the batches an
-# abort found still in the accumulator, never sent (in-flight ones complete), as librdkafka's _PURGE_QUEUE.
-DEFINITELY_NOT_WRITTEN = {"RecordTooLargeException", "RecordBatchTooLargeException", "InvalidRecordException",
-                          "TopicAuthorizationException", "SerializationException", "InvalidTopicException",
-                          "TransactionAbortedException"}
-# Definite only when nothing was retried (workload.REFUSED_BEFORE_APPEND says why).
-REFUSED_BEFORE_APPEND = {"NotEnoughReplicasException", "InvalidTimestampException"}
-
 
 # libfaketime (Debian's faketime package), thread-safe build, as the brokers' JVMs load it
 # (docker/kafka/kchaos-entrypoint.sh, harness/cluster/clocks.py says why each setting).
@@ -39,16 +29,6 @@ def faketime_env(clock_file: Path) -> dict[str, str]:
     clock_file.write_text(offset_text(0) + "\n")
     return {"LD_PRELOAD": libs[0], "FAKETIME_TIMESTAMP_FILE": str(clock_file), "FAKETIME_CACHE_DURATION": "0",
             "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
-
-
-def classify(error: str | None, retries: int) -> str:
-    """A send's status from its callback's exception (``Class: message``), as workload.classify does for librdkafka."""
-    if error is None:
-        return "ok"
-    cls = error.split(":", 1)[0]
-    if cls in DEFINITELY_NOT_WRITTEN or (cls in REFUSED_BEFORE_APPEND and retries == 0):
-        return "fail"
-    return "info"
 
 
 class JavaProcess(ClientProcess):

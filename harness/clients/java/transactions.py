@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 
 from harness.clients.java.config import split_config
-from harness.clients.java.process import JavaProcess, classify
+from harness.clients.java.process import JavaProcess
+from harness.clients.java_errors import classify
 from harness.clients.process import TxnProcess, TxnProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
 from harness.scenario import CopierSpec, ProducerSpec
