@@ -5,12 +5,15 @@ allowed; a group whose library reports no commit of its own takes them from the 
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from harness import clients
 from harness.clients import registry
 from harness.clients.franz_go import build as franz_build
-from harness.clients.go_program import classify
+from harness.clients.go_program import PROTOCOL_SRC, classify
 from harness.clients.kafka_go import build as kafka_go_build
 from harness.clients.sarama import build as sarama_build
 from harness.run import coordinator_log
@@ -90,3 +93,11 @@ def test_a_groups_live_commits_can_come_from_the_coordinators_record():
     rows = coordinator_log.live_offsets(coordinator_log.parse(text), "g")
     assert rows == [{"group": "g", "topic": "t", "partition": 0, "offset": 40, "ts_ms": 1001, "phase": "live"},
                     {"group": "g", "topic": "t", "partition": 0, "offset": 30, "ts_ms": 1004, "phase": "live"}]
+
+
+def test_the_shared_go_protocol_packages_own_tests_pass():
+    """goprotocol's Go tests (member_test.go: an empty assignment is written as [], which a group's
+    assignments read as a set; null broke the harness on a group with more members than partitions)."""
+    proc = subprocess.run(["go", "test", "./..."], cwd=PROTOCOL_SRC, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GOFLAGS": "-mod=mod"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr

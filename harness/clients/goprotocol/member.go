@@ -43,9 +43,10 @@ func (m *MemberOut) Close() error { return m.out.Close() }
 // Started says the member's process is up.
 func (m *MemberOut) Started() { m.Line(map[string]any{"t": "started", "ts_ms": NowMs()}) }
 
-// Rebalance writes an assign, revoke or lost line.
+// Rebalance writes an assign, revoke or lost line; an empty assignment (a member beyond the
+// partitions' count) is an empty list, never null.
 func (m *MemberOut) Rebalance(kind string, partitions []int32, generation int64) {
-	ps := append([]int32(nil), partitions...)
+	ps := append(make([]int32, 0, len(partitions)), partitions...)
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 	m.Line(map[string]any{"t": "rebalance", "kind": kind, "partitions": ps, "generation": generation, "ts_ms": NowMs()})
 }
