@@ -222,9 +222,9 @@ class GoProducer(ProducerProcess, GoProcess):
     classify = staticmethod(classify)
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, version: str):
+                 stop: threading.Event, version: str, bare: bool = False):
         super().__init__(name, spec, cluster, topic, partitions, stop, version,
-                         self.go.producer_properties(cluster, name, spec))
+                         self.go.producer_properties(cluster, name, spec), bare=bare)
 
 
 class GoTxnProcess(TxnProcess, GoProcess):
@@ -305,6 +305,12 @@ class GoDriver:
             return self._classes[GoTransactionalProducer](name, spec, cluster, topic, partitions, stop, seed,
                                                           self.lib_version)
         return self._classes[GoProducer](name, spec, cluster, topic, partitions, stop, self.lib_version)
+
+    def bare_producer(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                      stop: threading.Event) -> ProducerClient:
+        """The same program as a plain producer that records nothing: the library driven flat out with
+        the same settings, the throughput a recording producer is measured against (benchmarks/producer.py)."""
+        return self._classes[GoProducer](name, spec, cluster, topic, partitions, stop, self.lib_version, bare=True)
 
     def consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, isolation: str) -> GoConsumer:

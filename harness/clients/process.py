@@ -254,9 +254,12 @@ class ProducerProcess(ProducerCounts, ClientProcess):
         raise NotImplementedError
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, version: str, properties: dict):
+                 stop: threading.Event, version: str, properties: dict, bare: bool = False):
+        """``bare``: the program counts its promises and records no send (a Go program's throughput
+        reference in benchmarks/producer.py; its history is then empty)."""
         super().__init__(name, cluster, version, stop, properties, skewable_clock=spec.clock_skewed(name),
-                         topic=topic, partitions=partitions, rate=spec.rate, quiet=spec.quiet)
+                         topic=topic, partitions=partitions, rate=spec.rate, quiet=spec.quiet,
+                         **({"bare": True} if bare else {}))
         self.pname, self.spec, self.topic = name, spec, topic
         self.sending_s = 0.0
         self._steps: list[threading.Event] = []
