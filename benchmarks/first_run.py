@@ -3,9 +3,9 @@
     python benchmarks/first_run.py --wipe [--checkout DIR] [--out DIR]
 
 ``--wipe`` (required: it deletes) removes what kchaos's set-up builds or downloads on a fresh
-machine: every ``kchaos/*`` image, the Java drivers and the Spark start-up cache (under
-``~/.cache/kchaos``), Maven's local repository and Go's module and build caches; the warm Spark
-server is stopped. What stays is what a fresh machine's first command would install from package
+machine: every ``kchaos/*`` image, the Java and Go drivers, Kafka's verifiable clients' jars and the
+Spark start-up cache (under ``~/.cache/kchaos``), Maven's local repository and Go's module and build
+caches; the warm Spark server is stopped. What stays is what a fresh machine's first command would install from package
 registries without kchaos doing anything special (the Debian and Python packages, the Docker
 engine): their install time is the registries', the same before and after any change here.
 
@@ -29,7 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = Path.home()
-WIPED = [HOME / ".m2" / "repository", HOME / ".cache" / "kchaos" / "java-driver"]
+WIPED = [HOME / ".m2" / "repository",
+         *(HOME / ".cache" / "kchaos" / d for d in ("java-driver", "go-driver", "verifiable"))]
 
 
 def wipe(checkout: Path) -> None:

@@ -2,7 +2,7 @@
 machine has none), `CI=true bash .ci/run`; prints the wall time, each test file's seconds (summed
 over both workers), how busy the two cores were, and which kinds of process used the CPU.
 
-    python benchmarks/suite.py [--keep-warm-spark] [--clone-dir DIR]
+    python benchmarks/suite.py [--keep-warm-spark] [--clone-dir DIR] [--wipe]
 
 The figures say where the suite's time goes: when the cores are busy throughout, only less work
 (fewer JVM starts, fewer cluster boots, shorter checks) makes it faster, not more workers.
@@ -84,7 +84,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep-warm-spark", action="store_true", help="leave a running warm Spark server up")
     ap.add_argument("--clone-dir", type=Path, help="where to clone (default: a new temporary folder)")
+    ap.add_argument("--wipe", action="store_true", help="first remove what set-up and the tests build (every "
+                    "kchaos image, the client drivers, Maven's and Go's caches: first_run.py's wipe), as on CI's "
+                    "fresh machine")
     a = ap.parse_args()
+    if a.wipe:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from first_run import wipe
+
+        wipe(ROOT)
     clone = a.clone_dir or Path(tempfile.mkdtemp(prefix="kchaos-suite-"))
     shutil.rmtree(clone, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
