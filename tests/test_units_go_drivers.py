@@ -52,8 +52,11 @@ def test_what_the_harness_sets_and_what_the_driver_lacks_are_refused(library):
     assert clients.refusal(library, ProducerSpec(config={"acks": "1"}), "3.9.1").startswith(
         "config.acks: use the producer's acks")
     assert clients.refusal(library, ProducerSpec(transactional=True), "3.9.1") is None or library == "kafka-go"
-    assert clients.refusal(library, GroupSpec(name="g", protocol="consumer"), "3.9.1").startswith(
-        f"protocol: the {library} driver runs no consumer groups (allowed: classic)")
+    if library == "franz-go":  # KIP-848 through kgo.ServerSideBalancer
+        assert clients.refusal(library, GroupSpec(name="g", protocol="consumer"), "4.4.0") is None
+    else:
+        assert clients.refusal(library, GroupSpec(name="g", protocol="consumer"), "3.9.1").startswith(
+            f"protocol: the {library} driver runs no consumer groups (allowed: classic)")
 
 
 @pytest.mark.parametrize("library", ["sarama", "kafka-go"])

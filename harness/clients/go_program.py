@@ -272,14 +272,18 @@ def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: di
 
 
 def member_properties(g: GroupSpec, base: dict) -> dict[str, str]:
-    """A group member's properties under Kafka's names, which each program maps to its library's options."""
+    """A group member's properties under Kafka's names, which each program maps to its library's options.
+    A consumer-protocol (KIP-848) member names the protocol; the broker assigns and keeps the session,
+    and the client's balancer is range (franz-go joins a KIP-848 group only with range or sticky)."""
+    group = {"partition.assignment.strategy": g.assignor, "session.timeout.ms": g.session_timeout_ms,
+             "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6)}
+    if g.protocol == "consumer":
+        group = {"group.protocol": "consumer", "partition.assignment.strategy": "range"}
     return as_properties({
         "bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
         "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
         "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
-        "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, "partition.assignment.strategy": g.assignor,
-        "session.timeout.ms": g.session_timeout_ms, "heartbeat.interval.ms": max(200, g.session_timeout_ms // 6),
-        **g.config})
+        "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, **group, **g.config})
 
 
 def copier_consumer_properties(spec: CopierSpec) -> dict[str, str]:

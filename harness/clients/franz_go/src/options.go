@@ -87,7 +87,9 @@ var options = map[string]option{
 	"max.poll.interval.ms":    millis(kgo.RebalanceTimeout),
 	"partition.assignment.strategy": choice(map[string]kgo.Opt{"range": kgo.Balancers(kgo.RangeBalancer()),
 		"roundrobin": kgo.Balancers(kgo.RoundRobinBalancer()), "cooperative-sticky": kgo.Balancers(kgo.CooperativeStickyBalancer())}),
-	"group.protocol": choice(map[string]kgo.Opt{"classic": nil}),
+	// consumer: KIP-848, the broker's coordinator assigns (kgo.ServerSideBalancer; franz-go needs the
+	// range or sticky balancer for it, which the harness gives such a member)
+	"group.protocol": choice(map[string]kgo.Opt{"classic": nil, "consumer": kgo.ServerSideBalancer()}),
 }
 
 // clientOptions turns a client's properties into franz-go options, or says which property and why not.
