@@ -56,3 +56,15 @@ def test_what_a_verdict_assumes_is_on_the_terminal():
     v.assumptions = ["kafka-dump-log failed on kafka-1: the run lacks the coordinator's log (exit 1)"]
     text = "\n".join(render(runs_table([v])))
     assert "assumes: kafka-dump-log failed on kafka-1" in text and "duplicate 3" in text
+
+
+def test_what_a_run_could_not_judge_is_on_the_terminal():
+    """A client that does not report something (Kafka's verifiable consumer: no high watermark) leaves
+    a class judged in part: the terminal says so beside the counts, not a bare zero."""
+    from harness.checker.verdict import NotJudged
+
+    v = verdict("r1", [], {})
+    v.not_judged = [NotJudged(client="verifiable kafka-tools 4.4.0", capability="poll_hw", unjudged="uncommitted_read",
+                              extent="part", why="reads at or above the high watermark the poll saw are not looked for")]
+    text = " ".join(" ".join(render(runs_table([v]))).split())
+    assert "not judged (part): uncommitted_read, verifiable kafka-tools 4.4.0" in text

@@ -70,15 +70,38 @@ def value_prefix(name: str) -> int:
 
 
 class ToolProcess:
-    """One verifiable tool's process: its stdout read as events as they come, other stdout lines and
-    its stderr into the run's client log (``kchaos.verifiable NAME ...``)."""
+    """One verifiable tool's process, started by ``start`` and stopped when ``stop`` is set: its stdout
+    read as events as they come, other stdout lines and its stderr into the run's client log
+    (``kchaos.verifiable NAME ...``); a failure of its own fails the run with its name."""
 
-    def __init__(self, name: str, argv: list[str]):
+    def __init__(self, name: str, argv: list[str], stop: threading.Event | None = None, stop_s: float = STOP_S):
         self.cname, self.argv = name, argv
+        self.stop_event, self.stop_s = stop or threading.Event(), stop_s
+        self.failure: BaseException | None = None
         self.events: list[dict] = []
         self.proc: subprocess.Popen | None = None
         self._tail: list[str] = []
         self._threads: list[threading.Thread] = []
+        self._waiter = threading.Thread(target=self._run, name=f"{LIBRARY}-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._waiter.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._waiter.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self.launch()
+            self.stop_event.wait()
+            if why := self.failed(self.terminate(self.stop_s)):
+                self.failure = RuntimeError(why)
+            self.finished()
+        except BaseException as e:  # a tool that cannot be started fails the run with its name
+            self.failure = e
+
+    def finished(self) -> None:
+        """What it recorded, read once the process has ended."""
 
     def launch(self) -> None:
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -142,9 +165,8 @@ class VerifiableProducer(ToolProcess):
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, version: str):
-        self.pname, self.spec, self.topic, self.partitions, self.stop_event = name, spec, topic, partitions, stop
+        self.pname, self.spec, self.topic, self.partitions = name, spec, topic, partitions
         self.prefix = value_prefix(name)
-        self.failure: BaseException | None = None
         self._dir = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         props = {"bootstrap.servers": bootstrap(cluster, name), "client.id": name,
                  "enable.idempotence": spec.idempotence, "retries": spec.retries,
@@ -156,9 +178,8 @@ class VerifiableProducer(ToolProcess):
                 "--bootstrap-server", props["bootstrap.servers"], "--acks", ACKS[spec.acks],
                 "--throughput", str(int(spec.rate)), "--value-prefix", str(self.prefix),
                 "--repeating-keys", str(REPEATING_KEYS), "--producer.config", str(properties_file(self._dir, props))]
-        super().__init__(name, argv)
+        super().__init__(name, argv, stop, spec.delivery_timeout_ms / 1000 + STOP_S)
         self._acked = 0
-        self._waiter = threading.Thread(target=self._run, name=f"{LIBRARY}-producer-{name}", daemon=True)
 
     @property
     def sent(self) -> int:
@@ -172,21 +193,6 @@ class VerifiableProducer(ToolProcess):
 
     def ready(self, timeout_s: float) -> None:
         """Nothing to wait for: the tool sends as soon as its process is up, so it starts at ``start``."""
-
-    def start(self) -> None:
-        self._waiter.start()
-
-    def _run(self) -> None:
-        try:
-            self.launch()
-            self.stop_event.wait()
-            if why := self.failed(self.terminate(self.spec.delivery_timeout_ms / 1000 + STOP_S)):
-                self.failure = RuntimeError(why)
-        except BaseException as e:  # a tool that cannot be started fails the run with its name
-            self.failure = e
-
-    def join(self, timeout: float | None = None) -> None:
-        self._waiter.join(timeout)
 
     def columns(self) -> dict[str, list]:
         from harness.clients.java_errors import classify
@@ -227,33 +233,18 @@ class VerifiableConsumer(ToolProcess):
 
     def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, isolation: str, version: str):
-        self.topic, self.isolation, self.stop_event = topic, isolation, stop
-        self.failure: BaseException | None = None
+        self.topic, self.isolation = topic, isolation
         self.rows: list[dict] = []
         self._dir = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         servers = bootstrap(cluster, "")
         props = {"isolation.level": isolation, "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, **spec.config}
         argv = [*command(version, "consumer", spec.config),
                 *consumer_args(topic, f"kchaos-reader-{topic}-{name}", servers, properties_file(self._dir, props))]
-        super().__init__(name, argv)
-        self._waiter = threading.Thread(target=self._run, name=f"{LIBRARY}-consumer-{name}", daemon=True)
+        super().__init__(name, argv, stop)
 
-    def start(self) -> None:
-        self._waiter.start()
-
-    def _run(self) -> None:
-        try:
-            self.launch()
-            self.stop_event.wait()
-            if why := self.failed(self.terminate()):
-                self.failure = RuntimeError(why)
-            lines = events.member_lines(self.events, self.cname, None, self.isolation)
-            self.rows = [{k: v for k, v in r.items() if k != "t"} for r in lines if r["t"] == "read"]
-        except BaseException as e:
-            self.failure = e
-
-    def join(self, timeout: float | None = None) -> None:
-        self._waiter.join(timeout)
+    def finished(self) -> None:
+        lines = events.member_lines(self.events, self.cname, None, self.isolation)
+        self.rows = [{k: v for k, v in r.items() if k != "t"} for r in lines if r["t"] == "read"]
 
 
 class VerifiableMember(Member):
