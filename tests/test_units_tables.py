@@ -64,7 +64,8 @@ def test_what_a_run_could_not_judge_is_on_the_terminal():
     from harness.checker.verdict import NotJudged
 
     v = verdict("r1", [], {})
-    v.not_judged = [NotJudged(client="verifiable kafka-tools 4.4.0", capability="poll_hw", unjudged="uncommitted_read",
-                              extent="part", why="reads at or above the high watermark the poll saw are not looked for")]
+    v.not_judged = [NotJudged(client="verifiable kafka-tools 4.4.0", capability="poll_hw",
+                              unjudged="uncommitted_read", extent="part",
+                              why="reads at or above the high watermark the poll saw are not looked for")]
     text = " ".join(" ".join(render(runs_table([v]))).split())
     assert "not judged (part): uncommitted_read, verifiable kafka-tools 4.4.0" in text
