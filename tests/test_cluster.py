@@ -356,3 +356,51 @@ def test_segment_reader_reads_what_dump_log_segments_reads(healed):
         assert len(ours) == 140
         assert sorted(ours, key=lambda r: (r["partition"], r["offset"])) == \
             sorted(kafkas, key=lambda r: (r["partition"], r["offset"]))
+
+
+def test_elections_by_hand_move_the_leader_as_kafka_documents(healed, tmp_path):
+    """An operator's elections through the Admin API, as faults: a preferred election gives the
+    partition back to the first replica of its assignment once it is in the ISR again; an unclean
+    one, with the only ISR member dead, makes a live replica outside the ISR the leader (and is
+    refused while an ISR member can lead)."""
+    c = healed
+    first, second, third = c.settings.broker_ids
+    topic = unique_topic("elect-pref")
+    c.create_topic(topic, replica_assignment=[[first, second, third]])
+    c.wait_full_isr(topic)
+    c.kill(first)
+    c.wait_for(lambda st: st.partition(topic, 0).leader not in (first, -1), 30, "no new leader")
+    c.start_broker(first)
+    c.wait_full_isr(topic, timeout_s=60)
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, topic, events)
+    moved = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_preferred", target="leader", partition=0))
+    nem.heal(moved)
+    assert moved.detail["answer"] == "ok" and moved.detail["leader_before"] != first, moved.detail
+    assert moved.detail["leader_after"] == first == c.describe(topic).partition(topic, 0).leader
+    again = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_preferred", target="leader", partition=0))
+    assert again.detail["answer"] == "ELECTION_NOT_NEEDED", "the preferred replica leads already"
+    nem.heal(again)
+
+    unclean = unique_topic("elect-unclean")
+    c.create_topic(unclean, replica_assignment=[[first, second, third]], config={"min.insync.replicas": "1"})
+    c.wait_full_isr(unclean)
+    nem = Nemesis(c, unclean, events)
+    refused = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_unclean", target="leader", partition=0))
+    assert refused.detail["answer"] == "ELECTION_NOT_NEEDED" and refused.detail["leader_after"] == first
+    nem.heal(refused)
+    cuts = [nem.apply(PlannedFault(at_s=0, duration_s=0, kind="cut_fetch", target="followers", partition=0))]
+    c.wait_for(lambda st: st.partition(unclean, 0).isr == [first], LAG_S * 4 + 30, "the followers leave the ISR")
+    c.kill(first)
+    c.wait_for(lambda st: st.partition(unclean, 0).leader == -1, 30, "no leader once the ISR is dead")
+    for a in cuts:
+        nem.heal(a)
+    elected = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_unclean", target=f"broker:{second}", partition=0))
+    nem.heal(elected)
+    events.close()
+    assert elected.detail["answer"] == "ok" and elected.detail["leader_after"] in (second, third), elected.detail
+    c.start_broker(first)
+    c.wait_full_isr(unclean, timeout_s=60)
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["election"] for e in lines if e["type"] == "fault" and e["kind"].startswith("elect_")] == \
+        ["preferred", "preferred", "unclean", "unclean"], "each election's account is in its events"

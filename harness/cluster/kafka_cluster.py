@@ -33,6 +33,7 @@ from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, LOG_DIRS_ENV,
 from harness.cluster.errors import ClusterError
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
+from harness.cluster.operations import Operations
 from harness.cluster.quorum_changes import QuorumChanges
 from harness.cluster.settings import (
     PROXY_CLIENT_BASE,
@@ -68,7 +69,7 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
 LOG_LEVELS_ENV = "KCHAOS_LOG_LEVELS"  # read by docker/kafka/kchaos-entrypoint.sh
 
 
-class KafkaCluster(StateReads, Topics, NodeFaults, ClockFaults, DiskFaults, LinkFaults, QuorumChanges,
+class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, DiskFaults, LinkFaults, QuorumChanges,
                    Upgrades):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
 

@@ -38,6 +38,8 @@ def family(kind: FaultKind) -> str:
     """The FAMILIES key of a kind: what it acts on, from its fields."""
     if kind.on_clients:
         return "client"
+    if kind.operation:
+        return "operation"
     if kind.quorum_change:
         return "quorum"
     if kind.lasting:
@@ -53,6 +55,8 @@ def aimed_at(kind: FaultKind) -> str:
     """What a kind may be aimed at, in a few words."""
     if kind.on_clients:
         return "; ".join(CLIENT_ROLE_HELP[r] for r in CLIENT_ROLES if r in kind.clients)
+    if kind.operation:
+        return "a partition"
     if kind.quorum_change:
         return "KRaft controllers"
     if kind.lasting:

@@ -208,6 +208,7 @@ class Applied:
     detail: dict = field(default_factory=dict)
     tag: str = ""  # names this fault's toxics apart from an overlapping fault's on the same link
     member: object | None = None  # the group member a member fault acts on (groups.Member)
+    topic: str = ""  # the run's topic, whose ``fault.partition`` an admin operation acts on
     background: threading.Thread | None = None  # work the fault goes on with while the schedule runs (a roll)
 
 
@@ -277,6 +278,7 @@ class FaultKind:
     changes: str = ""
     log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
     adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
+    operation: bool = False  # an operator's action through the Admin API on the fault's partition, not a failure
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -438,6 +440,16 @@ def _feature_upgrade(c: KafkaCluster, a: Applied, b: int) -> None:
     a.detail["feature_change"] = c.upgrade_feature(a.fault.feature, a.fault.level)
 
 
+# ---------------------------------------------------------------- admin operations
+
+def _elect(election: str) -> Action:
+    """A leader election by hand of the fault's partition (once, whatever broker the target names)."""
+    def act(c: KafkaCluster, a: Applied, b: int) -> None:
+        if "election" not in a.detail:
+            a.detail.update(c.elect_leader(a.topic, a.fault.partition, election))
+    return act
+
+
 # ---------------------------------------------------------------- clocks
 
 def _skew(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -571,6 +583,22 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               takes=("to",), requires=(("to", "rolling_upgrade needs the version to move to (allowed: "
                                            f"{', '.join(KAFKA_VERSIONS)})"),),
               not_drawn="names a version or a feature level only its user can choose", changes="version"),
+    FaultKind("elect_preferred", "a preferred leader election of the fault's partition through the Admin API "
+              "(kafka-leader-election --election-type PREFERRED): leadership goes back to the first replica of the "
+              "assignment if it is in the ISR; nothing to heal", "#3182bd", _elect("preferred"), operation=True,
+              on_nodes=False, summary="the partition's leadership moved back to its preferred replica by hand",
+              details="The controller's answer (`ELECTION_NOT_NEEDED` when the preferred replica leads already) "
+                      "and the leader before and after are in the fault's events.",
+              effects=frozenset({TAKES_THE_LEADER})),
+    FaultKind("elect_unclean", "an unclean leader election of the fault's partition through the Admin API "
+              "(kafka-leader-election --election-type UNCLEAN): with no live ISR member, a live replica outside "
+              "the ISR is made leader; nothing to heal", "#756bb1", _elect("unclean"), operation=True,
+              on_nodes=False, summary="an out-of-sync replica made the partition's leader by hand",
+              details="Kafka elects only when no ISR member can lead (`ELIGIBLE_LEADERS_NOT_AVAILABLE` "
+                      "otherwise); what only the ISR held is then lost, which Kafka documents for an unclean "
+                      "election, so the promise table excuses lost and diverging data in a run with it.",
+              excuse="an unclean election by hand makes a replica outside the ISR the leader: what only the ISR "
+                     "held is lost"),
     FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
               "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True,
               summary="a feature raised to `level` by kafka-features", details="`feature` is required.",
@@ -682,6 +710,9 @@ FAMILIES = {
                 "on. The report's Upgrades table has each step."),
     "client": ("A client", "Aimed at `client:NAME`, and only at the clients its row names; the other clients are "
                "untouched."),
+    "operation": ("An operator's action", "What an operator does through Kafka's Admin API while the cluster serves, "
+                  "on the fault's partition (`partition`, whatever broker the target names); judged against what "
+                  "Kafka documents for it."),
 }
 CLIENT_FAULTS = frozenset(k for k, f in FAULTS.items() if f.on_clients)
 CLIENT_LINK_FAULTS = frozenset(k for k, f in FAULTS.items() if f.client_links)

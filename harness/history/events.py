@@ -97,6 +97,11 @@ class FaultDetail(_Record):
     upgrade: list[UpgradeStep] | None = None  # rolling_upgrade: each node it moved, in order
     upgrade_error: str | None = None  # rolling_upgrade: why the roll stopped before every node was moved
     feature_change: FeatureChange | None = None  # feature_upgrade
+    # an election by hand (elect_preferred, elect_unclean): which, the controller's answer ("ok" or the
+    # error that said there was nothing to do), and the partition's leader after it
+    election: Literal["preferred", "unclean"] | None = None
+    answer: str | None = None
+    leader_after: int | None = None
 
 
 # ------------------------------------------------------------------ the record types

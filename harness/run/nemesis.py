@@ -149,7 +149,7 @@ class Nemesis:
         """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
         brokers = self.resolve(f)
         st = self.c.describe(self.topic, timeout_s=5, quorum=True if f.target.of_quorum else None)
-        a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", detail={
+        a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", topic=self.topic, detail={
             "leader_before": st.partition(self.topic, f.partition).leader, "controller_before": st.controller,
             **({"quorum_before": st.quorum.as_event()} if st.quorum is not None else {}), **(detail or {})})
         kind = FAULTS[f.kind]
