@@ -395,7 +395,8 @@ def test_elections_by_hand_move_the_leader_as_kafka_documents(healed, tmp_path):
     c.wait_for(lambda st: st.partition(unclean, 0).leader == -1, 30, "no leader once the ISR is dead")
     for a in cuts:
         nem.heal(a)
-    elected = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_unclean", target=f"broker:{second}", partition=0))
+    elected = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="elect_unclean", target=f"broker:{second}",
+                                     partition=0))
     nem.heal(elected)
     events.close()
     assert elected.detail["answer"] == "ok" and elected.detail["leader_after"] in (second, third), elected.detail
