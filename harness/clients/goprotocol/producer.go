@@ -16,64 +16,80 @@ import (
 const UnlimitedRate = 1e6
 
 // Send is one record handed to a client and what its promise said: the history's row
-// [seq, partition, send_ts_ms, ack_ts_ms, offset, error], nulls where no promise came.
+// [seq, partition, send_ts_ms, ack_ts_ms, offset, error], nulls where no promise came. It holds no
+// pointer (an error's text is kept beside, by sequence number), so the millions a flat-out producer
+// records are memory the garbage collector never scans.
 type Send struct {
+	seq       int64
 	partition int32
 	sendTs    int64
 	ackTs     int64 // 0: no promise yet
 	offset    int64 // -1: none
-	err       string
 }
 
-// SendLog is a plain producer's history: every send in order, completed by its promise.
+const chunkBits = 16 // sends per chunk: 1<<16
+
+// SendLog is a plain producer's history: every send in order, completed by its promise. Sends are
+// added by one goroutine (the workload's loop) into fixed chunks, so a send's place never moves
+// while a promise may still write to it.
 type SendLog struct {
-	mu    sync.Mutex
-	sends []*Send
-	Sent  atomic.Int64
-	Acked atomic.Int64
-	bare  bool // only counted (Config.Bare)
+	mu     sync.Mutex
+	chunks []*[1 << chunkBits]Send
+	errs   map[int64]string
+	Sent   atomic.Int64
+	Acked  atomic.Int64
+	bare   bool // only counted (Config.Bare)
 }
 
-// Add records a send about to be handed to the client.
+// Add records a send about to be handed to the client (from the workload's one sending goroutine).
 func (l *SendLog) Add(partition int32) *Send {
+	seq := l.Sent.Load()
 	l.Sent.Add(1)
 	if l.bare {
 		return nil
 	}
-	s := &Send{partition: partition, sendTs: NowMs(), offset: -1}
-	l.mu.Lock()
-	l.sends = append(l.sends, s)
-	l.mu.Unlock()
+	if seq>>chunkBits >= int64(len(l.chunks)) {
+		l.mu.Lock()
+		l.chunks = append(l.chunks, new([1 << chunkBits]Send))
+		l.mu.Unlock()
+	}
+	s := &l.chunks[seq>>chunkBits][seq&(1<<chunkBits-1)]
+	*s = Send{seq: seq, partition: partition, sendTs: NowMs(), offset: -1}
 	return s
 }
 
 // Done completes a send with its promise: the offset it was written at, or the error ("" for none).
 func (l *SendLog) Done(s *Send, offset int64, errText string) {
-	if l.bare {
-		if errText == "" {
-			l.Acked.Add(1)
-		}
-		return
-	}
-	l.mu.Lock()
-	s.ackTs = NowMs()
-	if errText == "" {
-		s.offset = offset
-	} else {
-		s.err = errText
-	}
-	l.mu.Unlock()
 	if errText == "" {
 		l.Acked.Add(1)
 	}
+	if l.bare {
+		return
+	}
+	now := NowMs()
+	l.mu.Lock()
+	s.ackTs = now
+	if errText == "" {
+		s.offset = offset
+	} else {
+		if l.errs == nil {
+			l.errs = map[int64]string{}
+		}
+		l.errs[s.seq] = errText
+	}
+	l.mu.Unlock()
 }
 
 // Write writes the history as JSON lines, one row per send.
 func (l *SendLog) Write(path string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return writeLines(path, len(l.sends), func(i int) any {
-		s := l.sends[i]
+	n := int(l.Sent.Load())
+	if l.bare {
+		n = 0
+	}
+	return writeLines(path, n, func(i int) any {
+		s := &l.chunks[i>>chunkBits][i&(1<<chunkBits-1)]
 		row := []any{i, s.partition, s.sendTs, nil, nil, nil}
 		if s.ackTs != 0 {
 			row[3] = s.ackTs
@@ -81,8 +97,8 @@ func (l *SendLog) Write(path string) error {
 		if s.offset >= 0 {
 			row[4] = s.offset
 		}
-		if s.err != "" {
-			row[5] = s.err
+		if e, ok := l.errs[s.seq]; ok {
+			row[5] = e
 		}
 		return row
 	})
