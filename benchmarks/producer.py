@@ -45,16 +45,22 @@ SETTINGS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batc
 
 
 def recording_producer(c: KafkaCluster, topic: str, seconds: float, client: str = DEFAULT_CLIENT,
-                       memory: list[int] | None = None, bare: bool = False) -> tuple[int, float, int]:
+                       memory: list[int] | None = None, bare: bool = False,
+                       start_up: list[float] | None = None) -> tuple[int, float, int]:
     """Records acknowledged, seconds taken, and the payloads' mean length in bytes; a process's peak
-    memory (the Java driver's) is appended to ``memory``. ``bare``: a Go library's program recording
-    nothing (GoDriver.bare_producer), the reference a Go driver is measured against."""
+    memory (the Java driver's) is appended to ``memory``, and the seconds from making the client to
+    its ``ready`` (a process's start-up, its client made and the topic's metadata fetched) to
+    ``start_up``. ``bare``: a Go library's program recording nothing (GoDriver.bare_producer), the
+    reference a Go driver is measured against."""
     spec = bench_spec(client, c.settings.kafka_version)
     stop = threading.Event()
     d = driver(client, c.settings.kafka_version)
     make = d.bare_producer if bare else d.producer
+    t_made = time.monotonic()
     p = make("bench", spec, c, topic, 3, stop) if bare else make("bench", spec, c, topic, 3, stop, seed=1)
     p.ready(120)  # a JVM's start is not the producer's speed (perf-test's figure leaves its own out too)
+    if start_up is not None:
+        start_up.append(time.monotonic() - t_made)
     t0 = time.monotonic()
     p.start()
     time.sleep(seconds)
@@ -132,6 +138,7 @@ def main() -> None:
     ours: list[float] = []
     theirs: list[float] = []
     memory: list[int] = []
+    start_up: list[float] = []
     # A Go library is measured against its own program driven flat out with nothing recorded (the
     # library with the same settings); librdkafka and the Java client against kafka-producer-perf-test.
     go = hasattr(driver(a.client, a.kafka_version), "bare_producer")
@@ -147,7 +154,7 @@ def main() -> None:
         n, _, size = recording_producer(c, "rec", a.warmup, a.client)  # warm-up, discarded
         reference(c, n, size)
         for r in range(a.rounds):
-            n, secs, size = recording_producer(c, "rec", a.seconds, a.client, memory)
+            n, secs, size = recording_producer(c, "rec", a.seconds, a.client, memory, start_up=start_up)
             ours.append(n / secs)
             theirs.append(reference(c, n, size))
             print(f"round {r + 1}: kchaos {ours[-1]:,.0f} records/s ({n:,} in {secs:.1f} s), "
@@ -157,9 +164,14 @@ def main() -> None:
     if memory:
         print(f"its process's peak resident memory: {statistics.median(memory) / 1024:,.0f} MiB "
               f"(median of {len(memory)}, taken just before each round's stop)")
+    print(f"its process's start-up to ready: {statistics.median(start_up):.2f} s (median of {len(start_up)}; "
+          f"{min(start_up):.2f} to {max(start_up):.2f} s)")
     print(f"{ref_name}:  {mt:,.0f} records/s (median of {a.rounds})")
+    spec = bench_spec(a.client, a.kafka_version)
+    settings = ", ".join([*(["idempotent"] if spec.idempotence else ["not idempotent"]),
+                          *(f"{k}={v}" for k, v in spec.config.items())])
     print(f"ratio {mo / mt:.2f} (target >= {0.9 if go or a.client == 'java' else 0.8}); Kafka {a.kafka_version} "
-          f"{a.mode}, acks=all, idempotent, linger.ms=5, batch.size=65536, {size}-byte values on both sides")
+          f"{a.mode}, acks=all, linger.ms=5, {settings}, {size}-byte values on both sides")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,10 @@ func runProducer(path string) error {
 	log, cmds := &gp.SendLog{}, gp.ReadCommands()
 	var mu sync.Mutex
 	waiting := map[string]pending{} // by value: kafka-go's completion gives back the messages
+	// kafka-go's asynchronous Writer queues without bound; a send waits while maxPending records
+	// have no completion yet, as other clients block on a full buffer (buffer.memory), so a producer
+	// driven flat out measures what kafka-go delivers rather than what it queued.
+	inflight := make(chan struct{}, maxPending)
 	w := &kafka.Writer{Addr: kafka.TCP(o.brokers...), Topic: cfg.Topic, Balancer: manual{}, RequiredAcks: o.acks,
 		MaxAttempts: o.maxAttempts, BatchTimeout: max(o.batchTimeout, time.Millisecond), ReadTimeout: o.timeout,
 		WriteTimeout: o.timeout, Compression: o.compression, Transport: o.transport(), Async: true,
@@ -72,9 +76,11 @@ func runProducer(path string) error {
 				if p.done != nil {
 					close(p.done)
 				}
+				<-inflight
 			}
 		}}
 	send := func(seq int64, partition int32, sent chan struct{}) {
+		inflight <- struct{}{}
 		value := gp.Value(cfg.Name, seq)
 		mu.Lock()
 		waiting[value] = pending{log.Add(partition), sent}
@@ -86,6 +92,9 @@ func runProducer(path string) error {
 	// Close flushes what is buffered and waits for every completion.
 	return gp.RunProducer(cfg, cmds, log, send, func() { w.Close() }, o.closeTimeout)
 }
+
+// maxPending bounds the records handed to kafka-go without a completion yet.
+const maxPending = 100000
 
 // pending is what a send waits for: its history row and, for a quiet producer's step, the channel
 // its completion closes.
