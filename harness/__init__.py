@@ -4,8 +4,11 @@ import os
 
 __version__ = "0.1.0"
 
-# The Spark Connect client's gRPC core says at INFO on stderr whenever a process forks while its
-# threads run ("Other threads are currently calling into gRPC, skipping fork() handlers"), as a
-# matrix does for every client process it starts beside a check: not a line for the user's
-# terminal. Set before gRPC is first imported; a user's own setting wins.
+# kchaos forks client processes (group members, Go and Java clients) while the Spark Connect client's
+# gRPC threads run a check beside them. gRPC's fork support (on by default in grpcio) runs its own
+# handlers at every fork; in one matrix a member's child died in them before its program started
+# ("epoll_wait error: Bad file descriptor"), and otherwise they print "skipping fork() handlers" at
+# every fork. The children exec at once and never use gRPC, so the support is turned off, before
+# gRPC is first imported; a user's own setting wins. Errors only on stderr, likewise.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")

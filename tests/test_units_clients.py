@@ -118,3 +118,28 @@ def test_a_java_sends_status_follows_what_its_exception_says_of_the_write():
     assert classify("NotEnoughReplicasException: Messages are rejected", 0) == "fail"
     assert classify("NotEnoughReplicasException: Messages are rejected", 3) == "info"
     assert classify("TimeoutException: Expiring 5 record(s) for t-0", 3) == "info"
+
+
+def test_no_grpc_fork_handler_runs_when_kchaos_forks_a_client():
+    """A kchaos process forks client processes while gRPC's threads (the Spark Connect client) run:
+    with gRPC's fork support on, its handlers ran at every fork (and once killed a member's child
+    before its program started). Importing harness turns it off unless the user set it."""
+    script = (
+        "import harness, grpc, subprocess, threading\n"
+        "ch = grpc.insecure_channel('127.0.0.1:1')\n"
+        "stop = []\n"
+        "def call():\n"
+        "    while not stop:\n"
+        "        try: grpc.channel_ready_future(ch).result(timeout=0.05)\n"
+        "        except Exception: pass\n"
+        "for _ in range(2): threading.Thread(target=call, daemon=True).start()\n"
+        "for _ in range(20): subprocess.run(['true'], preexec_fn=lambda: None)\n"
+        "stop.append(1)\n")
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRPC_")} | {"GRPC_VERBOSITY": "INFO"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert "fork" not in out.stderr, out.stderr[-1000:]
