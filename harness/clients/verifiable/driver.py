@@ -55,9 +55,10 @@ def command(version: str, role: str, config: dict) -> list[str]:
     return [java, f"-Dlog4j.configuration=file:{LOG4J}", f"-Dlog4j2.configurationFile={LOG4J2}", *rest]
 
 
-def properties_file(directory: Path, props: dict) -> Path:
-    """The client's properties as a Java properties file (``--producer.config``, ``--consumer.config``)."""
-    path = directory / "client.properties"
+def properties_file(directory: Path, props: dict, name: str = "client") -> Path:
+    """The client's properties as a Java properties file (``--producer.config``, ``--consumer.config``),
+    ``directory/NAME.properties``."""
+    path = directory / f"{name}.properties"
     lines = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in props.items() if k != COMMAND_KEY]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -258,7 +259,7 @@ class VerifiableMember(Member):
     def start(self) -> None:
         with self._lock:
             self.incarnation += 1
-            props = properties_file_for(self.work, self.consumer, {**self.conf, "client.id": self.consumer})
+            props = properties_file(self.work, {**self.conf, "client.id": self.consumer}, self.consumer)
             argv = [*self.tool, *consumer_args(self.topic, self.spec.name, self.servers, props, self.spec.protocol,
                                                self.spec.assignor, self.spec.session_timeout_ms,
                                                self.spec.commit == "auto")]
@@ -286,13 +287,6 @@ class VerifiableMember(Member):
             return "it printed no startup_complete event: it does not speak Kafka's verifiable-client protocol: " + \
                 (self.work / f"{self.consumer}.log").read_text(errors="replace")[-500:]
         return None
-
-
-def properties_file_for(work: Path, consumer: str, conf: dict) -> Path:
-    path = work / f"{consumer}.properties"
-    path.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n" for k, v in conf.items()
-                            if k != COMMAND_KEY))
-    return path
 
 
 def member_conf(g: GroupSpec, base: dict) -> dict:
