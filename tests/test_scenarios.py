@@ -413,7 +413,7 @@ def test_every_client_takes_a_config_table_of_its_librarys_properties(tmp_path):
         load(write(tmp_path, GOOD + '[copier]\nconfig = { "transactional.id" = "mine" }\n'))
     with pytest.raises(ScenarioError,
                        match=r"client: 'no-such-library' has no driver \(allowed: librdkafka, java, franz-go, "
-                             r"sarama, kafka-go\)"):
+                             r"sarama, kafka-go, verifiable\)"):
         load(write(tmp_path, GOOD), ['client="no-such-library"'])
 
 
@@ -430,7 +430,7 @@ def test_each_client_table_names_its_library_and_version(tmp_path):
     s = load(write(tmp_path, GOOD), ['client="java"', "client_version=2.8.2", "consumers.client=librdkafka"])
     assert s.library(s.producers[0]) == ("java", "2.8.2") and s.library(s.consumers)[0] == "librdkafka"
     with pytest.raises(ScenarioError, match=r"producers\.0\.client: 'no-such-library' has no driver \(allowed: "
-                                            r"librdkafka, java, franz-go, sarama, kafka-go\)"):
+                                            r"librdkafka, java, franz-go, sarama, kafka-go, verifiable\)"):
         load(write(tmp_path, GOOD), ["producers.0.client=no-such-library"])
     with pytest.raises(ScenarioError, match=r"producers\.0\.client_version: kafka-clients '3\.0\.0' has no driver "
                                             r"build \(allowed: "):

@@ -164,5 +164,7 @@ def test_an_executable_that_speaks_another_protocol_fails_its_run_with_its_name(
     assert why is not None and "p (sh)" in why and "no startup_complete" in why and "oops" in why, why
     speaker = ToolProcess("q", ["sh", "-c", 'echo \'{"timestamp": 1, "name": "startup_complete"}\'; exit 3'])
     speaker.launch()
+    assert speaker.proc is not None
+    speaker.proc.wait(10)  # ended on its own before the stop's SIGTERM
     code = speaker.terminate(5)
     assert code == 3 and "exited 3" in speaker.failed(code)
