@@ -276,11 +276,12 @@ class VerifiableMember(Member):
         self.signal(signal.SIGSTOP)
 
     def failure(self) -> str | None:
-        """As every member's, and a process that ended without a ``startup_complete`` event (an
-        executable that speaks another protocol)."""
+        """As every member's, and a process that ended on its own, exit 0, without a
+        ``startup_complete`` event (an executable that speaks another protocol; one killed or stopped
+        by a fault before its start is not one)."""
         if why := super().failure():
             return why
-        if self.proc is None or self.proc.poll() is None:
+        if self.proc is None or self.proc.poll() != 0:
             return None
         found, _ = events.parse((self.work / f"{self.consumer}.events").read_text(errors="replace").splitlines())
         if not any(e["name"] == "startup_complete" for e in found):
