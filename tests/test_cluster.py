@@ -15,6 +15,7 @@ from harness.cluster.toxiproxy import CUT_TOXIC
 from harness.faults import PlannedFault
 from harness.history.events import EventLog
 from harness.run.nemesis import Nemesis
+from harness.run.replicas import replica_log
 from harness.setup import cluster_images
 from harness.versions import version_mode_pairs
 from tests.conftest import DEFAULT_SETTINGS, consume_all, produce, require_docker, unique_topic
@@ -410,3 +411,50 @@ def test_elections_by_hand_move_the_leader_as_kafka_documents(healed, tmp_path):
     lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [e["election"] for e in lines if e["type"] == "fault" and e["kind"].startswith("elect_")] == \
         ["preferred", "preferred", "unclean", "unclean"], "each election's account is in its events"
+
+
+def test_reassignments_and_config_changes_by_hand_do_what_kafka_documents(healed, tmp_path):
+    """An operator's reassignments (kafka-reassign-partitions from this machine) and topic config
+    changes (the Admin API), as faults: a throttled move puts every record on the new replica and
+    takes its throttle off when complete, an add and a remove change the replica set, and a config
+    change holds until its heal, which gives the topic its own value back (what it does to writes is
+    Kafka's own min.insync.replicas, tested above)."""
+    c = healed
+    first, second, third = c.settings.broker_ids
+    topic = unique_topic("reassign")
+    c.create_topic(topic, replica_assignment=[[first, second]])
+    c.wait_full_isr(topic)
+    assert not [e for _, e in produce(c, topic, 300, "all", prefix="before") if e is not None]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, topic, events)
+
+    moved = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="reassign", target=f"broker:{second}", partition=0,
+                                   throttle_kbps=512))
+    moved.background.join()  # the tool runs beside the schedule
+    assert c.topic_config(topic, "leader.replication.throttled.replicas"), "the move runs throttled"
+    nem.heal(moved)
+    assert moved.detail["replicas_before"] == [first, second] and moved.detail["replicas_after"] == [first, third]
+    assert moved.detail["reassignment"] == "complete", moved.detail
+    assert c.describe(topic).partition(topic, 0).replicas == [first, third]
+    assert c.topic_config(topic, "leader.replication.throttled.replicas") is None, "--verify took the throttle off"
+    on_third = {r["value"] for r in replica_log(c, third, topic)}
+    assert {f"before-{i}" for i in range(300)} <= on_third, "the new replica holds every record"
+
+    added = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="reassign", target="leader", change="add"))
+    nem.heal(added)
+    assert added.detail["replicas_after"] == [first, third, second] and added.detail["reassignment"] == "complete"
+    removed = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="reassign", target=f"broker:{first}",
+                                     change="remove"))
+    nem.heal(removed)
+    assert c.describe(topic).partition(topic, 0).replicas == [third, second], removed.detail
+
+    raised = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="alter_config", target="leader",
+                                    config="min.insync.replicas", value="2"))
+    assert raised.detail["value_before"] is None and c.topic_config(topic, "min.insync.replicas") == "2"
+    nem.heal(raised)
+    events.close()
+    assert c.topic_config(topic, "min.insync.replicas") is None, "the heal gave the topic its default back"
+    assert not [e for _, e in produce(c, topic, 5, "all", prefix="after") if e is not None]
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e.get("change") or e.get("config") for e in lines if e["type"] == "fault"] == \
+        ["move", "add", "remove", "min.insync.replicas"], "each operation's account is in its events"

@@ -4,11 +4,11 @@ class's ``promise`` (harness/checker/anomaly/) reads these."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.clients.registry import canonical
 from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
-from harness.history import ClientLibrary
+from harness.history import ClientLibrary, RunConfig
 
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
 
@@ -99,3 +99,19 @@ class Excuses:
     @property
     def either(self) -> str | None:
         return self.loss or self.part
+
+
+def weakest_during(run: RunConfig, c: Config, topic: str | None = None) -> Config:
+    """A topic's Config with what an operator's config changes (``alter_config``) set during the run folded in:
+    the lowest ``min.insync.replicas`` it had and unclean election if it was ever on. A write is
+    judged by what the topic promised while it was made, and run.json does not say which writes
+    fell in the window, so the run is judged by its weakest setting, as if the topic had it throughout."""
+    for f in run.faults:
+        sets = f.kind in FAULTS and FAULTS[f.kind].sets_topic_config
+        if not sets or f.value is None or (f.topic is not None and f.topic != topic):
+            continue
+        if f.config == "min.insync.replicas" and f.value.isdigit():
+            c = replace(c, min_insync=min(c.min_insync, int(f.value)))
+        elif f.config == "unclean.leader.election.enable" and f.value.strip().lower() == "true":
+            c = replace(c, unclean_election=True)
+    return c

@@ -8,7 +8,7 @@ from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
-from harness.checker.excuses import Config, Promise, client_label
+from harness.checker.excuses import Config, Promise, client_label, weakest_during
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
@@ -69,7 +69,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     topics: dict[str, Config] = {}
     for t in topics_declared:
         cfg = t.config
-        topics[t.name] = Config(
+        topics[t.name] = weakest_during(run, Config(
             acks="all",
             min_insync=int(cfg.get("min.insync.replicas", broker_cfg.get("min.insync.replicas", 1))),
             replication_factor=t.replication_factor if t.replication_factor is not None else 3,
@@ -78,12 +78,13 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
             leader_epochs=epochs,
             eligible_leader_replicas=elr,
             faults=faults,
-        )
+        ), t.name)
     # A topic run.json does not list takes the brokers' settings, as Kafka gives it (Kafka's defaults
     # where broker_config names none).
-    default_topic = Config(min_insync=int(broker_cfg.get("min.insync.replicas", 1)),
-                           unclean_election=_bool(broker_cfg.get("unclean.leader.election.enable", False)),
-                           leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults)
+    default_topic = weakest_during(run, Config(
+        min_insync=int(broker_cfg.get("min.insync.replicas", 1)),
+        unclean_election=_bool(broker_cfg.get("unclean.leader.election.enable", False)),
+        leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults))
     if not topics:
         notes.append(f"run.json names no topics: assumed the brokers' settings (min.insync.replicas="
                      f"{default_topic.min_insync}, unclean "

@@ -88,6 +88,7 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
                                "cluster_images(..., disks=True)")
         self.kafka_image = images.kafka
         self.toxiproxy_image = images.toxiproxy
+        self.tool_libs = images.tool_libs
         self.cluster_id = new_cluster_id()
         self.runs = 0  # runs started on this cluster: more than one when a caller keeps it between runs
         # KIP-853: each controller's log directory id, given to every controller's format

@@ -1,27 +1,55 @@
-"""What an operator does to a running cluster through Kafka's Admin API, as faults do it (the fault
-registry's admin operations): leader elections by hand.
+"""What an operator does to a running cluster, as faults do it (the fault registry's admin
+operations): leader elections by hand and topic configs changed through the Admin API, partition
+reassignments through Kafka's own ``kafka-reassign-partitions`` run from this machine (confluent-kafka
+has no reassignment call; harness/cluster/host_tools.py).
 
-Mixed into KafkaCluster (kafka_cluster.py), whose Admin client it uses."""
+Mixed into KafkaCluster (kafka_cluster.py), whose Admin client, describe and client ports it uses."""
 
 from __future__ import annotations
 
+import json
 import logging
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
 
+from harness.cluster import host_tools
 from harness.cluster.errors import ClusterError
+from harness.cluster.kafka_tools import ToolError
 
 LOG = logging.getLogger("kchaos.cluster")
 
 ELECTIONS = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}
 # Answers that say the election had nothing to do, which an operator's tool reports and moves past.
 NOTHING_TO_DO = {"ELECTION_NOT_NEEDED", "ELIGIBLE_LEADERS_NOT_AVAILABLE", "PREFERRED_LEADER_NOT_AVAILABLE"}
+# The reassignment tool's Admin client: a broker that does not answer fails its call in seconds (the
+# defaults wait a minute, and --verify asks every broker, dead ones too, to clear its throttle).
+TOOL_ADMIN = {"request.timeout.ms": 5000, "default.api.timeout.ms": 10000}
+TOOL_TIMEOUT_S = 40.0  # the tool as a whole: its JVM's start and a few bounded calls
+TOPICS_OWN = ConfigSource.DYNAMIC_TOPIC_CONFIG.value  # a config the topic sets itself, not a default
 RETRIED = {"NOT_CONTROLLER", "REQUEST_TIMED_OUT", "_TIMED_OUT", "_TRANSPORT"}
 
 
 class Operations:
+
+    def _libs(self) -> Path:
+        """The cluster's Kafka jars on this machine, for the tools an operation runs from it."""
+        if self.tool_libs is None:
+            raise ClusterError("this cluster was given no Kafka jars for the operator's tools (ClusterImages.tool_libs:"
+                               " setup.cluster_images gives them)")
+        return self.tool_libs(self.settings.kafka_version)
 
     def elect_leader(self, topic: str, partition: int, election: str, timeout_s: float = 30.0) -> dict:
         """``kafka-leader-election --election-type PREFERRED|UNCLEAN`` for one partition: the leader
@@ -50,3 +78,94 @@ class Operations:
             raise ClusterError(f"{election} leader election of {topic}-{partition}: {answer} ({err})")
         after = self.describe(topic).partition(topic, partition).leader
         return {"election": election, "answer": answer, "leader_before": before, "leader_after": after}
+
+
+    def reassign(self, topic: str, partition: int, change: str, broker: int, to_broker: int | None,
+                 throttle_bps: int | None) -> dict:
+        """``kafka-reassign-partitions --execute`` of one partition (``planned_replicas``), with a
+        replication throttle when ``throttle_bps`` is given; returns once the tool does (it starts
+        the reassignment, it does not wait for it), with the assignment before and asked for and
+        what the tool said."""
+        before = self.describe(topic).partition(topic, partition).replicas
+        after = planned_replicas(before, change, broker, to_broker, self.settings.broker_ids)
+        args = ["--execute", *(["--throttle", str(throttle_bps)] if throttle_bps else [])]
+        said = self._reassign_tool(topic, partition, after, args)
+        LOG.info("reassignment of %s-%d: %s -> %s", topic, partition, before, after)
+        return {"change": change, "replicas_before": before, "replicas_after": after,
+                "answer": said.strip().splitlines()[-1] if said.strip() else ""}
+
+    def finish_reassignment(self, topic: str, partition: int, replicas: list[int], timeout_s: float = 30.0) -> str:
+        """``kafka-reassign-partitions --verify`` until the reassignment to ``replicas`` is complete
+        (which also takes its throttle off), or ``timeout_s``: "complete" or "in progress". A
+        --verify that fails (it asks every broker, dead ones too, to clear its throttle) is said so,
+        with what the metadata says of the reassignment."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                said = self._reassign_tool(topic, partition, replicas, ["--verify"])
+            except ToolError as e:
+                done = self.describe(topic).partition(topic, partition).replicas == replicas
+                last = e.output.strip().splitlines()[-1][:200] if e.output.strip() else ""
+                LOG.warning("reassignment of %s-%d: --verify failed (%s)", topic, partition, last)
+                return f"{'complete' if done else 'in progress'}; --verify failed: {last}"
+            if "is complete" in said and "in progress" not in said:
+                return "complete"
+            if time.monotonic() > deadline:
+                return "in progress"
+            time.sleep(1.0)
+
+    def _reassign_tool(self, topic: str, partition: int, replicas: list[int], args: list[str]) -> str:
+        """Kafka's reassignment tool on one partition's new ``replicas``, its Admin client's waits
+        bounded (TOOL_ADMIN) so that a dead broker it asks costs seconds, not its default minute."""
+        with _tool_files(topic, partition, replicas) as (plan, admin):
+            return host_tools.run(self._libs(), "kafka-reassign-partitions",
+                                  ["--bootstrap-server", self.bootstrap_servers, "--command-config", admin,
+                                   "--reassignment-json-file", plan, *args], timeout_s=TOOL_TIMEOUT_S)
+
+    def topic_config(self, topic: str, name: str) -> str | None:
+        """The topic's own value of ``name``, or None where it takes the broker's (or Kafka's) default."""
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        entries = self.admin.describe_configs([res])[res].result(15)
+        entry = entries.get(name)
+        own = entry is not None and int(getattr(entry.source, "value", entry.source)) == TOPICS_OWN
+        return entry.value if own else None
+
+    def alter_topic_config(self, topic: str, name: str, value: str | None) -> None:
+        """``kafka-configs --alter --add-config name=value`` on the topic (``--delete-config`` for None),
+        incrementally, so its other configs stay."""
+        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+        res = ConfigResource(ResourceType.TOPIC, topic,
+                             incremental_configs=[ConfigEntry(name, value or "", incremental_operation=op)])
+        self.admin.incremental_alter_configs([res])[res].result(15)
+        LOG.info("topic %s: %s %s", topic, name, "deleted" if value is None else f"= {value}")
+
+
+def planned_replicas(replicas: list[int], change: str, broker: int, to_broker: int | None,
+                     brokers: list[int]) -> list[int]:
+    """The assignment a reassignment asks for: ``move`` puts ``to_broker`` where ``broker`` was (same
+    place, so a moved leader's replica stays the preferred one), ``add`` appends ``to_broker``,
+    ``remove`` drops ``broker``. ``to_broker`` None: the lowest broker holding no replica.
+    ClusterError when the change cannot be made of this assignment."""
+    spare = to_broker if to_broker is not None else next((b for b in sorted(brokers) if b not in replicas), None)
+    if change in ("move", "remove") and broker not in replicas:
+        raise ClusterError(f"reassignment ({change}): broker {broker} holds no replica of the partition ({replicas})")
+    if change in ("move", "add") and (spare is None or spare in replicas):
+        raise ClusterError(f"reassignment ({change}): no broker outside the assignment {replicas} to take a replica")
+    if change == "move":
+        return [spare if r == broker else r for r in replicas]
+    if change == "add":
+        return [*replicas, spare]
+    if len(replicas) < 2:
+        raise ClusterError(f"reassignment (remove): {replicas} is the partition's only replica")
+    return [r for r in replicas if r != broker]
+
+
+@contextmanager
+def _tool_files(topic: str, partition: int, replicas: list[int]) -> Iterator[tuple[str, str]]:
+    """The tool's --reassignment-json-file for one partition and its --command-config, removed after."""
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]}
+    with tempfile.TemporaryDirectory(prefix="kchaos-reassign-") as tmp:
+        (Path(tmp) / "plan.json").write_text(json.dumps(plan))
+        (Path(tmp) / "admin.properties").write_text("".join(f"{k}={v}\n" for k, v in TOOL_ADMIN.items()))
+        yield str(Path(tmp) / "plan.json"), str(Path(tmp) / "admin.properties")
+

@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -45,6 +47,9 @@ class ClusterImages:
     kafka: str
     toxiproxy: str
     faultable_disks: bool = False  # the Kafka image has kchaos-diskfs (setup.cluster_images(disks=True))
+    # Where a Kafka version's jars are on this machine, copied out of its image on first use: the
+    # operator's tools an admin operation runs from the machine (host_tools.py); None: no such tools.
+    tool_libs: Callable[[str], Path] | None = None
 
 
 LOGGER_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")

@@ -279,6 +279,12 @@ class FaultKind:
     log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
     adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
     operation: bool = False  # an operator's action through the Admin API on the fault's partition, not a failure
+    # Why a fault of this kind cannot run on a cluster of ``brokers`` whose topic has ``replication_factor``
+    # ("KEY: why (allowed: ...)"), or None: what a scenario's validation asks of the kind.
+    refuses: Callable[[FaultSettings, int, int], str | None] | None = None
+    # Sets the run's topic config ``config`` to ``value`` until the heal: the promise table judges the
+    # topic by the weakest setting it had (harness/checker/judge.py, weakest_during).
+    sets_topic_config: bool = False
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -450,6 +456,74 @@ def _elect(election: str) -> Action:
     return act
 
 
+def _reassign(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The fault's partition reassigned by hand (once: the first broker the target names is the one
+    whose replica moves or goes). The tool runs beside the schedule, as a roll does: it waits on
+    every broker it asks, dead ones too, and no other fault waits for it."""
+    if a.background is not None:
+        return
+    f = a.fault
+
+    def go() -> None:
+        try:
+            a.detail.update(c.reassign(a.topic, f.partition, f.change or "move", b, f.to_broker,
+                                       f.throttle_kbps * 1024 if f.throttle_kbps else None))
+        except Exception as e:  # the tool refused (a broker of the new assignment is down): the account says so
+            a.detail["reassignment"] = f"not started: {str(e)[:300]}"
+
+    a.background = threading.Thread(target=go, name=f"reassign-{a.tag}", daemon=True)
+    a.background.start()
+
+
+def _reassign_refused(f: FaultSettings, brokers: int, rf: int) -> str | None:
+    """A reassignment names a broker that exists, and the cluster has a broker to take a moved or
+    added replica, or a replica to spare for a removed one."""
+    if f.to_broker is not None and f.to_broker > brokers:
+        return f"to_broker: broker {f.to_broker} does not exist (allowed: 1..{brokers})"
+    change = f.change or "move"
+    if change in ("move", "add") and brokers <= rf:
+        return (f"change: a {change} needs a broker outside the partition's replicas, and brokers = {brokers} = "
+                f"topic.replication_factor (allowed: brokers >= {rf + 1}, or change = \"remove\")")
+    if change == "remove" and rf < 2:
+        return "change: remove needs a replica to spare, and topic.replication_factor = 1 (allowed: move, add)"
+    return None
+
+
+def _draw_reassignment(rng: random.Random, bounds: DrawBounds) -> dict:
+    """A move (always possible with a broker to spare, where adds and removes run out), throttled or not."""
+    return {"change": "move", "throttle_kbps": rng.choice([None, 256, 4096])}
+
+
+def _finish_reassignment(c: KafkaCluster, a: Applied, b: int) -> None:
+    if a.background is not None:
+        a.background.join()
+    if "replicas_after" in a.detail and "reassignment" not in a.detail:
+        a.detail["reassignment"] = c.finish_reassignment(a.topic, a.fault.partition, a.detail["replicas_after"])
+
+
+def _alter_config(c: KafkaCluster, a: Applied, b: int) -> None:
+    if "config" not in a.detail:
+        before = c.topic_config(a.topic, a.fault.config)
+        c.alter_topic_config(a.topic, a.fault.config, a.fault.value)
+        a.detail.update(config=a.fault.config, value_before=before, value=a.fault.value)
+
+
+def _restore_config(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The topic's own value back (none: its default again); setting it twice changes nothing."""
+    if "config" in a.detail:
+        c.alter_topic_config(a.topic, a.fault.config, a.detail["value_before"])
+
+
+# What a drawn alter_config does: each a change an operator makes for a reason of the day, and each
+# weakens or shortens what the topic keeps.
+DRAWN_CONFIGS = (("min.insync.replicas", "1"), ("unclean.leader.election.enable", "true"), ("retention.ms", "10000"))
+
+
+def _draw_config(rng: random.Random, bounds: object = None, log_dirs: int = 1) -> dict:
+    config, value = rng.choice(DRAWN_CONFIGS)
+    return {"config": config, "value": value}
+
+
 # ---------------------------------------------------------------- clocks
 
 def _skew(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -599,6 +673,32 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
                       "election, so the promise table excuses lost and diverging data in a run with it.",
               excuse="an unclean election by hand makes a replica outside the ISR the leader: what only the ISR "
                      "held is lost"),
+    FaultKind("reassign", "the fault's partition reassigned through Kafka's kafka-reassign-partitions (--execute, "
+              "with --throttle when throttle_kbps is given): the target's replica moved to to_broker (`change` = "
+              "move), a replica added on to_broker (add) or the target's replica removed (remove); the heal waits "
+              "for it to complete (--verify, which takes the throttle off)", "#9e9ac8", _reassign,
+              _finish_reassignment, operation=True, on_nodes=False,
+              summary="the partition's replicas moved, added or removed by hand",
+              details="`to_broker` defaults to the lowest broker holding no replica of the partition; a move or an "
+                      "add needs one (brokers > replication_factor), a remove a replica to spare. The replicas "
+                      "before and asked for, and whether the reassignment was complete by the heal, are in the "
+                      "fault's events. Kafka promises a reassignment loses nothing: it excuses nothing.",
+              takes=("change", "to_broker", "throttle_kbps"), defaults={"change": "move"}, refuses=_reassign_refused,
+              draw=_draw_reassignment, generate=lambda rng, g, log_dirs: {"change": "move"}),
+    FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
+              "`config` set to `value` until the heal, which gives the topic its own value back",
+              "#bcbddc", _alter_config, _restore_config, operation=True, on_nodes=False, sets_topic_config=True,
+              summary="a topic config (min.insync.replicas, unclean election, retention) changed until the heal",
+              details="`config` and `value` are required. The promise table judges the run by the weakest setting "
+                      "it had: `min.insync.replicas` lowered or unclean election turned on change the run's "
+                      "configuration (its label says which) and what it excuses, as the same setting given from the "
+                      "start would; records retention deleted are reported apart from loss.",
+              takes=("config", "value"),
+              requires=(("config", "alter_config needs the topic config to change (allowed: min.insync.replicas, "
+                                   "unclean.leader.election.enable, retention.ms, retention.bytes)"),
+                        ("value", "alter_config needs the value the config takes until the heal")),
+              draw=_draw_config, generate=lambda rng, g, log_dirs: _draw_config(rng),
+              probe={"config": "min.insync.replicas", "value": "1"}),
     FaultKind("feature_upgrade", "kafka-features upgrade of `feature` to `level` (default: the newest level every "
               "broker supports), by the controllers; nothing to heal", "#74c476", _feature_upgrade, lasting=True,
               summary="a feature raised to `level` by kafka-features", details="`feature` is required.",

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.mechanisms import DISK_OPS
 
 DiskOp = Literal[DISK_OPS]  # type: ignore[valid-type]
+# The topic configs an operator's alter_config changes at run time: what decides a write's durability
+# (min.insync.replicas, unclean election) and how long the log keeps it (retention).
+TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "retention.ms", "retention.bytes")
+TopicConfig = Literal[TOPIC_CONFIGS]  # type: ignore[valid-type]
 
 
 class FaultSettings(BaseModel):
@@ -36,8 +40,25 @@ class FaultSettings(BaseModel):
     offset_s: float | None = Field(None, description="clock_skew, client_clock_skew: how far the node's or the "
                                                      "client's wall clock jumps (seconds, forward or back)")
     op: DiskOp | None = Field(None, description="disk_error: the operation that fails (default write)")
+    change: Literal["move", "add", "remove"] | None = Field(
+        None, description="reassign: the target's replica moved to to_broker, a replica added on to_broker, or the "
+                          "target's replica removed (default move)")
+    to_broker: int | None = Field(None, ge=1, description="reassign: the broker that takes the replica (default: the "
+                                                          "lowest broker holding none)")
+    throttle_kbps: int | None = Field(None, ge=1, description="reassign: the replication throttle while the "
+                                                              "reassignment runs (KB/s; default none)")
+    config: TopicConfig | None = Field(None, description="alter_config: the run's topic config to change")
+    value: str | None = Field(None, description="alter_config: the value it takes until the heal, which gives the "
+                                                "topic its own value back")
     dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
                                                     "default: every one; log_dir_failure: 1)")
+
+    @model_validator(mode="after")
+    def _check_config_value(self) -> FaultSettings:
+        if self.config is not None and self.value is not None and (why := config_value_refused(self.config,
+                                                                                                self.value)):
+            raise ValueError(f"value: {why}")
+        return self
 
     def settings(self) -> dict:
         """Each setting's value, whatever else the model holds (a planned fault's when and where)."""
@@ -50,3 +71,13 @@ class FaultSettings(BaseModel):
 
 # Every setting, in the order the reference and run.json list them.
 SETTINGS: tuple[str, ...] = tuple(FaultSettings.model_fields)
+
+
+def config_value_refused(config: str, value: str) -> str | None:
+    """Why ``value`` is no value of topic config ``config`` as Kafka reads it, or None."""
+    if config == "unclean.leader.election.enable":
+        return None if value in ("true", "false") else f"{value!r} is no value of {config} (allowed: true, false)"
+    least = 1 if config == "min.insync.replicas" else -1
+    if not value.lstrip("-").isdigit() or int(value) < least:
+        return f"{value!r} is no value of {config} (allowed: a whole number from {least})"
+    return None

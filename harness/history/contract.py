@@ -194,6 +194,9 @@ class WorkloadSpan(_Shape):
 
 class FaultConfig(_Shape):
     kind: str
+    topic: str | None = None  # an operator's action: the topic it acted on
+    config: str | None = None  # alter_config: the topic config it changed
+    value: str | None = None  # alter_config: the value it set
 
 
 class RunConfig(_Shape):

@@ -102,6 +102,17 @@ class FaultDetail(_Record):
     election: Literal["preferred", "unclean"] | None = None
     answer: str | None = None
     leader_after: int | None = None
+    # a reassignment by hand (reassign): the change, the partition's replicas before and asked for,
+    # and whether it was complete by the heal ("complete", "in progress")
+    change: Literal["move", "add", "remove"] | None = None
+    replicas_before: list[int] | None = None
+    replicas_after: list[int] | None = None
+    reassignment: str | None = None
+    # a topic config changed by hand (alter_config): which, its own value before (null: the default)
+    # and the value set
+    config: str | None = None
+    value_before: str | None = None
+    value: str | None = None
 
 
 # ------------------------------------------------------------------ the record types

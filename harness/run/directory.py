@@ -21,7 +21,7 @@ from pathlib import Path
 from harness import history
 from harness.cluster import KafkaCluster
 from harness.cluster.features import finalized_features
-from harness.faults import PlannedFault
+from harness.faults import FAULTS, PlannedFault
 from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
 from harness.history.events import EventLog, Fault, ToolFailed
 from harness.run.recording import Recording, RecordingError
@@ -145,7 +145,9 @@ def run_json(run_id: str, cluster: KafkaCluster, s: Scenario, rec: Recording, fa
         "eligible_leader_replicas": settings.elr_enabled,
         "features": feature_levels(cluster),
         **rec.run_info(),
-        "faults": [f.to_dict() for f in faults],
+        # an operator's action names the topic it acted on (the run's), which its promise effect concerns
+        "faults": [{**f.to_dict(), **({"topic": rec.topic.name} if FAULTS[f.kind].operation else {})}
+                   for f in faults],
         "load": load,
         "workload": {"start_ms": rec.start_ms, "end_ms": rec.end_ms, "duration_s": s.duration_s},
         "cluster": cluster.describe_settings(),

@@ -158,6 +158,7 @@ class Scenario(ScenarioTable):
                 raise ValueError(f"{where}: rack {f.target.rack!r} is not in racks (allowed: "
                                  f"{', '.join(sorted(racks)) or 'none: set racks first'})")
             self._check_log_dir(i, f)
+            self._check_fits_cluster(i, f)
             if f.partition >= self.topic.partitions:
                 raise ValueError(f"faults.{i}.partition: {f.partition} does not exist (allowed: 0.."
                                  f"{self.topic.partitions - 1})")
@@ -301,6 +302,12 @@ class Scenario(ScenarioTable):
                              f"log_dirs = 1 (allowed: log_dirs = 2..4; one directory failing is disk_error)")
         if f.dir is not None and f.dir > self.log_dirs:
             raise ValueError(f"faults.{i}.dir: {f.dir} does not exist (allowed: 1..{self.log_dirs})")
+
+    def _check_fits_cluster(self, i: int, f: FaultSpec) -> None:
+        """A kind that needs something of the cluster (a broker to move a replica to) says so itself."""
+        if (refuses := FAULTS[f.kind].refuses) is not None and (why := refuses(f, self.brokers,
+                                                                             self.topic.replication_factor)):
+            raise ValueError(f"faults.{i}.{why}")
 
     @property
     def faults_disks(self) -> bool:

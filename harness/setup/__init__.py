@@ -26,6 +26,9 @@ def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str
     images.ensure(client, [kafka_version, *upgrades], log=log)
     nodes = images.build_upgrade(client, kafka_version, list(upgrades), log) if upgrades \
         else images.kafka_ref(kafka_version).tag
+    from harness.setup.kafka_libs import tool_libs
+
     if disks:
-        return ClusterImages(images.with_diskfs(client, nodes, log), images.toxiproxy_ref().tag, faultable_disks=True)
-    return ClusterImages(nodes, images.toxiproxy_ref().tag)
+        return ClusterImages(images.with_diskfs(client, nodes, log), images.toxiproxy_ref().tag, faultable_disks=True,
+                             tool_libs=tool_libs)
+    return ClusterImages(nodes, images.toxiproxy_ref().tag, tool_libs=tool_libs)

@@ -1,0 +1,129 @@
+"""An operator's actions as faults, the parts that need no cluster: the assignment a reassignment
+asks for, the settings each kind refuses, how a config change weakens what a topic promises, and
+how a tool's class is found in a release's jars."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness import scenario as scenario_mod
+from harness.checker.excuses import Config, Excuses, weakest_during
+from harness.cluster import host_tools
+from harness.cluster.errors import ClusterError
+from harness.cluster.kafka_tools import ToolMissing
+from harness.cluster.operations import planned_replicas
+from harness.history import RunConfig
+from harness.scenario import Scenario
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def with_faults(*faults: dict, **extra) -> Scenario:
+    base = scenario_mod.load(SCENARIOS / "smoke.toml")
+    return Scenario.model_validate({**base.model_dump(mode="json"), "faults": list(faults), "duration_s": 30, **extra})
+
+
+@pytest.mark.parametrize(("change", "broker", "to", "expected"), [
+    ("move", 2, None, [1, 4, 3]),  # the lowest broker with no replica takes the moved one's place
+    ("move", 1, 5, [5, 2, 3]),
+    ("add", 1, None, [1, 2, 3, 4]),
+    ("add", 1, 5, [1, 2, 3, 5]),
+    ("remove", 2, None, [1, 3]),
+])
+def test_a_reassignment_asks_for_the_assignment_its_change_names(change, broker, to, expected):
+    assert planned_replicas([1, 2, 3], change, broker, to, [1, 2, 3, 4, 5]) == expected
+
+
+@pytest.mark.parametrize(("replicas", "change", "broker", "to", "words"), [
+    ([1, 2, 3], "move", 4, None, "broker 4 holds no replica"),
+    ([1, 2, 3], "move", 1, None, "no broker outside the assignment"),  # 3 brokers, all replicas
+    ([1, 2], "add", 1, 2, "no broker outside the assignment"),  # to_broker holds one already
+    ([1], "remove", 1, None, "the partition's only replica"),
+])
+def test_a_reassignment_that_cannot_be_made_says_why(replicas, change, broker, to, words):
+    with pytest.raises(ClusterError, match=words):
+        planned_replicas(replicas, change, broker, to, [1, 2, 3])
+
+
+@pytest.mark.parametrize(("fault", "extra", "refused"), [
+    ({"kind": "reassign", "to_broker": 7}, {"brokers": 4}, "faults.0.to_broker: broker 7 does not exist (allowed: 1..4)"),
+    ({"kind": "reassign"}, {}, "faults.0.change: a move needs a broker outside the partition's replicas, and "
+                               "brokers = 3 = topic.replication_factor (allowed: brokers >= 4"),
+    ({"kind": "reassign", "change": "add"}, {}, "faults.0.change: a add needs a broker outside"),
+    ({"kind": "reassign", "change": "shuffle"}, {}, "change\n  Input should be 'move', 'add' or 'remove'"),
+    ({"kind": "reassign", "config": "retention.ms"}, {"brokers": 4},
+     "config: only alter_config takes config, not reassign"),
+    ({"kind": "alter_config"}, {}, "config: alter_config needs the topic config to change (allowed: "
+                                   "min.insync.replicas, unclean.leader.election.enable, retention.ms"),
+    ({"kind": "alter_config", "config": "min.insync.replicas"}, {}, "value: alter_config needs the value"),
+    ({"kind": "alter_config", "config": "cleanup.policy", "value": "compact"}, {},
+     "config\n  Input should be 'min.insync.replicas', 'unclean.leader.election.enable', 'retention.ms' or "
+     "'retention.bytes'"),
+    ({"kind": "alter_config", "config": "min.insync.replicas", "value": "0"}, {},
+     "value: '0' is no value of min.insync.replicas (allowed: a whole number from 1)"),
+    ({"kind": "alter_config", "config": "unclean.leader.election.enable", "value": "yes"}, {},
+     "value: 'yes' is no value of unclean.leader.election.enable (allowed: true, false)"),
+    ({"kind": "alter_config", "config": "retention.ms", "value": "1000", "to_broker": 2}, {},
+     "to_broker: only reassign takes to_broker, not alter_config"),
+])
+def test_an_operation_a_cluster_or_topic_cannot_take_is_refused_naming_the_key(fault, extra, refused):
+    with pytest.raises(ValidationError, match=re.escape(refused)):
+        with_faults({"at_s": 2, **fault}, **extra)
+
+
+def test_operations_that_fit_are_taken():
+    s = with_faults({"at_s": 2, "kind": "reassign", "target": "follower", "throttle_kbps": 256},
+                    {"at_s": 4, "kind": "reassign", "change": "remove", "target": "leader"},
+                    {"at_s": 6, "kind": "alter_config", "config": "min.insync.replicas", "value": "1"}, brokers=4)
+    assert [f.kind for f in s.faults] == ["reassign", "reassign", "alter_config"]
+    assert with_faults({"at_s": 2, "kind": "reassign", "change": "remove"}).faults[0].change == "remove", \
+        "a remove needs no spare broker"
+
+
+def _run(*faults: dict) -> RunConfig:
+    return RunConfig.model_validate({"faults": list(faults)})
+
+
+SAFE = Config("all", True, 2)
+
+
+def test_a_config_change_judges_the_topic_by_the_weakest_setting_it_had():
+    lowered = weakest_during(_run({"kind": "alter_config", "topic": "t", "config": "min.insync.replicas",
+                                   "value": "1"}), SAFE, "t")
+    assert lowered.min_insync == 1 and "min.insync=1" in lowered.label()
+    assert Excuses.of(lowered).loss and not Excuses.of(SAFE).loss, "min.insync=1 excuses loss, 2 does not"
+    unclean = weakest_during(_run({"kind": "alter_config", "topic": "t", "config": "unclean.leader.election.enable",
+                                   "value": "true"}), SAFE, "t")
+    assert unclean.unclean_election and Excuses.of(unclean).part
+
+
+@pytest.mark.parametrize("fault", [
+    {"kind": "alter_config", "topic": "t", "config": "min.insync.replicas", "value": "3"},  # raised, not lowered
+    {"kind": "alter_config", "topic": "t", "config": "unclean.leader.election.enable", "value": "false"},
+    {"kind": "alter_config", "topic": "t", "config": "retention.ms", "value": "1000"},  # reported apart from loss
+    {"kind": "alter_config", "topic": "other", "config": "min.insync.replicas", "value": "1"},  # another topic's
+    {"kind": "reassign", "topic": "t"},
+])
+def test_a_change_that_weakens_nothing_of_the_topic_changes_no_promise(fault):
+    assert weakest_during(_run(fault), SAFE, "t") == SAFE
+
+
+def _jar(path: Path, *entries: str) -> None:
+    with zipfile.ZipFile(path, "w") as z:
+        for e in entries:
+            z.writestr(e, b"")
+
+
+def test_a_tools_class_is_the_first_its_release_holds(tmp_path):
+    _jar(tmp_path / "kafka-tools-4.4.0.jar", "org/apache/kafka/tools/reassign/ReassignPartitionsCommand.class")
+    _jar(tmp_path / "kafka_2.13-4.4.0.jar", "kafka/admin/ReassignPartitionsCommand.class")
+    _jar(tmp_path / "scala-library.jar", "org/apache/kafka/tools/StorageTool.class")
+    assert host_tools.tool_class(tmp_path, "kafka-reassign-partitions") == \
+        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    with pytest.raises(ToolMissing, match="no class of kafka-storage"):
+        host_tools.tool_class(tmp_path, "kafka-storage")  # only Kafka's own jars are read
