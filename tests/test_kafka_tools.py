@@ -24,7 +24,8 @@ DOCKER = Path(__file__).resolve().parents[1] / "docker"
 # What each tool's usage says, whatever the release: the tool ran, not a JVM that found no class.
 USAGE = {"kafka-dump-log": "--files", "kafka-metadata-quorum": "--bootstrap-server", "kafka-features": "--bootstrap",
          "kafka-transactions": "--bootstrap-server", "kafka-configs": "--bootstrap-server", "kafka-storage": "format",
-         "kafka-reassign-partitions": "--reassignment-json-file"}
+         "kafka-reassign-partitions": "--reassignment-json-file", "kafka-cluster": "unregister",
+         "kafka-consumer-groups": "--reset-offsets"}
 
 
 def the_tools_of(version: str, run: tuple[str, ...] = tuple(TOOLS)) -> dict[str, tuple[str, str]]:

@@ -61,9 +61,16 @@ def durable(v) -> bool:
 
 
 def test_killing_the_active_controller_of_three_elects_another(tmp_path):
+    """And, on the quorum of another controller, an operator retires a follower (decommission: a clean
+    shutdown, then kafka-cluster unregister) and starts it again: it registers anew, and nothing the
+    min.insync replicas acknowledged is lost."""
     v, events, _ = run(tmp_path, "3.9.1", "kraft",
-                       '[[faults]]\nat_s = 2\nduration_s = 6\nkind = "kill"\ntarget = "controller"\n')
-    (fault,) = [e for e in events if e["type"] == "fault"]
+                       '[[faults]]\nat_s = 2\nduration_s = 6\nkind = "kill"\ntarget = "controller"\n'
+                       '[[faults]]\nat_s = 8\nduration_s = 3\nkind = "decommission"\ntarget = "follower"\n')
+    fault, retired = sorted((e for e in events if e["type"] == "fault"), key=lambda e: e["start_ms"])
+    assert retired["kind"] == "decommission" and list(retired["unregistered"]) == [str(retired["brokers"][0])]
+    back = [e for e in events if e["type"] == "state" and e["ts_ms"] > retired["end_ms"]]
+    assert any(retired["brokers"][0] in e.get("brokers", []) for e in back), "the retired broker registered anew"
     assert fault["nodes"][0].startswith("controller-") and fault["brokers"] == [fault["controller_before"]]
     samples = quorum_samples(events)
     assert samples and all(q["voters"] == [101, 102, 103] for q in samples if q["leader"] >= 0)

@@ -51,7 +51,10 @@ def test_a_reassignment_that_cannot_be_made_says_why(replicas, change, broker, t
 
 
 @pytest.mark.parametrize(("fault", "extra", "refused"), [
-    ({"kind": "reassign", "to_broker": 7}, {"brokers": 4}, "faults.0.to_broker: broker 7 does not exist (allowed: 1..4)"),
+    ({"kind": "reassign", "to_broker": 7}, {"brokers": 4},
+     "faults.0.to_broker: broker 7 does not exist (allowed: 1..4)"),
+    ({"kind": "decommission", "target": "follower"}, {},
+     "faults.0.kind: decommission unregisters a broker from the KRaft controllers; in ZooKeeper mode"),
     ({"kind": "reassign"}, {}, "faults.0.change: a move needs a broker outside the partition's replicas, and "
                                "brokers = 3 = topic.replication_factor (allowed: brokers >= 4"),
     ({"kind": "reassign", "change": "add"}, {}, "faults.0.change: a add needs a broker outside"),
@@ -127,3 +130,42 @@ def test_a_tools_class_is_the_first_its_release_holds(tmp_path):
         "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
     with pytest.raises(ToolMissing, match="no class of kafka-storage"):
         host_tools.tool_class(tmp_path, "kafka-storage")  # only Kafka's own jars are read
+
+
+def _fault_event(offsets: str, answer: str, group: str = "g") -> object:
+    from harness.history.events import Fault
+
+    return Fault(name="reset_offsets group_coordinator:g", kind="reset_offsets", target="group_coordinator:g",
+                 partition=0, brokers=[1], nodes=["kafka-1"], tag="f1", links=[], start_ms=1, end_ms=2,
+                 planned_at_s=1, planned_duration_s=0, group=group, offsets=offsets, offsets_reset=answer)
+
+
+def test_only_a_reset_kafka_carried_out_moves_a_groups_offsets():
+    from harness.checker.excuses import offsets_reset_by_hand
+
+    assert offsets_reset_by_hand([_fault_event("earliest", "reset"), _fault_event("latest", "refused: Stable"),
+                                  _fault_event("delete", "reset", group="h")]) == \
+        {"g": frozenset({"earliest"}), "h": frozenset({"delete"})}
+
+
+@pytest.mark.parametrize(("moved", "regression", "unseen"), [
+    (frozenset(), True, True),  # nothing moved (a refused reset): both promised, as without the fault
+    (frozenset({"earliest"}), False, True),
+    (frozenset({"latest"}), True, False),
+    (frozenset({"delete"}), False, False),  # the group starts where auto.offset.reset says: either way
+])
+def test_offsets_reset_by_hand_excuse_what_they_explain_and_nothing_else(moved, regression, unseen):
+    from dataclasses import replace
+
+    from harness.checker.promises import group_promises
+
+    p = group_promises(replace(SAFE, offsets_moved=moved), "sync")
+    assert (p["offset_regression"].promised, p["group_unseen"].promised) == (regression, unseen)
+    if moved:
+        assert "an operator reset the group's offsets by hand" in (p["offset_regression"].why + p["group_unseen"].why)
+
+
+def test_a_reset_aimed_at_anything_but_a_groups_coordinator_is_refused():
+    with pytest.raises(ValidationError, match=re.escape("faults.0.target: reset_offsets acts on a group, named by its "
+                                                        "coordinator, not on leader")):
+        with_faults({"at_s": 2, "kind": "reset_offsets", "target": "leader"})

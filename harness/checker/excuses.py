@@ -27,6 +27,9 @@ class Config:
     faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
     transactional: bool = False  # writes in transactions (a copier's producer always is)
     client: str = ""  # the client library and its version (client_label), "" where run.json names none
+    # a group's: where an operator's reset moved its committed offsets during the run ("earliest",
+    # "latest", "delete"), as the reset fault's events say Kafka did
+    offsets_moved: frozenset[str] = field(default_factory=frozenset)
 
     def label(self) -> str:
         client = f"{self.client} " if self.client else ""
@@ -115,3 +118,15 @@ def weakest_during(run: RunConfig, c: Config, topic: str | None = None) -> Confi
         elif f.config == "unclean.leader.election.enable" and f.value.strip().lower() == "true":
             c = replace(c, unclean_election=True)
     return c
+
+
+def offsets_reset_by_hand(events: list) -> dict[str, frozenset[str]]:
+    """Per group, where an operator's resets moved its committed offsets: only the resets the fault's
+    events say Kafka carried out (a group with members refuses one, and then nothing moved)."""
+    moved: dict[str, set[str]] = {}
+    for e in events:
+        kind = FAULTS.get(getattr(e, "kind", "") or "")
+        if getattr(e, "type", "") == "fault" and kind is not None and kind.moves_offsets and \
+                getattr(e, "offsets_reset", None) == "reset" and e.group:
+            moved.setdefault(e.group, set()).add(e.offsets or "earliest")
+    return {g: frozenset(v) for g, v in moved.items()}

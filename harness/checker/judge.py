@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
-from harness.checker.excuses import Config, Promise, client_label, weakest_during
+from harness.checker.excuses import Config, Promise, client_label, offsets_reset_by_hand, weakest_during
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
@@ -36,6 +36,7 @@ class RunConfigs:
     producers: dict[str, Config]
     producer_topic: dict[str, str]
     notes: list[str]
+    offsets_moved: dict[str, frozenset[str]] = field(default_factory=dict)  # group -> an operator's resets
 
 
 def _bool(v) -> bool:
@@ -109,7 +110,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
         producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn,
                                   client=client_label(d.client or run.client))
         producer_topic[name] = topic
-    return RunConfigs(topics, producers, producer_topic, notes)
+    return RunConfigs(topics, producers, producer_topic, notes, offsets_reset_by_hand(events))
 
 
 def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshold_ms: int,
@@ -304,6 +305,7 @@ def group_verdicts(idx: int, job: JobResult, run: RunConfig, cfgs: RunConfigs) -
     rows = []
     for name, g in declared_groups(run, cfgs.notes, seen).items():
         topic = next((cfgs.topics[t] for t in g.get("topics") or [] if t in cfgs.topics), Config())
+        topic = replace(topic, offsets_moved=cfgs.offsets_moved.get(name, frozenset()))
         commit = str(g.get("commit") or "sync")  # run.json's null is its absence
         # A share group is judged by the share classes, a consumer group (or a copier's) by the others.
         classes = [a for a in GROUP_ANOMALIES if a.startswith("share_") == (commit == "share")]

@@ -47,6 +47,9 @@ TOOLS: dict[str, KafkaTool] = {t.name: t for t in [
     KafkaTool("kafka-transactions", ("org.apache.kafka.tools.TransactionsCommand",), since="3.9.1"),
     KafkaTool("kafka-configs", ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")),
     KafkaTool("kafka-storage", ("org.apache.kafka.tools.StorageTool", "kafka.tools.StorageTool")),
+    KafkaTool("kafka-cluster", ("org.apache.kafka.tools.ClusterTool", "kafka.tools.ClusterTool")),
+    KafkaTool("kafka-consumer-groups", ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                                        "kafka.admin.ConsumerGroupCommand")),
     KafkaTool("kafka-reassign-partitions", ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
                                             "kafka.admin.ReassignPartitionsCommand")),
 ]}

@@ -1,7 +1,9 @@
 """What an operator does to a running cluster, as faults do it (the fault registry's admin
 operations): leader elections by hand and topic configs changed through the Admin API, partition
-reassignments through Kafka's own ``kafka-reassign-partitions`` run from this machine (confluent-kafka
-has no reassignment call; harness/cluster/host_tools.py).
+reassignments, a broker's unregistration and a group's offsets reset through Kafka's own
+``kafka-reassign-partitions``, ``kafka-cluster`` and ``kafka-consumer-groups`` run from this machine
+(confluent-kafka has no call for the first two, and the tool is what an operator runs for the third;
+harness/cluster/host_tools.py).
 
 Mixed into KafkaCluster (kafka_cluster.py), whose Admin client, describe and client ports it uses."""
 
@@ -121,6 +123,31 @@ class Operations:
             return host_tools.run(self._libs(), "kafka-reassign-partitions",
                                   ["--bootstrap-server", self.bootstrap_servers, "--command-config", admin,
                                    "--reassignment-json-file", plan, *args], timeout_s=TOOL_TIMEOUT_S)
+
+    def unregister_broker(self, n: int) -> str:
+        """``kafka-cluster unregister --id n`` (KRaft): the controllers forget broker n until it
+        registers again; what the tool said."""
+        args = ["unregister", "--bootstrap-server", self.bootstrap_servers, "--id", str(n)]
+        said = host_tools.run(self._libs(), "kafka-cluster", args, timeout_s=TOOL_TIMEOUT_S)
+        LOG.info("broker %d unregistered: %s", n, said.strip())
+        return said.strip().splitlines()[-1] if said.strip() else "ok"
+
+    def reset_group_offsets(self, group: str, topic: str, offsets: str) -> str:
+        """``kafka-consumer-groups --reset-offsets --to-earliest|--to-latest --execute`` (or
+        ``--delete-offsets``) of ``group`` on ``topic``: "reset" when Kafka moved them, else
+        "refused: " and what the tool said (Kafka moves only an inactive group's offsets, and deletes
+        none of a topic the group is subscribed to)."""
+        args = ["--bootstrap-server", self.bootstrap_servers, "--group", group, "--topic", topic]
+        args += ["--delete-offsets"] if offsets == "delete" else ["--reset-offsets", f"--to-{offsets}", "--execute"]
+        try:
+            said = host_tools.run(self._libs(), "kafka-consumer-groups", args, timeout_s=TOOL_TIMEOUT_S)
+        except ToolError as e:
+            said = e.output
+        lines = [x for x in said.strip().splitlines() if x.strip()]
+        done = any("NEW-OFFSET" in x for x in lines) if offsets != "delete" else \
+            any(x.split()[-1:] == ["Successful"] for x in lines)
+        LOG.info("group %s's offsets of %s to %s: %s", group, topic, offsets, lines[-1] if lines else "")
+        return "reset" if done else f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
 
     def topic_config(self, topic: str, name: str) -> str | None:
         """The topic's own value of ``name``, or None where it takes the broker's (or Kafka's) default."""

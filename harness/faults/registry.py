@@ -212,6 +212,16 @@ class Applied:
     background: threading.Thread | None = None  # work the fault goes on with while the schedule runs (a roll)
 
 
+@dataclass(frozen=True)
+class ClusterShape:
+    """What a scenario says of its cluster that decides whether an operation can run on it."""
+
+    brokers: int
+    replication_factor: int
+    mode: str
+    kafka_version: str
+
+
 Action = Callable[["KafkaCluster", Applied, int], None]
 ClientAction = Callable[[object], None]  # acts on a client (recording.Recording.client) or a group member
 StepAction = Callable[[object, "PlannedFault"], None]  # a workload step on a client, given its planned fault
@@ -279,12 +289,15 @@ class FaultKind:
     log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
     adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
     operation: bool = False  # an operator's action through the Admin API on the fault's partition, not a failure
-    # Why a fault of this kind cannot run on a cluster of ``brokers`` whose topic has ``replication_factor``
-    # ("KEY: why (allowed: ...)"), or None: what a scenario's validation asks of the kind.
-    refuses: Callable[[FaultSettings, int, int], str | None] | None = None
+    # Why a fault of this kind cannot run on the scenario's cluster ("KEY: why (allowed: ...)"), or
+    # None: what a scenario's validation asks of the kind beyond its settings.
+    refuses: Callable[[FaultSettings, ClusterShape], str | None] | None = None
     # Sets the run's topic config ``config`` to ``value`` until the heal: the promise table judges the
     # topic by the weakest setting it had (harness/checker/judge.py, weakest_during).
     sets_topic_config: bool = False
+    # Resets a group's committed offsets: the judge excuses the group's commit anomalies the reset
+    # explains, where the fault's events say Kafka did reset them (harness/checker/judge.py).
+    moves_offsets: bool = False
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -475,9 +488,10 @@ def _reassign(c: KafkaCluster, a: Applied, b: int) -> None:
     a.background.start()
 
 
-def _reassign_refused(f: FaultSettings, brokers: int, rf: int) -> str | None:
+def _reassign_refused(f: FaultSettings, cluster: ClusterShape) -> str | None:
     """A reassignment names a broker that exists, and the cluster has a broker to take a moved or
     added replica, or a replica to spare for a removed one."""
+    brokers, rf = cluster.brokers, cluster.replication_factor
     if f.to_broker is not None and f.to_broker > brokers:
         return f"to_broker: broker {f.to_broker} does not exist (allowed: 1..{brokers})"
     change = f.change or "move"
@@ -499,6 +513,37 @@ def _finish_reassignment(c: KafkaCluster, a: Applied, b: int) -> None:
         a.background.join()
     if "replicas_after" in a.detail and "reassignment" not in a.detail:
         a.detail["reassignment"] = c.finish_reassignment(a.topic, a.fault.partition, a.detail["replicas_after"])
+
+
+def _decommission(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The broker shut down cleanly, then unregistered from the controllers, as an operator retires it."""
+    c.stop_broker(b)
+    a.detail.setdefault("unregistered", {})[str(b)] = c.unregister_broker(b)
+
+
+def _kraft_only(f: FaultSettings, cluster: ClusterShape) -> str | None:
+    if cluster.mode != "kraft":
+        return ("kind: decommission unregisters a broker from the KRaft controllers; in ZooKeeper mode a broker "
+                "leaves by its controlled shutdown (allowed: restart, or mode = \"kraft\")")
+    return None
+
+
+def _reset_offsets(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The group's committed offsets of the run's topic reset by hand (once, whatever broker its
+    coordinator is), as an operator does while its members run."""
+    if "offsets_reset" not in a.detail:
+        if not a.detail.get("group"):
+            raise ValueError(f"reset_offsets needs a group: target group_coordinator[:GROUP], not {a.fault.target}")
+        offsets = a.fault.offsets or "earliest"
+        a.detail.update(offsets=offsets, offsets_reset=c.reset_group_offsets(a.detail["group"], a.topic, offsets))
+
+
+def _group_target(f: FaultSettings, cluster: ClusterShape) -> str | None:
+    target = getattr(f, "target", None)
+    if target is not None and target.role != "group_coordinator":
+        return (f"target: reset_offsets acts on a group, named by its coordinator, not on {target} (allowed: "
+                "group_coordinator, group_coordinator:GROUP)")
+    return None
 
 
 def _alter_config(c: KafkaCluster, a: Applied, b: int) -> None:
@@ -685,6 +730,26 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
                       "fault's events. Kafka promises a reassignment loses nothing: it excuses nothing.",
               takes=("change", "to_broker", "throttle_kbps"), defaults={"change": "move"}, refuses=_reassign_refused,
               draw=_draw_reassignment, generate=lambda rng, g, log_dirs: {"change": "move"}),
+    FaultKind("decommission", "the broker retired by an operator: shut down cleanly, then unregistered from the "
+              "KRaft controllers (kafka-cluster unregister), its replicas left where they are; the heal starts it "
+              "again, and it registers anew", "#c6dbef", _decommission, _start, operation=True, on_nodes=False,
+              summary="a broker shut down and unregistered (KRaft) until the heal",
+              details="KRaft only. The tool's answer is in the fault's events (`unregistered`). A broker "
+                      "retired without its replicas moved first leaves them offline until it returns; Kafka "
+                      "promises that loses nothing acknowledged by min.insync replicas: it excuses nothing.",
+              refuses=_kraft_only, effects=frozenset({TAKES_THE_LEADER})),
+    FaultKind("reset_offsets", "the group's committed offsets of the run's topic reset through Kafka's "
+              "kafka-consumer-groups while its members run (target group_coordinator:GROUP): --reset-offsets "
+              "--to-earliest or --to-latest --execute, or --delete-offsets (`offsets`); nothing to heal",
+              "#9ecae1", _reset_offsets, operation=True, on_nodes=False,
+              summary="a group's committed offsets reset or deleted by hand while it runs",
+              details="Kafka moves only an inactive group's offsets (and deletes none of a topic the group is "
+                      "subscribed to): the fault's events say whether it did (`offsets_reset`: \"reset\", or "
+                      "\"refused: \" and the tool's words). Offsets it did move back excuse the group's "
+                      "offset_regression, and moved forward or deleted, its unseen records; refused, nothing.",
+              takes=("offsets",), defaults={"offsets": "earliest"}, refuses=_group_target, moves_offsets=True,
+              draw=lambda rng, bounds: {"offsets": rng.choice(["earliest", "latest", "delete"])},
+              generate=lambda rng, g, log_dirs: {"offsets": "earliest"}),
     FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
               "`config` set to `value` until the heal, which gives the topic its own value back",
               "#bcbddc", _alter_config, _restore_config, operation=True, on_nodes=False, sets_topic_config=True,

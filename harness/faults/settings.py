@@ -50,6 +50,10 @@ class FaultSettings(BaseModel):
     config: TopicConfig | None = Field(None, description="alter_config: the run's topic config to change")
     value: str | None = Field(None, description="alter_config: the value it takes until the heal, which gives the "
                                                 "topic its own value back")
+    offsets: Literal["earliest", "latest", "delete"] | None = Field(
+        None, description="reset_offsets: where the group's committed offsets of the run's topic go: its "
+                          "partitions' first or last offsets, or deleted (the group then starts where its "
+                          "auto.offset.reset says; default earliest)")
     dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
                                                     "default: every one; log_dir_failure: 1)")
 

@@ -113,6 +113,11 @@ class FaultDetail(_Record):
     config: str | None = None
     value_before: str | None = None
     value: str | None = None
+    unregistered: dict[str, str] | None = None  # decommission: broker -> what kafka-cluster unregister said
+    # reset_offsets: where the offsets went, and Kafka's answer: "reset" when it moved them, else
+    # "refused: " and why (a group with members is refused: only an inactive group's offsets move)
+    offsets: Literal["earliest", "latest", "delete"] | None = None
+    offsets_reset: str | None = None
 
 
 # ------------------------------------------------------------------ the record types

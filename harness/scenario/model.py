@@ -32,6 +32,7 @@ from harness.faults import (
     FAULTS,
     MEMBER_FAULTS,
     TARGET_HELP,
+    ClusterShape,
     Target,
 )
 from harness.faults.triggers import PARTITION_EVENTS, cycle
@@ -305,8 +306,8 @@ class Scenario(ScenarioTable):
 
     def _check_fits_cluster(self, i: int, f: FaultSpec) -> None:
         """A kind that needs something of the cluster (a broker to move a replica to) says so itself."""
-        if (refuses := FAULTS[f.kind].refuses) is not None and (why := refuses(f, self.brokers,
-                                                                             self.topic.replication_factor)):
+        shape = ClusterShape(self.brokers, self.topic.replication_factor, self.mode, self.kafka_version)
+        if (refuses := FAULTS[f.kind].refuses) is not None and (why := refuses(f, shape)):
             raise ValueError(f"faults.{i}.{why}")
 
     @property

@@ -80,6 +80,9 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     if commit == SHARE:
         return Promise("group_unseen", True, "a share group acknowledges records and commits no offsets: none to "
                        "judge")
+    if moved := x.config.offsets_moved & {"latest", "delete"}:
+        why = f"an operator reset the group's offsets by hand ({', '.join(sorted(moved))})"
+        return Promise("group_unseen", False, why + ": records below the new position are never read by the group")
     if commit == "auto":
         return Promise("group_unseen", False, "auto-commit commits what poll returned, processed or not: a member "
                        "that dies between a poll and its processing loses those records for the group")

@@ -62,6 +62,9 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     if commit == SHARE:
         return Promise("offset_regression", True, "a share group acknowledges records and commits no offsets: none to "
                        "judge")
+    if moved := x.config.offsets_moved & {"earliest", "delete"}:
+        why = f"an operator reset the group's offsets by hand ({', '.join(sorted(moved))})"
+        return Promise("offset_regression", False, why + ": Kafka moved its committed offsets back as asked")
     return Promise("offset_regression", x.part is None, x.part or f"commit={commit}: a member's commits reach the "
                    "coordinator in the order it made them (Kafka's consumer contract), and the coordinator writes "
                    "each commit of the current generation as it arrives, so offsets only move forward")
