@@ -418,7 +418,7 @@ def test_reassignments_and_config_changes_by_hand_do_what_kafka_documents(healed
     changes (the Admin API), as faults: a throttled move puts every record on the new replica and
     takes its throttle off when complete, an add and a remove change the replica set, and a config
     change holds until its heal, which gives the topic its own value back (what it does to writes is
-    Kafka's own min.insync.replicas, tested above)."""
+    Kafka's own min.insync.replicas, tested above); partitions added by hand are there at once."""
     c = healed
     first, second, third = c.settings.broker_ids
     topic = unique_topic("reassign")
@@ -452,12 +452,16 @@ def test_reassignments_and_config_changes_by_hand_do_what_kafka_documents(healed
                                     config="min.insync.replicas", value="2"))
     assert raised.detail["value_before"] is None and c.topic_config(topic, "min.insync.replicas") == "2"
     nem.heal(raised)
+    grown = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="add_partitions", target="leader", new_partitions=2))
+    nem.heal(grown)
     events.close()
+    assert (grown.detail["partitions_before"], grown.detail["partitions_after"]) == (1, 3)
+    c.wait_for(lambda st: len([p for p in st.partitions if p.topic == topic]) == 3, 30, "three partitions")
     assert c.topic_config(topic, "min.insync.replicas") is None, "the heal gave the topic its default back"
     assert not [e for _, e in produce(c, topic, 5, "all", prefix="after") if e is not None]
     lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [e.get("change") or e.get("config") for e in lines if e["type"] == "fault"] == \
-        ["move", "add", "remove", "min.insync.replicas"], "each operation's account is in its events"
+        ["move", "add", "remove", "min.insync.replicas", None], "each operation's account is in its events"
 
 
 def test_a_groups_offsets_reset_by_hand_move_only_while_it_has_no_members(healed, tmp_path):

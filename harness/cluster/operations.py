@@ -1,5 +1,5 @@
 """What an operator does to a running cluster, as faults do it (the fault registry's admin
-operations): leader elections by hand and topic configs changed through the Admin API, partition
+operations): leader elections by hand, topic configs changed and partitions added through the Admin API, partition
 reassignments, a broker's unregistration and a group's offsets reset through Kafka's own
 ``kafka-reassign-partitions``, ``kafka-cluster`` and ``kafka-consumer-groups`` run from this machine
 (confluent-kafka has no call for the first two, and the tool is what an operator runs for the third;
@@ -24,6 +24,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
+    NewPartitions,
     ResourceType,
 )
 
@@ -148,6 +149,14 @@ class Operations:
             any(x.split()[-1:] == ["Successful"] for x in lines)
         LOG.info("group %s's offsets of %s to %s: %s", group, topic, offsets, lines[-1] if lines else "")
         return "reset" if done else f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
+
+    def add_partitions(self, topic: str, more: int) -> dict:
+        """``kafka-topics --alter --partitions`` through the Admin API: the topic gains ``more``
+        partitions, each placed by the controller; its partition count before and after."""
+        before = len(self.admin.list_topics(topic, timeout=10).topics[topic].partitions)
+        self.admin.create_partitions([NewPartitions(topic, before + more)])[topic].result(30)
+        LOG.info("topic %s: %d partitions, now %d", topic, before, before + more)
+        return {"partitions_before": before, "partitions_after": before + more}
 
     def topic_config(self, topic: str, name: str) -> str | None:
         """The topic's own value of ``name``, or None where it takes the broker's (or Kafka's) default."""

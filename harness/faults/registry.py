@@ -546,6 +546,11 @@ def _group_target(f: FaultSettings, cluster: ClusterShape) -> str | None:
     return None
 
 
+def _add_partitions(c: KafkaCluster, a: Applied, b: int) -> None:
+    if "partitions_after" not in a.detail:
+        a.detail.update(c.add_partitions(a.topic, a.fault.new_partitions or 1))
+
+
 def _alter_config(c: KafkaCluster, a: Applied, b: int) -> None:
     if "config" not in a.detail:
         before = c.topic_config(a.topic, a.fault.config)
@@ -750,6 +755,14 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               takes=("offsets",), defaults={"offsets": "earliest"}, refuses=_group_target, moves_offsets=True,
               draw=lambda rng, bounds: {"offsets": rng.choice(["earliest", "latest", "delete"])},
               generate=lambda rng, g, log_dirs: {"offsets": "earliest"}),
+    FaultKind("add_partitions", "the run's topic gains new_partitions partitions through the Admin API (kafka-topics "
+              "--alter --partitions), placed by the controller; nothing to heal", "#dadaeb", _add_partitions,
+              operation=True, on_nodes=False,
+              summary="the topic's partition count raised by hand",
+              details="kchaos's producers write to the run's partitions by number, so the new ones stay empty; a "
+                      "group takes them at its next rebalance. The counts before and after are in the fault's "
+                      "events. Kafka promises adding partitions moves no record: it excuses nothing.",
+              takes=("new_partitions",), defaults={"new_partitions": 1}),
     FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
               "`config` set to `value` until the heal, which gives the topic its own value back",
               "#bcbddc", _alter_config, _restore_config, operation=True, on_nodes=False, sets_topic_config=True,

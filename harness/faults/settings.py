@@ -54,6 +54,8 @@ class FaultSettings(BaseModel):
         None, description="reset_offsets: where the group's committed offsets of the run's topic go: its "
                           "partitions' first or last offsets, or deleted (the group then starts where its "
                           "auto.offset.reset says; default earliest)")
+    new_partitions: int | None = Field(None, ge=1, le=16, description="add_partitions: how many partitions the "
+                                                                      "run's topic gains (default 1)")
     dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
                                                     "default: every one; log_dir_failure: 1)")
 

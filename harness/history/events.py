@@ -118,6 +118,8 @@ class FaultDetail(_Record):
     # "refused: " and why (a group with members is refused: only an inactive group's offsets move)
     offsets: Literal["earliest", "latest", "delete"] | None = None
     offsets_reset: str | None = None
+    partitions_before: int | None = None  # add_partitions: the topic's partition count before and after
+    partitions_after: int | None = None
 
 
 # ------------------------------------------------------------------ the record types
