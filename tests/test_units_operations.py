@@ -169,3 +169,25 @@ def test_a_reset_aimed_at_anything_but_a_groups_coordinator_is_refused():
     with pytest.raises(ValidationError, match=re.escape("faults.0.target: reset_offsets acts on a group, named by its "
                                                         "coordinator, not on leader")):
         with_faults({"at_s": 2, "kind": "reset_offsets", "target": "leader"})
+
+
+def test_a_moved_away_replicas_directory_is_no_partition_of_the_topic():
+    from harness.run.replicas import parse_epoch_caches
+
+    text = ("== chaos-0\n0\n2\n0 0\n3 120\n"
+            "== chaos-1.94921eca0ba94d459412d6ba3a2b48f9-delete\n0\n1\n0 0\n"  # a reassignment moved it away
+            "== chaos-10\n0\n1\n5 7\n"
+            "== chaos-copy-0\n0\n1\n0 0\n")  # another topic whose name starts with this one's
+    assert parse_epoch_caches(text, "chaos") == {"chaos-0": [[0, 0], [3, 120]], "chaos-10": [[5, 7]]}
+
+
+def test_dump_log_segments_records_of_a_moved_away_replica_are_no_partitions():
+    from harness.run.replicas import parse_dump
+
+    text = ("Dumping /var/lib/kafka/data/chaos-0/00000000000000000000.log\n"
+            "baseOffset: 0 lastOffset: 0 count: 1 partitionLeaderEpoch: 2\n"
+            "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 1 sequence: -1 headerKeys: [] payload: a\n"
+            "Dumping /var/lib/kafka/data/chaos-1.94921eca0ba94d459412d6ba3a2b48f9-delete/00000000000000000000.log\n"
+            "baseOffset: 0 lastOffset: 0 count: 1 partitionLeaderEpoch: 1\n"
+            "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 1 sequence: -1 headerKeys: [] payload: b\n")
+    assert [(r["partition"], r["value"]) for r in parse_dump(text, 3, "chaos")] == [(0, "a")]

@@ -39,6 +39,9 @@ def parse_dump(text: str, broker: int, topic: str) -> list[dict]:
         if m:
             partition = int(m.group(3)) if m.group(2) == topic else None
             continue
+        if line.startswith("Dumping "):  # a directory of no partition's own (topic-N.ID-delete): none of its records
+            partition = None
+            continue
         if partition is None:
             continue
         if line.startswith("baseOffset:"):
@@ -130,15 +133,26 @@ def checkpoints(cluster: KafkaCluster, b: int, topic: str) -> dict:
     code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
                                              f"for d in {DATA_ROOT}/{LOG_DIRS}/{shlex.quote(topic)}-*; do "
                                              "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
+    info["leader_epochs"] = parse_epoch_caches(text if code == 0 else "", topic)
+    return info
+
+
+def parse_epoch_caches(text: str, topic: str) -> dict[str, list[list[int]]]:
+    """Each partition's leader-epoch cache, as (epoch, start offset) pairs, from "== DIRECTORY" headers
+    each followed by its leader-epoch-checkpoint file. Only the partitions' own directories count: a
+    replica a reassignment moved away waits in ``topic-N.ID-delete`` until Kafka deletes it, and a
+    directory moving between log directories is ``topic-N.ID-future``."""
     epochs: dict[str, list[list[int]]] = {}
-    current = None
-    for line in text.splitlines() if code == 0 else []:
+    current: str | None = None
+    own = re.compile(rf"{re.escape(topic)}-\d+")
+    for line in text.splitlines():
         if line.startswith("== "):
-            current = line[3:].strip()
-            epochs[current] = []
+            name = line[3:].strip()
+            current = name if own.fullmatch(name) else None
+            if current is not None:
+                epochs[current] = []
         elif current is not None:
             parts = line.split()
             if len(parts) == 2:
                 epochs[current].append([int(parts[0]), int(parts[1])])
-    info["leader_epochs"] = epochs
-    return info
+    return epochs
