@@ -710,6 +710,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("elect_preferred", "a preferred leader election of the fault's partition through the Admin API "
               "(kafka-leader-election --election-type PREFERRED): leadership goes back to the first replica of the "
               "assignment if it is in the ISR; nothing to heal", "#3182bd", _elect("preferred"), operation=True,
+              guide="operations.md",
               on_nodes=False, summary="the partition's leadership moved back to its preferred replica by hand",
               details="The controller's answer (`ELECTION_NOT_NEEDED` when the preferred replica leads already) "
                       "and the leader before and after are in the fault's events.",
@@ -717,6 +718,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("elect_unclean", "an unclean leader election of the fault's partition through the Admin API "
               "(kafka-leader-election --election-type UNCLEAN): with no live ISR member, a live replica outside "
               "the ISR is made leader; nothing to heal", "#756bb1", _elect("unclean"), operation=True,
+              guide="operations.md",
               on_nodes=False, summary="an out-of-sync replica made the partition's leader by hand",
               details="Kafka elects only when no ISR member can lead (`ELIGIBLE_LEADERS_NOT_AVAILABLE` "
                       "otherwise); what only the ISR held is then lost, which Kafka documents for an unclean "
@@ -727,7 +729,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "with --throttle when throttle_kbps is given): the target's replica moved to to_broker (`change` = "
               "move), a replica added on to_broker (add) or the target's replica removed (remove); the heal waits "
               "for it to complete (--verify, which takes the throttle off)", "#9e9ac8", _reassign,
-              _finish_reassignment, operation=True, on_nodes=False,
+              _finish_reassignment, operation=True, guide="operations.md", on_nodes=False,
               summary="the partition's replicas moved, added or removed by hand",
               details="`to_broker` defaults to the lowest broker holding no replica of the partition; a move or an "
                       "add needs one (brokers > replication_factor), a remove a replica to spare. The replicas "
@@ -737,7 +739,8 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               draw=_draw_reassignment, generate=lambda rng, g, log_dirs: {"change": "move"}),
     FaultKind("decommission", "the broker retired by an operator: shut down cleanly, then unregistered from the "
               "KRaft controllers (kafka-cluster unregister), its replicas left where they are; the heal starts it "
-              "again, and it registers anew", "#c6dbef", _decommission, _start, operation=True, on_nodes=False,
+              "again, and it registers anew", "#c6dbef", _decommission, _start, operation=True,
+              guide="operations.md", on_nodes=False,
               summary="a broker shut down and unregistered (KRaft) until the heal",
               details="KRaft only. The tool's answer is in the fault's events (`unregistered`). A broker "
                       "retired without its replicas moved first leaves them offline until it returns; Kafka "
@@ -746,7 +749,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("reset_offsets", "the group's committed offsets of the run's topic reset through Kafka's "
               "kafka-consumer-groups while its members run (target group_coordinator:GROUP): --reset-offsets "
               "--to-earliest or --to-latest --execute, or --delete-offsets (`offsets`); nothing to heal",
-              "#9ecae1", _reset_offsets, operation=True, on_nodes=False,
+              "#9ecae1", _reset_offsets, operation=True, guide="operations.md", on_nodes=False,
               summary="a group's committed offsets reset or deleted by hand while it runs",
               details="Kafka moves only an inactive group's offsets (and deletes none of a topic the group is "
                       "subscribed to): the fault's events say whether it did (`offsets_reset`: \"reset\", or "
@@ -757,7 +760,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               generate=lambda rng, g, log_dirs: {"offsets": "earliest"}),
     FaultKind("add_partitions", "the run's topic gains new_partitions partitions through the Admin API (kafka-topics "
               "--alter --partitions), placed by the controller; nothing to heal", "#dadaeb", _add_partitions,
-              operation=True, on_nodes=False,
+              operation=True, guide="operations.md", on_nodes=False,
               summary="the topic's partition count raised by hand",
               details="kchaos's producers write to the run's partitions by number, so the new ones stay empty; a "
                       "group takes them at its next rebalance. The counts before and after are in the fault's "
@@ -765,7 +768,8 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               takes=("new_partitions",), defaults={"new_partitions": 1}),
     FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
               "`config` set to `value` until the heal, which gives the topic its own value back",
-              "#bcbddc", _alter_config, _restore_config, operation=True, on_nodes=False, sets_topic_config=True,
+              "#bcbddc", _alter_config, _restore_config, operation=True,
+              guide="operations.md", on_nodes=False, sets_topic_config=True,
               summary="a topic config (min.insync.replicas, unclean election, retention) changed until the heal",
               details="`config` and `value` are required. The promise table judges the run by the weakest setting "
                       "it had: `min.insync.replicas` lowered or unclean election turned on change the run's "
