@@ -8,6 +8,7 @@ from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
+from harness.checker.coverage import coverage
 from harness.checker.excuses import Config, Promise, client_label, offsets_reset_by_hand, weakest_during
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
@@ -347,6 +348,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     unfired = [f"fault {e.fault} ({e.kind} {e.target}) on {e.on}" for e in events if isinstance(e, TriggerUnfired)]
     not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
+    election_record = Elections.model_validate(elections(events))
     outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.start_ms if wl.start_ms is not None else lo,
                                              wl.end_ms if wl.end_ms is not None else hi,
                                              threshold_ms, faults))
@@ -371,11 +373,12 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         final_log_records=job.final_rows.get(idx, 0),
         rows=rd.rows,
         unavailability=outage,
-        elections=Elections.model_validate(elections(events)),
+        elections=election_record,
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
         assumptions=cfgs.notes + [f"{e.tool} failed on {e.node}: the run lacks {e.lacks} ({e.error})"
                                   for e in events if isinstance(e, ToolFailed)],
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
         not_judged=not_judged(rd.config),
+        coverage=coverage(rd.config, events, election_record.changes),
     )

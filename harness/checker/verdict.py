@@ -199,6 +199,9 @@ class Verdict(_Model):
     # what the run's clients do not report, and so what it could not judge (not a zero: not looked for)
     not_judged: list[NotJudged] = Field(default_factory=list)
     not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired
+    # how often the run entered each protocol state (harness/checker/coverage.py): what its faults
+    # reached, so that "0 lost" reads against what was at risk
+    coverage: dict[str, int] = Field(default_factory=dict)
     # partitions whose ISR was not whole again when the wait after the heal gave up: a cluster that
     # did not recover, which fails the run (a follower rejoins the ISR once its log reaches the hw)
     not_healed: list[NotHealed] = Field(default_factory=list)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from harness import faults
 from harness.checker.anomaly import ANOMALIES, CLASSES, GROUP_ANOMALIES, V1_ANOMALIES, showable
+from harness.checker.coverage import DEFINITIONS as COVERAGE_DEFINITIONS
 from harness.checker.promises import DOC_CASES, DOC_CASES_V2, promises
 from harness.checker.verdict import ConfigVerdict, GroupVerdict, Verdict
 from harness.checker.verdict import read as read_verdict
@@ -324,7 +325,7 @@ def render(sections: list[dict], title: str, known: list[dict] | None = None,
     columns = shown + more
     return tpl.render(title=title, sections=sections, short=short, rows=matrix_rows(sections, columns),
                       columns=columns, more=set(more), promise_rows=promise_rows(columns), known=known or [],
-                      errors=errors, plotly=plotly_js(), esc=html.escape)
+                      errors=errors, plotly=plotly_js(), esc=html.escape, coverage_definitions=COVERAGE_DEFINITIONS)
 
 
 def write_report(run_dirs: list[Path], out: Path, title: str = "kchaos durability report",

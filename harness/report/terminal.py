@@ -34,6 +34,12 @@ def run_cells(v: Verdict) -> tuple[dict[str, int], dict[str, int]]:
     return ({a: n for a, n in counted.items() if a in broke}, {a: n for a, n in counted.items() if a not in broke})
 
 
+def reached(v: Verdict) -> str:
+    """The protocol states the run entered, with how often: "leader_change 2, isr_leader_alone 1", or
+    "none of the protocol states" (a run whose faults moved nothing)."""
+    return ", ".join(f"{k} {n}" for k, n in v.coverage.items() if n) or "none of the protocol states"
+
+
 def runs_table(verdicts: list[Verdict]) -> Table:
     t = Table(title="runs", header_style="bold", expand=False)
     t.add_column("run", overflow="fold", ratio=3)
@@ -48,6 +54,7 @@ def runs_table(verdicts: list[Verdict]) -> Table:
         other_cell = _listing(other) + "".join(f"\n[yellow]assumes: {a}[/yellow]" for a in v.assumptions)
         other_cell += "".join(f"\n[yellow]not judged ({n.extent}): {n.unjudged}, {n.client}: {n.why}[/yellow]"
                               for n in v.not_judged)
+        other_cell += f"\n[dim]reached: {reached(v)}[/dim]" if v.coverage else ""
         t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", other_cell)
     return t
 

@@ -1,0 +1,171 @@
+"""Protocol coverage: the states of Kafka's replication, controller and group protocols a run
+reached, from its own events (the cluster's samples every 250 ms, the groups' rebalances and
+refused commits, the faults' accounts). A verdict of "0 lost" means more after a run that took a
+partition's ISR down to its leader than after one whose faults never moved a leader: the coverage
+says which it was, in verdict.json, the terminal and the report, and is what a hunt can steer by.
+
+One function per state, its docstring the definition; each returns the times (ms) the run entered
+the state, so the count is how often it did. States are judged from samples, so a state entered and
+left between two samples is not seen: coverage is a lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.faults import FAULTS
+from harness.history import RunConfig
+from harness.history.events import CommitRefused, Event, Fault, PartitionSample, Rebalance, State
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What the states are read from: the cluster's samples in time order, the groups' events, the
+    faults, and each partition's min.insync.replicas."""
+
+    states: list[State]
+    rebalances: list[Rebalance]
+    refused: list[CommitRefused]
+    faults: list[Fault]
+    min_insync: int
+    elections: list[dict]  # the checker's election record (judge.elections' "list")
+
+    @classmethod
+    def of(cls, events: list[Event], min_insync: int, elections: list[dict]) -> Sampled:
+        states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
+        return cls(states, [e for e in events if isinstance(e, Rebalance)],
+                   [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
+                   min_insync, elections)
+
+    def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
+        """(time, the partition's sample before or None, its sample now) for every partition sample."""
+        last: dict[int, PartitionSample] = {}
+        out = []
+        for s in self.states:
+            for p in s.partitions or []:
+                out.append((s.ts_ms, last.get(p.partition), p))
+                last[p.partition] = p
+        return out
+
+
+def _entered(s: Sampled, now: Callable[[PartitionSample], bool]) -> list[int]:
+    """The times a partition's samples went from not ``now`` (or none) to ``now``."""
+    return [ts for ts, before, p in s.partition_steps() if now(p) and (before is None or not now(before))]
+
+
+def isr_leader_alone(s: Sampled) -> list[int]:
+    """isr_leader_alone: a partition of more than one replica whose ISR is its leader alone: the
+    leader acknowledges acks=all writes by itself wherever min.insync.replicas allows it."""
+    return _entered(s, lambda p: len(p.replicas) > 1 and p.leader >= 0 and p.isr == [p.leader])
+
+
+def below_min_insync(s: Sampled) -> list[int]:
+    """below_min_insync: a partition's ISR smaller than its min.insync.replicas: acks=all writes are
+    refused (NOT_ENOUGH_REPLICAS) until it grows back."""
+    return _entered(s, lambda p: p.leader >= 0 and len(p.isr) < s.min_insync)
+
+
+def partition_offline(s: Sampled) -> list[int]:
+    """partition_offline: a partition with no leader: no replica may lead (every ISR member down, or
+    eligible leader replicas waiting for the last one)."""
+    return _entered(s, lambda p: p.leader < 0)
+
+
+def leader_change(s: Sampled) -> list[int]:
+    """leader_change: a partition led by another broker than at its last led sample (through an
+    offline spell or not)."""
+    last_leader: dict[int, int] = {}
+    out = []
+    for ts, _, p in s.partition_steps():
+        if p.leader >= 0:
+            if p.partition in last_leader and last_leader[p.partition] != p.leader:
+                out.append(ts)
+            last_leader[p.partition] = p.leader
+    return out
+
+
+def unclean_election(s: Sampled) -> list[int]:
+    """unclean_election: a leader elected from outside the ISR, as the checker's election record
+    tells elections apart (verdict.json's ``elections``: the ISR before, the replicas alive, the
+    assignment's order), where the samples alone cannot tell a replica that joined the ISR and took
+    the lead between two of them."""
+    return [e["ts_ms"] for e in s.elections if e.get("kind") == "unclean"]
+
+
+def controller_failover(s: Sampled) -> list[int]:
+    """controller_failover: the cluster's controller (ZooKeeper mode: the broker that is; KRaft: the
+    active controller) another node than at the last sample that named one."""
+    last: int | None = None
+    out = []
+    for e in s.states:
+        if e.controller is not None and e.controller >= 0:
+            if last is not None and e.controller != last:
+                out.append(e.ts_ms)
+            last = e.controller
+    return out
+
+
+def quorum_no_majority(s: Sampled) -> list[int]:
+    """quorum_no_majority: the coordination quorum (KRaft controllers, ZooKeeper servers) without a
+    majority of its voters in touch, in two samples or more in a row: metadata cannot change. One
+    sample alone is a probe that timed out on a loaded machine as often as a quorum that failed."""
+    out: list[int] = []
+    run: list[int] = []
+    for e in [x for x in s.states if x.quorum is not None] + [None]:
+        if e is not None and not e.quorum.majority:
+            run.append(e.ts_ms)
+            continue
+        if len(run) >= 2:
+            out.append(run[0])
+        run = []
+    return out
+
+
+def group_rebalance(s: Sampled) -> list[int]:
+    """group_rebalance: a group's generation its members were first assigned partitions in."""
+    first: dict[tuple[str, int], int] = {}
+    for e in s.rebalances:
+        if e.kind == "assign":
+            first[(e.group, e.generation)] = min(e.ts_ms, first.get((e.group, e.generation), e.ts_ms))
+    return sorted(first.values())
+
+
+def partitions_lost(s: Sampled) -> list[int]:
+    """partitions_lost: a member told its partitions were lost, not revoked (its session expired or
+    it was fenced): its commits in flight are refused."""
+    return [e.ts_ms for e in s.rebalances if e.kind == "lost"]
+
+
+def commit_refused(s: Sampled) -> list[int]:
+    """commit_refused: a member's commit the coordinator refused (a stale generation or member epoch,
+    a coordinator moving): what keeps a zombie's offsets out."""
+    return [e.ts_ms for e in s.refused]
+
+
+def operator_action(s: Sampled) -> list[int]:
+    """operator_action: an operator's action (an election, a reassignment, a config change, added
+    partitions, an offsets reset, a decommission) carried out while the cluster served."""
+    return [e.start_ms for e in s.faults if e.kind in FAULTS and FAULTS[e.kind].operation]
+
+
+STATES: tuple[Callable[[Sampled], list[int]], ...] = (
+    isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, controller_failover,
+    quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
+)
+DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
+
+
+def run_min_insync(run: RunConfig) -> int:
+    """The run's topic's min.insync.replicas (its own config, else the brokers', else Kafka's 1)."""
+    topics = run.topics or ([run.topic] if run.topic is not None else [])
+    own = topics[0].config.get("min.insync.replicas") if topics else None
+    value = own if own is not None else run.broker_config.get("min.insync.replicas", 1)
+    return int(value)
+
+
+def coverage(run: RunConfig, events: list[Event], elections: list[dict]) -> dict[str, int]:
+    """How often the run entered each protocol state (STATES' order; 0: never), given the checker's
+    election record of the same events."""
+    s = Sampled.of(events, run_min_insync(run), elections)
+    return {f.__name__: len(f(s)) for f in STATES}

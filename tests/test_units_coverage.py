@@ -1,0 +1,86 @@
+"""Protocol coverage (harness/checker/coverage.py) on event histories the tests build: each state is
+entered where the samples say it is, and counted once per entry, not once per sample."""
+
+from __future__ import annotations
+
+from harness.checker.coverage import DEFINITIONS, STATES, coverage
+from harness.history import RunConfig
+from harness.history.events import CommitRefused, Fault, QuorumSample, Rebalance, State
+
+RUN = RunConfig.model_validate({"topics": [{"name": "t", "partitions": 2, "replication_factor": 3,
+                                            "config": {"min.insync.replicas": "2"}}]})
+
+
+def state(ts: int, leader: int, isr: list[int], controller: int = 1, other_leader: int = 2,
+          majority: bool = True) -> State:
+    """A sample of partition 0 (replicas 1, 2, 3) as given, and partition 1 led by ``other_leader``
+    with a full ISR."""
+    return State(ts_ms=ts, controller=controller, brokers=[1, 2, 3], partitions=[
+        {"partition": 0, "leader": leader, "replicas": [1, 2, 3], "isr": isr},
+        {"partition": 1, "leader": other_leader, "replicas": [2, 3, 1], "isr": [2, 3, 1]}],
+        quorum=QuorumSample(leader=101, epoch=1, voters=[101, 102, 103], majority=majority))
+
+
+def test_a_history_that_moved_nothing_reached_no_state():
+    quiet = [state(t, 1, [1, 2, 3]) for t in range(0, 2000, 250)]
+    assert set(coverage(RUN, quiet, []).values()) == {0} and list(coverage(RUN, quiet, [])) == \
+        [f.__name__ for f in STATES]
+
+
+def test_each_state_is_counted_once_per_entry():
+    events = [
+        state(0, 1, [1, 2, 3]),
+        state(250, 1, [1, 2]),          # a follower left the ISR
+        state(500, 1, [1]),             # down to the leader alone: below min.insync=2 too
+        state(750, 1, [1]),             # the same state again: not a new entry
+        state(1000, -1, [1], controller=2),  # the leader died: offline; the controller moved
+        state(1250, 3, [3], controller=2, majority=False),  # 3 leads from outside the last ISR; no majority
+        state(1400, 3, [3], controller=2, majority=False),  # for two samples in a row
+        state(1500, 3, [3, 1, 2], controller=2),
+        state(1600, 3, [3, 1, 2], controller=2, majority=False),  # one sample alone: a probe that timed out
+        state(1750, 1, [1, 2, 3], controller=2, other_leader=3),  # preferred leader back on 0; partition 1 moved too
+        Rebalance(ts_ms=300, group="g", consumer="g-1", kind="assign", partitions=[0], generation=1),
+        Rebalance(ts_ms=310, group="g", consumer="g-2", kind="assign", partitions=[1], generation=1),
+        Rebalance(ts_ms=900, group="g", consumer="g-2", kind="lost", partitions=[1], generation=1),
+        Rebalance(ts_ms=1300, group="g", consumer="g-1", kind="assign", partitions=[0, 1], generation=2),
+        CommitRefused(ts_ms=950, group="g", consumer="g-2", error="ILLEGAL_GENERATION", generation=1),
+        Fault(name="elect_preferred leader (p0)", kind="elect_preferred", target="leader", partition=0, brokers=[3],
+              nodes=["kafka-3"], tag="f1", links=[], start_ms=1700, end_ms=1701, planned_at_s=1.7,
+              planned_duration_s=0),
+        Fault(name="kill leader (p0)", kind="kill", target="leader", partition=0, brokers=[1], nodes=["kafka-1"],
+              tag="f2", links=[], start_ms=990, end_ms=1400, planned_at_s=1, planned_duration_s=0.4),
+    ]
+    record = [{"partition": 0, "ts_ms": 1250, "old_leader": 1, "new_leader": 3, "kind": "unclean"},
+              {"partition": 0, "ts_ms": 1750, "old_leader": 3, "new_leader": 1, "kind": "preferred"}]
+    assert coverage(RUN, events, record) == {
+        "isr_leader_alone": 2,  # 1 alone at 500; 3 alone at 1250
+        "below_min_insync": 2,
+        "partition_offline": 1,
+        "leader_change": 3,  # 1 -> 3 on partition 0, 3 -> 1 on partition 0, 2 -> 3 on partition 1
+        "unclean_election": 1,  # as the election record says
+        "controller_failover": 1,
+        "quorum_no_majority": 1,
+        "group_rebalance": 2,  # generations 1 and 2
+        "partitions_lost": 1,
+        "commit_refused": 1,
+        "operator_action": 1,  # the election, not the kill
+    }
+
+
+def test_a_sample_the_brokers_did_not_answer_is_no_state():
+    events = [state(0, 1, [1, 2, 3]), State(ts_ms=250, error="no broker answered"), state(500, 1, [1, 2, 3])]
+    assert coverage(RUN, events, [])["partition_offline"] == 0
+
+
+def test_every_state_has_its_definition():
+    assert all(DEFINITIONS[f.__name__].startswith(f.__name__ + ":") for f in STATES)
+
+
+def test_the_terminal_says_what_a_run_reached_or_that_it_reached_nothing():
+    from harness.report.terminal import reached
+    from tests.test_units_tables import verdict
+
+    v = verdict("r", [], {}).model_copy(update={"coverage": {"leader_change": 2, "isr_leader_alone": 1,
+                                                             "commit_refused": 0}})
+    assert reached(v) == "leader_change 2, isr_leader_alone 1"
+    assert reached(v.model_copy(update={"coverage": {"leader_change": 0}})) == "none of the protocol states"
