@@ -10,7 +10,9 @@ for --seconds; its rate is the records it returned over the time between its fir
 that returned any (a JVM's start is not the consumer's speed; perf-test's figure leaves its own out
 too). perf-test then reads as many records, from offset 0 in a new group, and reports its own rate
 (nMsg.sec). The medians are compared. For the Java driver the process's peak resident memory is
-reported too.
+reported too. A Go library's recording consumer (``--client franz-go|sarama|kafka-go``) is measured
+against the same program reading flat out and recording nothing (GoDriver.bare_consumer, library
+defaults on both sides), as the Go producers are: no Go library ships a perf tool.
 
 Usage: python benchmarks/consumer.py [--records 15000000] [--seconds 10] [--rounds 3] [--client java]
 """
@@ -48,7 +50,7 @@ def fill(c: KafkaCluster, records: int) -> None:
 def recording_consumer(c: KafkaCluster, seconds: float, client: str, memory: list[int]) -> tuple[int, float]:
     """Records returned and the seconds between the first and last poll that returned any."""
     stop = threading.Event()
-    spec = ConsumerSpec(config=PERF_TEST_SETTINGS[client])
+    spec = ConsumerSpec(config=PERF_TEST_SETTINGS.get(client, {}))
     r = driver(client, c.settings.kafka_version).consumer("bench", spec, c, TOPIC, 3, stop,
                                                           isolation="read_uncommitted")
     if hasattr(r, "ready"):
@@ -64,6 +66,21 @@ def recording_consumer(c: KafkaCluster, seconds: float, client: str, memory: lis
         raise SystemExit(f"recording consumer: {len(r.rows)} records ({r.failure!r})")
     span_s = (r.rows[-1]["poll_ts_ms"] - r.rows[0]["poll_ts_ms"]) / 1000
     return len(r.rows), max(span_s, 0.001)
+
+
+def bare_consumer(c: KafkaCluster, seconds: float, client: str) -> tuple[int, float]:
+    """A Go library's program reading flat out and recording nothing (GoDriver.bare_consumer): the
+    records it read and the seconds between its first and last batch."""
+    stop = threading.Event()
+    r = driver(client, c.settings.kafka_version).bare_consumer("bare", ConsumerSpec(), c, TOPIC, 3, stop)
+    r.ready(120)
+    r.start()
+    time.sleep(seconds)
+    stop.set()
+    r.join(60)
+    if r.failure is not None or not r.read:
+        raise SystemExit(f"bare consumer: {r.read} records ({r.failure!r})")
+    return r.read, max((r.last_ms - r.first_ms) / 1000, 0.001)
 
 
 def perf_test(c: KafkaCluster, records: int, round_no: int) -> float:
@@ -94,17 +111,23 @@ def main() -> None:
     memory: list[int] = []
     with bench_cluster(a.kafka_version, a.mode) as c:  # its topic "perf": 3 partitions, RF=3
         fill(c, a.records)
+        go = hasattr(driver(a.client, a.kafka_version), "bare_consumer")
         for r in range(a.rounds):
             n, secs = recording_consumer(c, a.seconds, a.client, memory)
             ours.append(n / secs)
-            theirs.append(perf_test(c, n, r))
+            if go:
+                m, bare_secs = bare_consumer(c, a.seconds, a.client)
+                theirs.append(m / bare_secs)
+            else:
+                theirs.append(perf_test(c, n, r))
             print(f"round {r + 1}: kchaos {ours[-1]:,.0f} records/s ({n:,} in {secs:.1f} s), "
-                  f"perf-test {theirs[-1]:,.0f} records/s", flush=True)
+                  f"{'the bare program' if go else 'perf-test'} {theirs[-1]:,.0f} records/s", flush=True)
     mo, mt = statistics.median(ours), statistics.median(theirs)
     print(f"kchaos recording consumer ({a.client}): {mo:,.0f} records/s (median of {a.rounds}; every record recorded)")
     if memory and a.client == "java":
         print(f"its process's peak resident memory: {statistics.median(memory) / 1024:,.0f} MiB")
-    print(f"kafka-consumer-perf-test: {mt:,.0f} records/s (median of {a.rounds})")
+    reference = f"the same program recording nothing ({a.client} flat out)" if go else "kafka-consumer-perf-test"
+    print(f"{reference}: {mt:,.0f} records/s (median of {a.rounds})")
     print(f"ratio {mo / mt:.2f}; Kafka {a.kafka_version} {a.mode}, {RECORD_SIZE}-byte values, 3 partitions")
 
 

@@ -320,6 +320,13 @@ class GoDriver:
                  stop: threading.Event, isolation: str) -> GoConsumer:
         return self._classes[GoConsumer](name, spec, cluster, topic, partitions, stop, isolation, self.lib_version)
 
+    def bare_consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                      stop: threading.Event) -> GoConsumer:
+        """The same program as a consumer that records nothing: the library reading flat out with the
+        same settings, the throughput a recording consumer is measured against (benchmarks/consumer.py)."""
+        return self._classes[GoConsumer](name, spec, cluster, topic, partitions, stop, "read_uncommitted",
+                                         self.lib_version, bare=True)
+
     def copier(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                out_partitions: int, stop: threading.Event) -> CopierClient:
         return self._classes[GoCopier](spec, cluster, input_topic, output_topic, out_partitions, stop, self.lib_version)

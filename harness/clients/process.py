@@ -314,12 +314,20 @@ class ConsumerProcess(ClientProcess):
     role = "consumer"
 
     def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
-                 stop: threading.Event, isolation: str, version: str):
+                 stop: threading.Event, isolation: str, version: str, bare: bool = False):
+        """``bare``: the program counts what it reads and records nothing (a Go program's throughput
+        reference in benchmarks/consumer.py: ``read`` records between ``first_ms`` and ``last_ms``)."""
         props = {"bootstrap.servers": bootstrap(cluster, ""), "isolation.level": isolation, "fetch.max.wait.ms": "100",
                  "metadata.max.age.ms": "2000", **spec.config}
-        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions)
+        super().__init__(name, cluster, version, stop, props, topic=topic, partitions=partitions,
+                         **({"bare": True} if bare else {}))
         self.topic, self.isolation = topic, isolation
         self.rows: list[dict] = []
+        self.read, self.first_ms, self.last_ms = 0, 0, 0
+
+    def on_line(self, line: dict) -> None:
+        if line["t"] == "done":
+            self.read, self.first_ms, self.last_ms = (line.get(k, 0) for k in ("read", "first_ms", "last_ms"))
 
     def read_history(self, rows: list) -> None:
         self.rows, at = [], {}

@@ -24,7 +24,9 @@ type PartitionRead interface {
 // RunConsumer is the recording consumer's workload, whatever its library, for a library that reads
 // partition by partition: each partition read from offset 0 (open) on a goroutine of its own until
 // "stop", and the history written as, for each batch, {"p": partition, "ts": poll_ts_ms, "hw": hw}
-// and then one [offset, value] per record.
+// and then one [offset, value] per record. Bare (Config.Bare), it records nothing and says how many
+// records it read between its first and its last batch: the library read flat out, the throughput a
+// recording consumer is measured against.
 func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (PartitionRead, error)) error {
 	f, err := os.Create(cfg.History)
 	if err != nil {
@@ -33,6 +35,7 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 	w := bufio.NewWriterSize(f, 1<<16)
 	var mu sync.Mutex
 	var n atomic.Int64
+	var first, last atomic.Int64 // the first and the last batch's times (ms)
 	cmds.AwaitGo()
 	var readers sync.WaitGroup
 	for p := int32(0); p < cfg.Partitions; p++ {
@@ -47,6 +50,13 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 			for !cmds.Stopping() {
 				batch, hw := r.Next()
 				if len(batch) == 0 {
+					continue
+				}
+				if cfg.Bare {
+					now := NowMs()
+					first.CompareAndSwap(0, now)
+					last.Store(now)
+					n.Add(int64(len(batch)))
 					continue
 				}
 				head, _ := json.Marshal(map[string]any{"p": p, "ts": NowMs(), "hw": hw})
@@ -68,6 +78,6 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 	if err := f.Close(); err != nil {
 		return err
 	}
-	Say(map[string]any{"t": "done", "read": n.Load()})
+	Say(map[string]any{"t": "done", "read": n.Load(), "first_ms": first.Load(), "last_ms": last.Load()})
 	return nil
 }

@@ -23,8 +23,9 @@ type Config struct {
 	Properties map[string]string `json:"properties"`
 	Rate       float64           `json:"rate"`
 	Quiet      bool              `json:"quiet"`
-	// Bare: a plain producer counts its promises and records no send, the library driven flat out
-	// with the same settings and nothing of kchaos's recording (benchmarks/producer.py's reference)
+	// Bare: a plain producer counts its promises and records no send, a consumer counts what it read,
+	// the library driven flat out with the same settings and nothing of kchaos's recording
+	// (benchmarks/producer.py's and consumer.py's reference)
 	Bare bool `json:"bare"`
 }
 

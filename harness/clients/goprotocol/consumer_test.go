@@ -1,0 +1,53 @@
+package goprotocol
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeRead gives one batch of three records, then nothing.
+type fakeRead struct{ given bool }
+
+func (f *fakeRead) Next() ([]Record, any) {
+	if f.given {
+		time.Sleep(time.Millisecond)
+		return nil, nil
+	}
+	f.given = true
+	return []Record{{0, "a"}, {1, "b"}, {2, "c"}}, int64(3)
+}
+
+func (f *fakeRead) Close() {}
+
+func consumeOnce(t *testing.T, bare bool) string {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	cmds := &Commands{Go: make(chan struct{}), Stop: make(chan struct{})}
+	close(cmds.Go)
+	done := make(chan error)
+	go func() {
+		done <- RunConsumer(Config{History: path, Partitions: 2, Bare: bare}, cmds,
+			func(int32) (PartitionRead, error) { return &fakeRead{}, nil })
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(cmds.Stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(path)
+	return string(text)
+}
+
+// A recording consumer writes each batch's head and its records; a bare one reads the same and
+// writes nothing.
+func TestABareConsumerReadsAndRecordsNothing(t *testing.T) {
+	recorded := strings.Split(strings.TrimSpace(consumeOnce(t, false)), "\n")
+	if len(recorded) != 8 { // two partitions: a head and three records each
+		t.Fatalf("%d lines: %v", len(recorded), recorded)
+	}
+	if bare := consumeOnce(t, true); bare != "" {
+		t.Fatalf("a bare consumer wrote %q", bare)
+	}
+}
