@@ -191,3 +191,29 @@ def test_dump_log_segments_records_of_a_moved_away_replica_are_no_partitions():
             "baseOffset: 0 lastOffset: 0 count: 1 partitionLeaderEpoch: 1\n"
             "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 1 sequence: -1 headerKeys: [] payload: b\n")
     assert [(r["partition"], r["value"]) for r in parse_dump(text, 3, "chaos")] == [(0, "a")]
+
+
+REFUSED = """
+Error: Assignments can only be reset if the group 'g' is inactive, but the current state is Stable.
+
+GROUP                          TOPIC                          PARTITION  NEW-OFFSET     log4j:WARN No appenders
+"""
+RESET = """
+GROUP                          TOPIC                          PARTITION  NEW-OFFSET
+g                              t                              0          0
+"""
+DELETED = """
+Request succeed for deleting offsets with topic t group g
+
+TOPIC                          PARTITION       STATUS
+t                              0               Successful
+"""
+
+
+def test_the_tools_answer_to_an_offsets_reset_says_whether_it_moved_them():
+    from harness.cluster.operations import reset_answer
+
+    assert reset_answer(REFUSED, "g", "earliest").startswith("refused: Error: Assignments can only be reset")
+    assert reset_answer(RESET, "g", "earliest") == "reset"
+    assert reset_answer(DELETED, "g", "delete") == "reset"
+    assert reset_answer("GROUP TOPIC PARTITION NEW-OFFSET\n", "g", "latest").startswith("refused: ")

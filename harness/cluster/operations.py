@@ -144,11 +144,9 @@ class Operations:
             said = host_tools.run(self._libs(), "kafka-consumer-groups", args, timeout_s=TOOL_TIMEOUT_S)
         except ToolError as e:
             said = e.output
-        lines = [x for x in said.strip().splitlines() if x.strip()]
-        done = any("NEW-OFFSET" in x for x in lines) if offsets != "delete" else \
-            any(x.split()[-1:] == ["Successful"] for x in lines)
-        LOG.info("group %s's offsets of %s to %s: %s", group, topic, offsets, lines[-1] if lines else "")
-        return "reset" if done else f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
+        answer = reset_answer(said, group, offsets)
+        LOG.info("group %s's offsets of %s to %s: %s", group, topic, offsets, answer)
+        return answer
 
     def add_partitions(self, topic: str, more: int) -> dict:
         """``kafka-topics --alter --partitions`` through the Admin API: the topic gains ``more``
@@ -205,3 +203,18 @@ def _tool_files(topic: str, partition: int, replicas: list[int]) -> Iterator[tup
         (Path(tmp) / "admin.properties").write_text("".join(f"{k}={v}\n" for k, v in TOOL_ADMIN.items()))
         yield str(Path(tmp) / "plan.json"), str(Path(tmp) / "admin.properties")
 
+
+def reset_answer(said: str, group: str, offsets: str) -> str:
+    """What kafka-consumer-groups' output says of a reset or deletion of ``group``'s offsets: "reset"
+    when it lists a partition it moved (a row under NEW-OFFSET naming the group) or deleted
+    ("Successful"), else "refused: " and its error line. The tool exits 0 either way, and prints
+    the table's header under its error when it refuses an active group."""
+    lines = [x.strip() for x in said.splitlines() if x.strip()]
+    error = next((x for x in lines if x.startswith("Error")), None)
+    if error is not None:
+        return f"refused: {error[:300]}"
+    if offsets == "delete":
+        done = any(x.split()[-1] == "Successful" for x in lines)
+    else:
+        done = any(x.split()[0] == group and len(x.split()) >= 4 and x.split()[3].lstrip("-").isdigit() for x in lines)
+    return "reset" if done else f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
