@@ -215,5 +215,8 @@ def test_the_tools_answer_to_an_offsets_reset_says_whether_it_moved_them():
 
     assert reset_answer(REFUSED, "g", "earliest").startswith("refused: Error: Assignments can only be reset")
     assert reset_answer(RESET, "g", "earliest") == "reset"
+    # as the tool prints it: a newline before each row, none after the last, its log after that
+    assert reset_answer("\nGROUP    TOPIC    PARTITION  NEW-OFFSET     \ng    t    0    0              \nlog4j:WARN x",
+                        "g", "earliest") == "reset"
     assert reset_answer(DELETED, "g", "delete") == "reset"
     assert reset_answer("GROUP TOPIC PARTITION NEW-OFFSET\n", "g", "latest").startswith("refused: ")

@@ -47,7 +47,7 @@ def run(libs: Path, tool: str, args: list[str], timeout_s: float = 60.0) -> str:
     except subprocess.TimeoutExpired as e:
         said = f"{_text(e.stdout)}{_text(e.stderr)}"
         raise ToolError(tool, HOST, NO_ANSWER, f"no answer in {timeout_s:g} s: {said}") from e
-    out = done.stdout + done.stderr
+    out = done.stdout + "\n" + done.stderr  # a tool's last line often has no newline of its own
     if done.returncode != 0:
         raise ToolError(tool, HOST, done.returncode, out)
     return out

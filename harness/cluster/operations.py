@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -213,8 +214,10 @@ def reset_answer(said: str, group: str, offsets: str) -> str:
     error = next((x for x in lines if x.startswith("Error")), None)
     if error is not None:
         return f"refused: {error[:300]}"
-    if offsets == "delete":
-        done = any(x.split()[-1] == "Successful" for x in lines)
-    else:
-        done = any(x.split()[0] == group and len(x.split()) >= 4 and x.split()[3].lstrip("-").isdigit() for x in lines)
-    return "reset" if done else f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
+    # Its rows are printed "%n%-30s ..." (a newline before each, none after the last): read the
+    # table's words, not its lines.
+    table = said.partition("NEW-OFFSET")[2] if offsets != "delete" else said
+    row = rf"(?:^|\s){re.escape(group)}\s+\S+\s+\d+\s+-?\d+(?:\s|$)" if offsets != "delete" else r"\bSuccessful\b"
+    if re.search(row, table):
+        return "reset"
+    return f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
