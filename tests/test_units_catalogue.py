@@ -72,6 +72,10 @@ def test_elections_follow_ar_order_among_live_isr_members():
     assert elections(from_dicts(bad))["violations"] == 1, "3 led although 2 comes first in AR and was alive in the ISR"
     unclean = [_state(0, 1, [1], [1, 2, 3]), _state(1, 2, [2], [2, 3])]
     assert elections(from_dicts(unclean))["unclean"] == 1
+    # a reassignment moved the leader's replica to broker 4, which joined the ISR and led between samples
+    moved = [_state(0, 1, [1, 2, 3], [1, 2, 3, 4]), _state(1, 4, [4, 2, 3], [1, 2, 3, 4], replicas=(4, 2, 3))]
+    e = elections(from_dicts(moved))
+    assert (e["unclean"], e["violations"], e["list"][0]["kind"]) == (0, 0, "reassigned"), e
 
 
 def test_matrix_plan_crosses_versions_modes_acks_and_seeds():
