@@ -170,7 +170,11 @@ def test_every_driver_records_the_contract(client, driver_runs):
     consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == s.topic.name]
     plain = [r for r in produced if r["producer"] in ("a", "b")]
     acked = {r["value"] for r in plain if r["status"] == "ok"}
-    assert len(acked) > 1500 and len(acked) == len(plain), "fault-free: every send acknowledged"
+    assert len(acked) == len(plain), "fault-free: every send acknowledged"
+    # Each plain producer ran for seconds at its rate (150/s): a JVM tool's start, which eats into an
+    # 8 s workload on a loaded machine (Kafka's verifiable producer), leaves it at least a second's.
+    per_producer = {p: sum(r["producer"] == p for r in plain if r["status"] == "ok") for p in ("a", "b")}
+    assert all(n > 150 for n in per_producer.values()), per_producer
     untimed = ("a",) if "send_time" in LIBRARIES[client].cannot_tell else ()
     assert_sends_recorded(produced, ("a", "b", "t"), partitions=2, own_timing=untimed)
     final = {r["value"] for r in consumed if r["phase"] == "final"}
