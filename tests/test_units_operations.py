@@ -220,3 +220,10 @@ def test_the_tools_answer_to_an_offsets_reset_says_whether_it_moved_them():
                         "g", "earliest") == "reset"
     assert reset_answer(DELETED, "g", "delete") == "reset"
     assert reset_answer("GROUP TOPIC PARTITION NEW-OFFSET\n", "g", "latest").startswith("refused: ")
+
+
+def test_a_tools_last_line_is_its_own_not_its_loggers():
+    from harness.cluster.operations import last_line
+
+    said = "Broker 1 is no longer registered.\n\nlog4j:WARN No appenders could be found\nlog4j:WARN See http://x\n"
+    assert last_line(said) == "Broker 1 is no longer registered." and last_line("log4j:WARN x\n") == ""

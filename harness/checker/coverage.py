@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from harness.faults import FAULTS
 from harness.history import RunConfig
@@ -38,6 +39,7 @@ class Sampled:
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
                    min_insync, elections)
 
+    @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
         """(time, the partition's sample before or None, its sample now) for every partition sample."""
         last: dict[int, PartitionSample] = {}
@@ -51,7 +53,7 @@ class Sampled:
 
 def _entered(s: Sampled, now: Callable[[PartitionSample], bool]) -> list[int]:
     """The times a partition's samples went from not ``now`` (or none) to ``now``."""
-    return [ts for ts, before, p in s.partition_steps() if now(p) and (before is None or not now(before))]
+    return [ts for ts, before, p in s.partition_steps if now(p) and (before is None or not now(before))]
 
 
 def isr_leader_alone(s: Sampled) -> list[int]:
@@ -77,7 +79,7 @@ def leader_change(s: Sampled) -> list[int]:
     offline spell or not)."""
     last_leader: dict[int, int] = {}
     out = []
-    for ts, _, p in s.partition_steps():
+    for ts, _, p in s.partition_steps:
         if p.leader >= 0:
             if p.partition in last_leader and last_leader[p.partition] != p.leader:
                 out.append(ts)

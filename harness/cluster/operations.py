@@ -83,7 +83,6 @@ class Operations:
         after = self.describe(topic).partition(topic, partition).leader
         return {"election": election, "answer": answer, "leader_before": before, "leader_after": after}
 
-
     def reassign(self, topic: str, partition: int, change: str, broker: int, to_broker: int | None,
                  throttle_bps: int | None) -> dict:
         """``kafka-reassign-partitions --execute`` of one partition (``planned_replicas``), with a
@@ -96,7 +95,7 @@ class Operations:
         said = self._reassign_tool(topic, partition, after, args)
         LOG.info("reassignment of %s-%d: %s -> %s", topic, partition, before, after)
         return {"change": change, "replicas_before": before, "replicas_after": after,
-                "answer": said.strip().splitlines()[-1] if said.strip() else ""}
+                "answer": last_line(said)}
 
     def finish_reassignment(self, topic: str, partition: int, replicas: list[int], timeout_s: float = 30.0) -> str:
         """``kafka-reassign-partitions --verify`` until the reassignment to ``replicas`` is complete
@@ -109,7 +108,7 @@ class Operations:
                 said = self._reassign_tool(topic, partition, replicas, ["--verify"])
             except ToolError as e:
                 done = self.describe(topic).partition(topic, partition).replicas == replicas
-                last = e.output.strip().splitlines()[-1][:200] if e.output.strip() else ""
+                last = last_line(e.output)[:200]
                 LOG.warning("reassignment of %s-%d: --verify failed (%s)", topic, partition, last)
                 return f"{'complete' if done else 'in progress'}; --verify failed: {last}"
             if "is complete" in said and "in progress" not in said:
@@ -132,7 +131,7 @@ class Operations:
         args = ["unregister", "--bootstrap-server", self.bootstrap_servers, "--id", str(n)]
         said = host_tools.run(self._libs(), "kafka-cluster", args, timeout_s=TOOL_TIMEOUT_S)
         LOG.info("broker %d unregistered: %s", n, said.strip())
-        return said.strip().splitlines()[-1] if said.strip() else "ok"
+        return last_line(said) or "ok"
 
     def reset_group_offsets(self, group: str, topic: str, offsets: str) -> str:
         """``kafka-consumer-groups --reset-offsets --to-earliest|--to-latest --execute`` (or
@@ -220,4 +219,11 @@ def reset_answer(said: str, group: str, offsets: str) -> str:
     row = rf"(?:^|\s){re.escape(group)}\s+\S+\s+\d+\s+-?\d+(?:\s|$)" if offsets != "delete" else r"\bSuccessful\b"
     if re.search(row, table):
         return "reset"
-    return f"refused: {(lines[-1] if lines else 'no answer')[:300]}"
+    return f"refused: {(last_line(said) or 'no answer')[:300]}"
+
+
+def last_line(said: str) -> str:
+    """A tool's last line of its own: what it printed last, past the logging framework's complaints
+    about its configuration (``log4j:WARN ...``, which releases on log4j 1 print when run without one)."""
+    lines = [x.strip() for x in said.splitlines() if x.strip() and not x.startswith("log4j:")]
+    return lines[-1] if lines else ""

@@ -219,7 +219,6 @@ class ClusterShape:
     brokers: int
     replication_factor: int
     mode: str
-    kafka_version: str
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
@@ -293,10 +292,11 @@ class FaultKind:
     # None: what a scenario's validation asks of the kind beyond its settings.
     refuses: Callable[[FaultSettings, ClusterShape], str | None] | None = None
     # Sets the run's topic config ``config`` to ``value`` until the heal: the promise table judges the
-    # topic by the weakest setting it had (harness/checker/judge.py, weakest_during).
+    # topic by the weakest setting it had (harness/checker/excuses.py, weakest_during).
     sets_topic_config: bool = False
     # Resets a group's committed offsets: the judge excuses the group's commit anomalies the reset
-    # explains, where the fault's events say Kafka did reset them (harness/checker/judge.py).
+    # explains, where the fault's events say Kafka did reset them (harness/checker/excuses.py,
+    # offsets_reset_by_hand).
     moves_offsets: bool = False
 
     def __post_init__(self) -> None:
