@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from harness.clients.registry import canonical
 from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
 from harness.history import ClientLibrary, RunConfig
+from harness.history.events import Event, Fault
 
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
 
@@ -120,13 +121,12 @@ def weakest_during(run: RunConfig, c: Config, topic: str | None = None) -> Confi
     return c
 
 
-def offsets_reset_by_hand(events: list) -> dict[str, frozenset[str]]:
+def offsets_reset_by_hand(events: list[Event]) -> dict[str, frozenset[str]]:
     """Per group, where an operator's resets moved its committed offsets: only the resets the fault's
     events say Kafka carried out (a group with members refuses one, and then nothing moved)."""
     moved: dict[str, set[str]] = {}
     for e in events:
-        kind = FAULTS.get(getattr(e, "kind", "") or "")
-        if getattr(e, "type", "") == "fault" and kind is not None and kind.moves_offsets and \
-                getattr(e, "offsets_reset", None) == "reset" and e.group:
+        if isinstance(e, Fault) and e.kind in FAULTS and FAULTS[e.kind].moves_offsets and \
+                e.offsets_reset == "reset" and e.group:
             moved.setdefault(e.group, set()).add(e.offsets or "earliest")
     return {g: frozenset(v) for g, v in moved.items()}
