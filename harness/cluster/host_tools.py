@@ -38,10 +38,16 @@ def tool_class(libs: Path, tool: str) -> str:
     raise ToolMissing(tool, HOST, f"no class of {tool} ({', '.join(TOOLS[tool].classes)}) in {libs}")
 
 
+def java_command(libs: Path, main_class: str) -> list[str]:
+    """The machine's Java running ``main_class`` on the Kafka jars in ``libs``, as bin/kafka-run-class.sh
+    does, sized for a tool or a client process beside a cluster (a small heap, C1 only)."""
+    return [JAVA, *JVM_OPTIONS, "-cp", f"{libs}/*", main_class]
+
+
 def run(libs: Path, tool: str, args: list[str], timeout_s: float = 60.0) -> str:
     """``tool`` of the Kafka release whose jars are in ``libs``, with ``args``, on this machine: what
     it printed (stdout, then stderr), or ToolError."""
-    cmd = [JAVA, *JVM_OPTIONS, "-cp", f"{libs}/*", tool_class(libs, tool), *args]
+    cmd = [*java_command(libs, tool_class(libs, tool)), *args]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as e:

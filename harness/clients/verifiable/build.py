@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.clients.registry import BuildError
+from harness.cluster.host_tools import java_command
 from harness.setup import kafka_libs
 
 TOOLS = {"producer": "org.apache.kafka.tools.VerifiableProducer",
          "consumer": "org.apache.kafka.tools.VerifiableConsumer"}
-JAVA = "java"  # the machine's Java 17, as the Java driver's
 
 
 class ToolsCopyError(BuildError):
@@ -42,5 +42,4 @@ def build_all(versions: list[str], log: Callable[[str], object] = print) -> None
 def tool_command(version: str, role: str) -> list[str]:
     """Kafka ``version``'s verifiable ``role`` ("producer", "consumer"), its jars copied first if they
     are not yet; kchaos appends the tool's own flags."""
-    libs = build(version, log=lambda m: None)
-    return [JAVA, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{libs}/*", TOOLS[role]]
+    return java_command(build(version, log=lambda m: None), TOOLS[role])
