@@ -496,3 +496,26 @@ def test_a_groups_offsets_reset_by_hand_move_only_while_it_has_no_members(healed
     committed = c.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])])
     (tp,) = committed[group].result(15).topic_partitions
     assert tp.offset == 0, "reset to the partition's first offset"
+
+
+def test_groups_are_deleted_by_kafkas_own_tool_once_empty(healed):
+    """The pytest plugin's clean-up between tests: kafka-consumer-groups --delete refuses a group
+    with a member and one that never formed, each by name, and deletes an empty one."""
+    from confluent_kafka import Consumer
+
+    c = healed
+    topic, group, never = unique_topic("del"), unique_topic("g"), unique_topic("never")
+    c.create_topic(topic, replication_factor=3)
+    c.wait_full_isr(topic)
+    member = Consumer(c.client_config(**{"group.id": group, "enable.auto.commit": False,
+                                         "auto.offset.reset": "earliest"}))
+    member.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.5)
+    busy = c.delete_groups([group])
+    member.close()
+    done = c.delete_groups([group, never])
+    assert busy[group].startswith("refused: ") and "GroupNotEmpty" in busy[group], busy
+    assert done[group] == "deleted", done
+    assert done[never].startswith("refused: ") and "GroupIdNotFound" in done[never], done

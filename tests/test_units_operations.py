@@ -227,3 +227,47 @@ def test_a_tools_last_line_is_its_own_not_its_loggers():
 
     said = "Broker 1 is no longer registered.\n\nlog4j:WARN No appenders could be found\nlog4j:WARN See http://x\n"
     assert last_line(said) == "Broker 1 is no longer registered." and last_line("log4j:WARN x\n") == ""
+
+
+GROUPS_PARTLY_DELETED = """
+Error: Deletion of some consumer groups failed:
+* Group 'busy' could not be deleted due to: java.util.concurrent.ExecutionException: \
+org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.
+
+These consumer groups were deleted successfully: 'empty', 'done'
+"""
+
+
+def test_the_tools_answer_to_a_groups_deletion_names_each_group():
+    from harness.cluster.operations import deletion_answers
+
+    said = deletion_answers(GROUPS_PARTLY_DELETED, ["busy", "empty", "done", "unasked"])
+    assert said["busy"].startswith("refused: java.util.concurrent.ExecutionException") and \
+        said["busy"].endswith("GroupNotEmptyException: The group is not empty."), said
+    assert said["empty"] == said["done"] == "deleted"
+    assert said["unasked"] == "no answer: These consumer groups were deleted successfully: 'empty', 'done'"
+    assert deletion_answers("Deletion of requested consumer groups ('a', 'b') was successful.\n", ["a", "b"]) == \
+        {"a": "deleted", "b": "deleted"}
+    assert deletion_answers("", ["a"]) == {"a": "no answer: nothing"}
+
+
+# confluent-kafka's Admin calls librdkafka sends to a group's coordinator (rd_kafka_coord_req).
+COORDINATOR_ADMIN_CALLS = {"delete_consumer_groups", "describe_consumer_groups", "list_consumer_group_offsets",
+                           "alter_consumer_group_offsets"}
+
+
+def test_kchaos_sends_no_admin_request_to_a_groups_coordinator_from_its_own_process():
+    """librdkafka #4605: such a request that times out while the coordinator is unreachable leaves
+    librdkafka's coordinator lookup pending with no timeout of its own; when the coordinator answers
+    again the lookup calls back into the freed request and the process aborts
+    (``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0' failed``). kchaos's
+    process is the user's pytest process, so kchaos does these through Kafka's tool instead
+    (KafkaCluster.delete_groups)."""
+    import ast
+
+    harness = Path(__file__).resolve().parent.parent / "harness"
+    calls = [f"{py.relative_to(harness.parent)}:{node.lineno} {node.attr}"
+             for py in sorted(harness.rglob("*.py"))
+             for node in ast.walk(ast.parse(py.read_text()))
+             if isinstance(node, ast.Attribute) and node.attr in COORDINATOR_ADMIN_CALLS]
+    assert calls == []

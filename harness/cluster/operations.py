@@ -148,6 +148,27 @@ class Operations:
         LOG.info("group %s's offsets of %s to %s: %s", group, topic, offsets, answer)
         return answer
 
+    def delete_groups(self, groups: list[str]) -> dict[str, str]:
+        """``kafka-consumer-groups --delete`` of ``groups``: for each, "deleted" or "refused: " and
+        why Kafka kept it (a group with members, one that never formed).
+
+        Kafka's own tool in a process of its own, not confluent-kafka's Admin client: a request to a
+        group's coordinator that times out there while the coordinator is unreachable aborts the
+        whole process once the coordinator answers again (librdkafka #4605; docs/findings.md,
+        "Known issues kchaos met"), and this runs in the process of the user's tests."""
+        if not groups:
+            return {}
+        named = [arg for g in groups for arg in ("--group", g)]
+        with _admin_properties() as admin:
+            args = ["--bootstrap-server", self.bootstrap_servers, "--command-config", admin, "--delete", *named]
+            try:
+                said = host_tools.run(self._libs(), "kafka-consumer-groups", args, timeout_s=TOOL_TIMEOUT_S)
+            except ToolError as e:
+                said = e.output
+        answers = deletion_answers(said, groups)
+        LOG.info("groups deleted: %s", answers)
+        return answers
+
     def add_partitions(self, topic: str, more: int) -> dict:
         """``kafka-topics --alter --partitions`` through the Admin API: the topic gains ``more``
         partitions, each placed by the controller; its partition count before and after."""
@@ -198,10 +219,36 @@ def planned_replicas(replicas: list[int], change: str, broker: int, to_broker: i
 def _tool_files(topic: str, partition: int, replicas: list[int]) -> Iterator[tuple[str, str]]:
     """The tool's --reassignment-json-file for one partition and its --command-config, removed after."""
     plan = {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]}
-    with tempfile.TemporaryDirectory(prefix="kchaos-reassign-") as tmp:
-        (Path(tmp) / "plan.json").write_text(json.dumps(plan))
+    with _admin_properties() as admin:
+        plan_file = Path(admin).with_name("plan.json")
+        plan_file.write_text(json.dumps(plan))
+        yield str(plan_file), admin
+
+
+@contextmanager
+def _admin_properties() -> Iterator[str]:
+    """A tool's --command-config bounding its Admin client's calls (TOOL_ADMIN), removed after."""
+    with tempfile.TemporaryDirectory(prefix="kchaos-tool-") as tmp:
         (Path(tmp) / "admin.properties").write_text("".join(f"{k}={v}\n" for k, v in TOOL_ADMIN.items()))
-        yield str(Path(tmp) / "plan.json"), str(Path(tmp) / "admin.properties")
+        yield str(Path(tmp) / "admin.properties")
+
+
+def deletion_answers(said: str, groups: list[str]) -> dict[str, str]:
+    """What ``kafka-consumer-groups --delete`` says of each group: "deleted" when a line naming
+    deleted groups quotes it ("Deletion of requested consumer groups ('a', 'b') was successful.",
+    or "These consumer groups were deleted successfully: 'a'" beside failures), "refused: " and the
+    exception its "* Group 'a' could not be deleted due to: ..." line names, else "no answer: " and
+    the tool's last line."""
+    deleted: set[str] = set()
+    refused: dict[str, str] = {}
+    for line in (x.strip() for x in said.splitlines()):
+        why = re.match(r"\* Group '(.+?)' could not be deleted due to: (.*)", line)
+        if why:
+            refused[why.group(1)] = why.group(2)
+        elif "was successful" in line or "deleted successfully" in line:
+            deleted |= set(re.findall(r"'([^']+)'", line))
+    return {g: "deleted" if g in deleted else f"refused: {refused[g][:300]}" if g in refused
+            else f"no answer: {(last_line(said) or 'nothing')[:300]}" for g in groups}
 
 
 def reset_answer(said: str, group: str, offsets: str) -> str:
