@@ -519,3 +519,39 @@ def test_groups_are_deleted_by_kafkas_own_tool_once_empty(healed):
     assert busy[group].startswith("refused: ") and "GroupNotEmpty" in busy[group], busy
     assert done[group] == "deleted", done
     assert done[never].startswith("refused: ") and "GroupIdNotFound" in done[never], done
+
+
+def test_an_open_transaction_aborted_by_hand_stays_aborted_when_its_producer_commits(healed):
+    """An operator's kafka-transactions abort, as the abort_transaction fault runs it: the producer's
+    open transaction on the partition is found and aborted; the producer's commit after it succeeds,
+    and a read_committed reader still sees none of the aborted transaction's records there (Kafka
+    documents the abort for hanging transactions only). With nothing open, the tool aborts nothing."""
+    from confluent_kafka import Consumer, Producer
+
+    c = healed
+    topic = unique_topic("abort")
+    c.create_topic(topic, replication_factor=3)
+    c.wait_full_isr(topic)
+    p = Producer(c.client_config(**{"transactional.id": unique_topic("tx"), "transaction.timeout.ms": 60000}))
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=f"t-{i}".encode(), partition=0)
+    p.flush(30)
+    aborted = c.abort_transaction(topic, 0)
+    p.commit_transaction(30)
+    nothing = c.abort_transaction(topic, 0)
+    p.begin_transaction()
+    p.produce(topic, value=b"after", partition=0)
+    p.commit_transaction(30)
+    reader = Consumer(c.client_config(**{"group.id": unique_topic("r"), "isolation.level": "read_committed",
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+    reader.subscribe([topic])
+    seen: list[str] = []
+    deadline = time.monotonic() + 30
+    while "after" not in seen and time.monotonic() < deadline:
+        seen += [m.value().decode() for m in reader.consume(10, timeout=1.0) if m.error() is None]
+    reader.close()
+    assert aborted["transaction_aborted"] == "aborted" and aborted["start_offset"] == 0, aborted
+    assert nothing == {"transaction_aborted": "none open"}, nothing
+    assert seen == ["after"], "the aborted transaction's records stay aborted though its producer committed"

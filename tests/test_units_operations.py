@@ -271,3 +271,57 @@ def test_kchaos_sends_no_admin_request_to_a_groups_coordinator_from_its_own_proc
              for node in ast.walk(ast.parse(py.read_text()))
              if isinstance(node, ast.Attribute) and node.attr in COORDINATOR_ADMIN_CALLS]
     assert calls == []
+
+
+PRODUCERS = """ProducerId\tProducerEpoch\tLatestCoordinatorEpoch\tLastSequence\tLastTimestamp\t\
+CurrentTransactionStartOffset
+1000\t0\t-1\t4\t1795880000000\tNone
+2001\t3\t7\t11\t1795880000100\t42
+2002\t0\t7\t2\t1795880000200\t17
+"""
+
+
+def test_the_tools_list_of_producers_gives_each_open_transactions_first_offset():
+    from harness.cluster.operations import OpenTransaction, open_transactions
+
+    assert open_transactions(PRODUCERS) == [OpenTransaction(2001, 3, 42), OpenTransaction(2002, 0, 17)]
+    # an older table without LatestCoordinatorEpoch, with spaces, and the logger's complaints
+    older = "log4j:WARN x\nProducerId  ProducerEpoch  LastSequence  LastTimestamp  CurrentTransactionStartOffset\n" \
+            "5  1  0  1795880000000  9\n"
+    assert open_transactions(older) == [OpenTransaction(5, 1, 9)]
+    assert open_transactions("ProducerId ProducerEpoch CurrentTransactionStartOffset\n") == []
+    assert open_transactions("Error: the partition has no leader") == []
+
+
+def txn_scenario(**extra) -> Scenario:
+    base = scenario_mod.load(SCENARIOS / "smoke.toml").model_dump(mode="json")
+    base["producers"] = [{**base["producers"][0], "transactional": True}] if base.get("producers") else \
+        [{"name": "p", "transactional": True}]
+    return Scenario.model_validate({**base, "duration_s": 30, **extra})
+
+
+def test_an_abort_is_refused_where_kafka_has_no_tool_or_the_scenario_no_transaction():
+    abort = {"kind": "abort_transaction", "at_s": 5}
+    assert txn_scenario(faults=[abort]).faults[0].kind == "abort_transaction"
+    with pytest.raises(ValidationError, match=r"faults\.0\.kind: abort_transaction runs kafka-transactions, which "
+                                              r"Kafka 2\.8\.2 does not ship \(allowed: kafka_version 3\.9\.1"):
+        txn_scenario(faults=[abort], kafka_version="2.8.2", mode="zk")
+    with pytest.raises(ValidationError, match=r"faults\.0\.kind: abort_transaction .* no transactional writer"):
+        with_faults(abort)
+
+
+def test_an_abort_kafka_carried_out_excuses_the_transactional_writes_only():
+    from harness.checker.excuses import loss_excuse, transactions_aborted_by_hand
+    from harness.history.events import Fault
+
+    def fault(answer: str) -> Fault:
+        return Fault(kind="abort_transaction", start_ms=1, end_ms=2, transaction_aborted=answer)
+
+    assert transactions_aborted_by_hand([fault("aborted")])
+    assert not transactions_aborted_by_hand([fault("none open"), fault("refused: no leader")])
+    safe = Config(acks="all", min_insync=2, idempotence=True)
+    assert "aborted an open transaction" in loss_excuse(Config(**{**safe.__dict__, "transactional": True,
+                                                                  "txn_aborted_by_hand": True}))
+    assert loss_excuse(Config(**{**safe.__dict__, "txn_aborted_by_hand": True})) is None, "plain writes: nothing"
+    assert loss_excuse(Config(**{**safe.__dict__, "transactional": True})) is None
+    assert "txn-aborted-by-hand" in Config(transactional=True, txn_aborted_by_hand=True).label()

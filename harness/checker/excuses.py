@@ -31,6 +31,9 @@ class Config:
     # a group's: where an operator's reset moved its committed offsets during the run ("earliest",
     # "latest", "delete"), as the reset fault's events say Kafka did
     offsets_moved: frozenset[str] = field(default_factory=frozenset)
+    # a transactional producer's: an operator aborted a transaction still open on its topic
+    # (abort_transaction), as the fault's events say Kafka did
+    txn_aborted_by_hand: bool = False
 
     def label(self) -> str:
         client = f"{self.client} " if self.client else ""
@@ -41,6 +44,7 @@ class Config:
                 + ("" if self.leader_epochs else " epochs=off")
                 # What changes the promises must change the label, or a summary mixes their rows.
                 + (" elr=on" if self.eligible_leader_replicas else "")
+                + (" txn-aborted-by-hand" if self.txn_aborted_by_hand else "")
                 + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
                    else ""))
 
@@ -83,6 +87,10 @@ def loss_excuse(c: Config) -> str | None:
         return "acks=1: the leader acknowledges before any follower has the record"
     if c.min_insync < 2:
         return f"min.insync.replicas={c.min_insync}: the ISR may shrink to the leader alone, which then acknowledges"
+    if c.transactional and c.txn_aborted_by_hand:
+        return ("an operator aborted an open transaction (kafka-transactions abort): its records on that partition "
+                "are aborted whatever its producer then commits, which Kafka documents for an abort of a "
+                "transaction that is not hanging")
     return partition_excuse(c)
 
 
@@ -130,3 +138,10 @@ def offsets_reset_by_hand(events: list[Event]) -> dict[str, frozenset[str]]:
                 e.offsets_reset == "reset" and e.group:
             moved.setdefault(e.group, set()).add(e.offsets or "earliest")
     return {g: frozenset(v) for g, v in moved.items()}
+
+
+def transactions_aborted_by_hand(events: list[Event]) -> bool:
+    """Whether an operator's abort_transaction aborted a transaction in the run: only an abort the
+    fault's events say Kafka carried out (with none open, or refused, nothing was aborted)."""
+    return any(isinstance(e, Fault) and e.kind in FAULTS and FAULTS[e.kind].aborts_transactions and
+               e.transaction_aborted == "aborted" for e in events)

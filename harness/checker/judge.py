@@ -9,7 +9,14 @@ from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALI
 from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.coverage import coverage
-from harness.checker.excuses import Config, Promise, client_label, offsets_reset_by_hand, weakest_during
+from harness.checker.excuses import (
+    Config,
+    Promise,
+    client_label,
+    offsets_reset_by_hand,
+    transactions_aborted_by_hand,
+    weakest_during,
+)
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
@@ -95,6 +102,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
 
     declared = {p.name: p for p in run.producers}
     copier_producers = {c.producer for c in run.copiers}
+    aborted = transactions_aborted_by_hand(events)
     producers: dict[str, Config] = {}
     producer_topic: dict[str, str] = {}
     for name, seen in producers_seen.items():
@@ -109,7 +117,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
         idem = txn or (d.idempotence if d.idempotence is not None
                        else _bool((d.model_extra or {}).get("enable.idempotence", False)))
         producers[name] = replace(topics.get(topic, default_topic), acks=acks, idempotence=idem, transactional=txn,
-                                  client=client_label(d.client or run.client))
+                                  client=client_label(d.client or run.client), txn_aborted_by_hand=txn and aborted)
         producer_topic[name] = topic
     return RunConfigs(topics, producers, producer_topic, notes, offsets_reset_by_hand(events))
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
@@ -169,6 +170,36 @@ class Operations:
         LOG.info("groups deleted: %s", answers)
         return answers
 
+    def abort_transaction(self, topic: str, partition: int) -> dict:
+        """``kafka-transactions abort`` of the oldest transaction open on the partition, as an operator
+        aborts a hanging one: the producers ``describe-producers`` lists, the one whose open
+        transaction started first, then ``abort --start-offset``. Its account: the producer and the
+        offset its transaction started at, and ``transaction_aborted``: "aborted", "none open", or
+        "refused: " and what the tool said."""
+        where = ["--bootstrap-server", self.bootstrap_servers]
+        at = ["--topic", topic, "--partition", str(partition)]
+        with _admin_properties() as admin:
+            where += ["--command-config", admin]
+            try:
+                listed = host_tools.run(self._libs(), "kafka-transactions", [*where, "describe-producers", *at],
+                                        timeout_s=TOOL_TIMEOUT_S)
+            except ToolError as e:
+                return {"transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
+            open_ones = open_transactions(listed)
+            if not open_ones:
+                return {"transaction_aborted": "none open"}
+            oldest = min(open_ones, key=lambda t: t.start_offset)
+            account = {"producer_id": oldest.producer_id, "start_offset": oldest.start_offset}
+            try:
+                host_tools.run(self._libs(), "kafka-transactions",
+                               [*where, "abort", *at, "--start-offset", str(oldest.start_offset)],
+                               timeout_s=TOOL_TIMEOUT_S)
+            except ToolError as e:
+                return {**account, "transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
+        LOG.info("%s-%d: transaction of producer %d from offset %d aborted", topic, partition, oldest.producer_id,
+                 oldest.start_offset)
+        return {**account, "transaction_aborted": "aborted"}
+
     def add_partitions(self, topic: str, more: int) -> dict:
         """``kafka-topics --alter --partitions`` through the Admin API: the topic gains ``more``
         partitions, each placed by the controller; its partition count before and after."""
@@ -231,6 +262,34 @@ def _admin_properties() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="kchaos-tool-") as tmp:
         (Path(tmp) / "admin.properties").write_text("".join(f"{k}={v}\n" for k, v in TOOL_ADMIN.items()))
         yield str(Path(tmp) / "admin.properties")
+
+
+@dataclass(frozen=True)
+class OpenTransaction:
+    """A producer with a transaction open on a partition, as ``kafka-transactions describe-producers`` lists it."""
+
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+
+
+def open_transactions(said: str) -> list[OpenTransaction]:
+    """The rows of ``describe-producers``' table whose CurrentTransactionStartOffset is an offset
+    ("None" where the producer has no transaction open). Its columns are found by the header's
+    names: releases differ in whether LatestCoordinatorEpoch is among them."""
+    lines = [x.split() for x in said.splitlines() if x.strip() and not x.startswith("log4j:")]
+    header = next((i for i, words in enumerate(lines) if "CurrentTransactionStartOffset" in words), None)
+    if header is None:
+        return []
+    names = lines[header]
+    col = {n: names.index(n) for n in ("ProducerId", "ProducerEpoch", "CurrentTransactionStartOffset")}
+    out = []
+    for words in lines[header + 1:]:
+        if len(words) != len(names) or not words[col["CurrentTransactionStartOffset"]].isdigit():
+            continue
+        out.append(OpenTransaction(int(words[col["ProducerId"]]), int(words[col["ProducerEpoch"]]),
+                                   int(words[col["CurrentTransactionStartOffset"]])))
+    return out
 
 
 def deletion_answers(said: str, groups: list[str]) -> dict[str, str]:

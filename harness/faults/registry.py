@@ -219,6 +219,8 @@ class ClusterShape:
     brokers: int
     replication_factor: int
     mode: str
+    kafka_version: str = ""
+    transactional: tuple[str, ...] = ()  # the scenario's transactional producers and copier, by name
 
 
 Action = Callable[["KafkaCluster", Applied, int], None]
@@ -298,6 +300,10 @@ class FaultKind:
     # explains, where the fault's events say Kafka did reset them (harness/checker/excuses.py,
     # offsets_reset_by_hand).
     moves_offsets: bool = False
+    # Aborts a transaction a producer still has open: the judge excuses the transactional writers of the
+    # topic what the abort explains, where the fault's events say Kafka aborted one
+    # (harness/checker/excuses.py, transactions_aborted_by_hand).
+    aborts_transactions: bool = False
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -546,6 +552,27 @@ def _group_target(f: FaultSettings, cluster: ClusterShape) -> str | None:
     return None
 
 
+def _abort_transaction(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The oldest transaction open on the fault's partition aborted by hand (once, whatever broker
+    leads it), as an operator aborts one they take for hanging."""
+    if "transaction_aborted" not in a.detail:
+        a.detail.update(c.abort_transaction(a.topic, a.fault.partition))
+
+
+def _abort_refused(f: FaultSettings, cluster: ClusterShape) -> str | None:
+    """kafka-transactions ships with the release, and the scenario has a transaction to abort."""
+    from harness.cluster.kafka_tools import TOOLS
+
+    tool = TOOLS["kafka-transactions"]
+    if cluster.kafka_version and not tool.shipped_by(cluster.kafka_version):
+        return (f"kind: abort_transaction runs kafka-transactions, which Kafka {cluster.kafka_version} does not ship "
+                f"(allowed: kafka_version {tool.since} or later)")
+    if not cluster.transactional:
+        return ("kind: abort_transaction aborts a producer's open transaction, and this scenario has no transactional "
+                "writer (allowed: a producer with transactional = true, or a [copier])")
+    return None
+
+
 def _add_partitions(c: KafkaCluster, a: Applied, b: int) -> None:
     if "partitions_after" not in a.detail:
         a.detail.update(c.add_partitions(a.topic, a.fault.new_partitions or 1))
@@ -758,6 +785,18 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               takes=("offsets",), defaults={"offsets": "earliest"}, refuses=_group_target, moves_offsets=True,
               draw=lambda rng, bounds: {"offsets": rng.choice(["earliest", "latest", "delete"])},
               generate=lambda rng, g, log_dirs: {"offsets": "earliest"}),
+    FaultKind("abort_transaction", "the oldest transaction open on the fault's partition aborted through Kafka's "
+              "kafka-transactions (describe-producers, then abort --start-offset), as an operator aborts one they "
+              "take for hanging, while its producer runs; nothing to heal", "#fdd0a2", _abort_transaction,
+              operation=True, guide="operations.md", on_nodes=False, aborts_transactions=True, refuses=_abort_refused,
+              summary="an open transaction aborted by hand while its producer runs",
+              details="Kafka 3.9.1 or later (the tool's release here), and a transactional producer or the copier. "
+                      "Kafka documents the abort for hanging transactions only: aborting one its producer still "
+                      "runs writes the abort marker on that partition while the producer may go on to commit the "
+                      "others, which breaks the transaction's atomicity. The fault's events say what Kafka did "
+                      "(`transaction_aborted`: \"aborted\", \"none open\" or \"refused: \" and the tool's words, "
+                      "the producer and its transaction's first offset); one it aborted excuses the topic's "
+                      "transactional writes (lost, torn and lost copies), a refused one or none open nothing."),
     FaultKind("add_partitions", "the run's topic gains new_partitions partitions through the Admin API (kafka-topics "
               "--alter --partitions), placed by the controller; nothing to heal", "#dadaeb", _add_partitions,
               operation=True, guide="operations.md", on_nodes=False,

@@ -120,6 +120,11 @@ class FaultDetail(_Record):
     offsets_reset: str | None = None
     partitions_before: int | None = None  # add_partitions: the topic's partition count before and after
     partitions_after: int | None = None
+    # abort_transaction: the producer whose open transaction was aborted, the offset it started at, and
+    # Kafka's answer: "aborted", "none open" (no transaction was open on the partition), or "refused: " and why
+    producer_id: int | None = None
+    start_offset: int | None = None
+    transaction_aborted: str | None = None
 
 
 # ------------------------------------------------------------------ the record types

@@ -306,7 +306,8 @@ class Scenario(ScenarioTable):
 
     def _check_fits_cluster(self, i: int, f: FaultSpec) -> None:
         """A kind that needs something of the cluster (a broker to move a replica to) says so itself."""
-        shape = ClusterShape(self.brokers, self.topic.replication_factor, self.mode)
+        shape = ClusterShape(self.brokers, self.topic.replication_factor, self.mode, self.kafka_version,
+                             tuple(self.transactional_clients))
         if (refuses := FAULTS[f.kind].refuses) is not None and (why := refuses(f, shape)):
             raise ValueError(f"faults.{i}.{why}")
 
