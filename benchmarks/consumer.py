@@ -80,7 +80,10 @@ def bare_consumer(c: KafkaCluster, seconds: float, client: str) -> tuple[int, fl
     r.join(60)
     if r.failure is not None or not r.read:
         raise SystemExit(f"bare consumer: {r.read} records ({r.failure!r})")
-    return r.read, max((r.last_ms - r.first_ms) / 1000, 0.001)
+    if not 0 < r.first_ms < r.last_ms:
+        raise SystemExit(f"bare consumer ({client}): {r.read} records but no span of reads (first_ms {r.first_ms}, "
+                         f"last_ms {r.last_ms}): its program does not read bare, and no rate can be compared")
+    return r.read, (r.last_ms - r.first_ms) / 1000
 
 
 def perf_test(c: KafkaCluster, records: int, round_no: int) -> float:

@@ -37,7 +37,9 @@ func highWatermark(p kgo.FetchPartition, readCommitted bool) any {
 
 // runConsumer reads every partition from offset 0 with no group and writes, for each partition a
 // fetch returned records of, {"p": partition, "ts": poll_ts_ms, "hw": hw} and then one
-// [offset, value] per record.
+// [offset, value] per record. Bare (Config.Bare), it records nothing and says how many records it
+// read between its first and its last fetch that returned any: the throughput a recording consumer
+// is measured against (benchmarks/consumer.py), as goprotocol.RunConsumer's bare reader does.
 func runConsumer(path string) error {
 	cfg, err := gp.Decode[gp.Config](path)
 	if err != nil {
@@ -66,7 +68,7 @@ func runConsumer(path string) error {
 	w := bufio.NewWriterSize(f, 1<<16)
 	cmds := gp.ReadCommands()
 	cmds.AwaitGo()
-	var n int64
+	var n, first, last int64 // records read; the first and the last fetch's times (ms) that returned any
 	for !cmds.Stopping() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
@@ -79,6 +81,14 @@ func runConsumer(path string) error {
 		})
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if len(p.Records) == 0 {
+				return
+			}
+			if cfg.Bare {
+				if first == 0 {
+					first = ts
+				}
+				last = ts
+				n += int64(len(p.Records))
 				return
 			}
 			head, _ := json.Marshal(map[string]any{"p": p.Partition, "ts": ts, "hw": highWatermark(p.FetchPartition, readCommitted)})
@@ -98,6 +108,6 @@ func runConsumer(path string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	gp.Say(map[string]any{"t": "done", "read": n})
+	gp.Say(map[string]any{"t": "done", "read": n, "first_ms": first, "last_ms": last})
 	return nil
 }
