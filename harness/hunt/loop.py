@@ -25,6 +25,7 @@ from harness.hunt.affected import FINDING_JSON
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.guide import Corpus, next_schedule
 from harness.hunt.known import known_id
+from harness.hunt.sequential import Judgement, Sprt
 from harness.hunt.space import Move, vocabulary
 from harness.hunt.trials import (
     CannotRun,
@@ -101,6 +102,8 @@ class Finding:
     reproduced: tuple[int, int]
     shrink_judged: int = 0
     seen_in: list[str] = field(default_factory=list)
+    shrink_test: dict | None = None  # the sequential test its candidates were judged by (Sprt.describe)
+    shrink_judgements: list[Judgement] = field(default_factory=list)
     minimal_run: Trial | None = None
     original_run: Trial | None = None
 
@@ -116,7 +119,17 @@ class Finding:
                 "confirmed": {"k": self.confirmed[0], "n": self.confirmed[1]},
                 "faults_before": len(self.original.faults), "faults_after": len(self.minimal.faults),
                 "found_in": self.found_in, "seen_in": self.seen_in, "shrink_runs": self.shrink_judged,
+                "shrink_test": self.shrink_summary(),
                 "dir": str((root / "findings" / self.id).relative_to(root))}
+
+    def shrink_summary(self) -> dict | None:
+        """The sequential test and what it decided: candidates kept and dropped, the runs they took,
+        and how many ran out of runs undecided (dropped)."""
+        if self.shrink_test is None:
+            return None
+        js = self.shrink_judgements
+        return {**self.shrink_test, "candidates": len(js), "kept": sum(j.kept for j in js),
+                "dropped_undecided": sum(not j.decided for j in js), "runs": sum(j.runs for j in js)}
 
 
 @dataclass
@@ -317,23 +330,30 @@ class Hunt:
         return trial.verdict is not None and any(h.key == hit.key for h in self.opts.goal.hits(trial.verdict))
 
     def _shrink(self, finding: Finding, name: str, showing: Trial) -> None:
-        """Shrink the finding's schedule; ``showing``: a run of it as found that showed the hit."""
-        k, n = finding.confirmed
-        tries = 1 if k * 3 >= n * 2 else 2 if k * 3 >= n else 3  # about the confirmed rate
+        """Shrink the finding's schedule; ``showing``: a run of it as found that showed the hit. Each
+        candidate is judged by a sequential test knowing the confirmed rate (sequential.py)."""
+        test = Sprt.for_rate(*finding.confirmed)
+        finding.shrink_test = test.describe()
         count = iter(range(1, 10_000))
         shown: dict[int, Trial] = {}
 
         def still_fails(c: Scenario) -> bool:
             step = next(count)
-            for t in range(1, tries + 1):
+
+            def run(t: int) -> bool:
                 trial = self._run(f"{name}-s{step:02d}" + (f"-{t}" if t > 1 else ""), c)
                 if self._shows(trial, finding.hit):
-                    shown[id(c)] = trial
+                    shown.setdefault(id(c), trial)
                     return True
-            return False
+                return False
 
-        self.announce(f"{name}: shrinking {len(finding.original.faults)} faults ({tries} run(s) a candidate, "
-                      f"at most {self.opts.shrink_runs} candidates)")
+            judged = test.judge(run)
+            finding.shrink_judgements.append(judged)
+            return judged.kept
+
+        self.announce(f"{name}: shrinking {len(finding.original.faults)} faults (each candidate judged by a sequential "
+                      f"test: p1 {test.p1:.2f}, p0 {test.p0:.3f}, alpha {test.alpha}, beta {test.beta}, at most "
+                      f"{test.max_runs} runs; at most {self.opts.shrink_runs} candidates)")
         result = shrinking.shrink(finding.original, still_fails, self.opts.shrink_runs, stop=OutOfTime)
         finding.shrink_judged = result.judged
         finding.minimal = result.scenario

@@ -191,6 +191,18 @@ def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
     return out
 
 
+def _shrunk_how(test: dict | None) -> list[str]:
+    """How the minimal schedule was found: the sequential test that judged each smaller candidate."""
+    if not test:
+        return []
+    return [f"Shrunk by judging each smaller schedule with a {test['test']} test: kept once its runs made "
+            f"showing the anomaly at the confirmed rate (p1 = {test['p1']:.2f}) more likely than at p0 = "
+            f"{test['p0']:.3f} by the test's bounds (a candidate without the bug kept at most about "
+            f"{test['alpha']:.0%} of the time, one with it dropped at most about {test['beta']:.0%}; at most "
+            f"{test['max_runs']} runs each, undecided dropped). {test['candidates']} candidates in "
+            f"{test['runs']} runs: {test['kept']} kept, {test['dropped_undecided']} dropped undecided.", ""]
+
+
 def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: Verdict) -> str:
     """The report of one finding, in the tracker's language: a title in the project's terms, the
     environment with every non-default setting, the documented guarantee quoted with its source, a
@@ -216,6 +228,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
         f"Reproduced in {k} of {n} runs of the minimal schedule (95% interval {lo:.0%}-{hi:.0%}; the schedule as "
         f"found: {finding['confirmed']['k']} of {finding['confirmed']['n']} re-runs). "
         f"Known: {finding['known'] or 'not known to kchaos'}. Signature `{finding['signature']}`.", "",
+        *_shrunk_how(finding.get("shrink_test")),
         "## Environment", "", *_environment(run, minimal),
         "## The guarantee", "", *_guarantee(hit),
         "## Steps", "",
