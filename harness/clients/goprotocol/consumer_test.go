@@ -1,6 +1,7 @@
 package goprotocol
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +50,20 @@ func TestABareConsumerReadsAndRecordsNothing(t *testing.T) {
 	}
 	if bare := consumeOnce(t, true); bare != "" {
 		t.Fatalf("a bare consumer wrote %q", bare)
+	}
+}
+
+func TestARowIsWhatEncodingJSONWrites(t *testing.T) {
+	values := []string{"p-1", "", "a b", "q\"uote", "back\\slash", "tab\there", "<html>&", "é", "\x00", "\u2028",
+		"p-123456789", strings.Repeat("x", 300)}
+	for i, v := range values {
+		want, _ := json.Marshal([]any{int64(i) * 1_000_003, v})
+		got := AppendRow(nil, int64(i)*1_000_003, v)
+		if string(got) != string(want)+"\n" {
+			t.Errorf("AppendRow(%q) = %q, encoding/json writes %q", v, got, want)
+		}
+	}
+	if got := string(AppendRow([]byte("head\n"), -1, "v")); got != "head\n[-1,\"v\"]\n" {
+		t.Errorf("AppendRow appends: %q", got)
 	}
 }

@@ -69,6 +69,7 @@ func runConsumer(path string) error {
 	cmds := gp.ReadCommands()
 	cmds.AwaitGo()
 	var n, first, last int64 // records read; the first and the last fetch's times (ms) that returned any
+	var rows []byte          // one partition's rows of a fetch, written at once
 	for !cmds.Stopping() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
@@ -92,14 +93,12 @@ func runConsumer(path string) error {
 				return
 			}
 			head, _ := json.Marshal(map[string]any{"p": p.Partition, "ts": ts, "hw": highWatermark(p.FetchPartition, readCommitted)})
-			w.Write(head)
-			w.WriteByte('\n')
+			rows = append(append(rows[:0], head...), '\n')
 			for _, r := range p.Records {
-				row, _ := json.Marshal([]any{r.Offset, string(r.Value)})
-				w.Write(row)
-				w.WriteByte('\n')
+				rows = gp.AppendRow(rows, r.Offset, string(r.Value))
 				n++
 			}
+			w.Write(rows)
 		})
 	}
 	if err := w.Flush(); err != nil {
