@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from harness.checker.anomaly import CLASSES
+from harness.checker.exposure import exposure, fault_starts
 from harness.checker.measures import ack_buckets, fold_usage, producer_usage
 from harness.checker.prepare import holding, prepare
 from harness.checker.reported import REPORTED_FINDINGS
@@ -41,6 +42,7 @@ class JobResult:
     buckets: dict[int, list[dict]]  # per run: per (topic, partition, second) ack stats
     span: dict[int, tuple[int | None, int | None]]  # per run: first and last send_ts_ms
     producers: dict[int, dict[str, dict[str, list[str]]]]  # per run: producer -> topics and acks it used
+    exposure: dict[int, dict[int, dict]] = field(default_factory=dict)  # per run: fault -> exposure.exposure's row
 
     def of(self, kind: str) -> Findings:
         return self.findings.get(kind, Findings())
@@ -110,6 +112,8 @@ def analyse(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         # Small results beside the findings' action, on the cores it leaves idle.
         buckets_rows = side.submit(_rows, ack_buckets(inputs.produced))
         usage_rows = side.submit(_rows, producer_usage(inputs.produced))
+        starts = fault_starts(spark, runs)
+        exposure_rows = side.submit(_rows, exposure(inputs, starts)) if starts is not None else None
         counts = [c.count for c in CLASSES] + list(REPORTED_FINDINGS.values())
         found = [df for f in counts if (df := f(inputs)) is not None]
         findings = collect_findings(found, n_examples)
@@ -117,4 +121,7 @@ def analyse(spark: SparkSession, runs: list[RunDir], n_examples: int = EXAMPLES)
         for row in buckets_rows.result():
             buckets.setdefault(row.pop("run"), []).append(row)
         producers, span = fold_usage(usage_rows.result())
-    return JobResult(findings, inputs.final_rows, buckets, span, producers)
+        exposed: dict[int, dict[int, dict]] = {}
+        for row in exposure_rows.result() if exposure_rows is not None else []:
+            exposed.setdefault(row.pop("run"), {})[row["fault"]] = row
+    return JobResult(findings, inputs.final_rows, buckets, span, producers, exposed)

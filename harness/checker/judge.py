@@ -26,6 +26,7 @@ from harness.checker.verdict import (
     ConfigVerdict,
     Coordination,
     Elections,
+    FaultExposure,
     GroupVerdict,
     NotHealed,
     PromiseOutcome,
@@ -394,4 +395,15 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
                                   rd.path),
         not_judged=not_judged(rd.config),
         coverage=coverage(rd.config, events, election_record.changes),
+        exposure=fault_exposure(sorted(faults, key=lambda f: f.start_ms), job.exposure.get(idx, {})),
     )
+
+
+def fault_exposure(faults: list[Fault], rows: dict[int, dict]) -> list[FaultExposure]:
+    """Each fault, in the order they started, with what the exposure job measured of it."""
+    out = []
+    for n, f in enumerate(faults):
+        row = rows.get(n, {"measured": False, "exposed": 0, "lost": 0})
+        out.append(FaultExposure(fault=n, kind=f.kind, target=f.target, start_ms=f.start_ms,
+                                 measured=bool(row["measured"]), exposed=int(row["exposed"]), lost=int(row["lost"])))
+    return out

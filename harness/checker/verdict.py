@@ -73,6 +73,20 @@ class Reported(_Model):
     note: str | None = None
 
 
+class FaultExposure(_Model):
+    """What one fault put at risk (harness/checker/exposure.py): acknowledged records not yet under
+    their partition's high watermark when it fired, and how many of them the final log lacks;
+    ``measured`` false where no reader had read any partition just before it."""
+
+    fault: int  # its place among the run's faults, in the order they started
+    kind: str
+    target: str = ""
+    start_ms: int
+    measured: bool = True
+    exposed: int = 0
+    lost: int = 0
+
+
 class Unavailability(_Model):
     threshold_ms: int
     windows: list[dict[str, Any]] = Field(default_factory=list)
@@ -202,6 +216,8 @@ class Verdict(_Model):
     # how often the run entered each protocol state (harness/checker/coverage.py): what its faults
     # reached, so that "0 lost" reads against what was at risk
     coverage: dict[str, int] = Field(default_factory=dict)
+    # what each fault put at risk: "0 lost of 412 exposed", or nothing exposed
+    exposure: list[FaultExposure] = Field(default_factory=list)
     # partitions whose ISR was not whole again when the wait after the heal gave up: a cluster that
     # did not recover, which fails the run (a follower rejoins the ISR once its log reaches the hw)
     not_healed: list[NotHealed] = Field(default_factory=list)
@@ -213,6 +229,16 @@ class Verdict(_Model):
     @property
     def exercised(self) -> bool:
         return not self.not_exercised
+
+    def exposure_words(self) -> str:
+        """"0 lost of 412 exposed", "nothing exposed", or "" where no fault's exposure was measured."""
+        measured = [e for e in self.exposure if e.measured]
+        if not measured:
+            return ""
+        exposed, lost = sum(e.exposed for e in measured), sum(e.lost for e in measured)
+        unmeasured = len(self.exposure) - len(measured)
+        tail = f" ({unmeasured} fault{'s' if unmeasured != 1 else ''} not measured)" if unmeasured else ""
+        return (f"{lost:,} lost of {exposed:,} exposed" if exposed else "nothing exposed") + tail
 
     def broken(self) -> list[tuple[str, str, int]]:
         """(configuration, anomaly, count) of every promise broken."""

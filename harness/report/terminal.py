@@ -55,6 +55,7 @@ def runs_table(verdicts: list[Verdict]) -> Table:
         other_cell += "".join(f"\n[yellow]not judged ({n.extent}): {n.unjudged}, {n.client}: {n.why}[/yellow]"
                               for n in v.not_judged)
         other_cell += f"\n[dim]reached: {reached(v)}[/dim]" if v.coverage else ""
+        other_cell += f"\n[dim]at risk: {words}[/dim]" if (words := v.exposure_words()) else ""
         t.add_row(v.run_id, f"[{colour}]{v.verdict}[/{colour}]", "\n".join(broke_cell) or "-", other_cell)
     return t
 
