@@ -62,6 +62,9 @@ func TestARowIsWhatEncodingJSONWrites(t *testing.T) {
 		if string(got) != string(want)+"\n" {
 			t.Errorf("AppendRow(%q) = %q, encoding/json writes %q", v, got, want)
 		}
+		if bytes := AppendRow(nil, int64(i)*1_000_003, []byte(v)); string(bytes) != string(got) {
+			t.Errorf("AppendRow of %q's bytes = %q, of the string %q", v, bytes, got)
+		}
 	}
 	if got := string(AppendRow([]byte("head\n"), -1, "v")); got != "head\n[-1,\"v\"]\n" {
 		t.Errorf("AppendRow appends: %q", got)

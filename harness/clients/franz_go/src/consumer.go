@@ -95,7 +95,7 @@ func runConsumer(path string) error {
 			head, _ := json.Marshal(map[string]any{"p": p.Partition, "ts": ts, "hw": highWatermark(p.FetchPartition, readCommitted)})
 			rows = append(append(rows[:0], head...), '\n')
 			for _, r := range p.Records {
-				rows = gp.AppendRow(rows, r.Offset, string(r.Value))
+				rows = gp.AppendRow(rows, r.Offset, r.Value)
 				n++
 			}
 			w.Write(rows)
