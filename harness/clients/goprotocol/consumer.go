@@ -60,8 +60,7 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 					n.Add(int64(len(batch)))
 					continue
 				}
-				head, _ := json.Marshal(map[string]any{"p": p, "ts": NowMs(), "hw": hw})
-				rows := append(head, '\n')
+				rows := AppendHead(make([]byte, 0, 64+32*len(batch)), p, NowMs(), hw)
 				for _, rec := range batch {
 					rows = AppendRow(rows, rec.Offset, rec.Value)
 				}
@@ -100,4 +99,30 @@ func AppendRow[V string | []byte](buf []byte, offset int64, value V) []byte {
 	buf = append(buf, ',', '"')
 	buf = append(buf, value...)
 	return append(buf, '"', ']', '\n')
+}
+
+// AppendHead appends a consumer history's batch line, {"hw": hw, "p": partition, "ts": poll_ts_ms}
+// and a newline, to buf, as json.Marshal of that map would write it: by hand for a high watermark
+// that is an integer or nil (what every library gives), through encoding/json otherwise. A library
+// that returns a record at a time (kafka-go) writes one per record.
+func AppendHead(buf []byte, partition int32, ts int64, hw any) []byte {
+	buf = append(buf, `{"hw":`...)
+	switch v := hw.(type) {
+	case nil:
+		buf = append(buf, "null"...)
+	case int64:
+		buf = strconv.AppendInt(buf, v, 10)
+	case int32:
+		buf = strconv.AppendInt(buf, int64(v), 10)
+	case int:
+		buf = strconv.AppendInt(buf, int64(v), 10)
+	default:
+		b, _ := json.Marshal(v)
+		buf = append(buf, b...)
+	}
+	buf = append(buf, `,"p":`...)
+	buf = strconv.AppendInt(buf, int64(partition), 10)
+	buf = append(buf, `,"ts":`...)
+	buf = strconv.AppendInt(buf, ts, 10)
+	return append(buf, '}', '\n')
 }

@@ -70,3 +70,12 @@ func TestARowIsWhatEncodingJSONWrites(t *testing.T) {
 		t.Errorf("AppendRow appends: %q", got)
 	}
 }
+
+func TestAHeadIsWhatEncodingJSONWrites(t *testing.T) {
+	for _, hw := range []any{nil, int64(0), int64(1) << 40, int32(7), 9, 1.5, "x"} {
+		want, _ := json.Marshal(map[string]any{"p": int32(2), "ts": int64(1795880000123), "hw": hw})
+		if got := string(AppendHead(nil, 2, 1795880000123, hw)); got != string(want)+"\n" {
+			t.Errorf("AppendHead(hw %v) = %q, encoding/json writes %q", hw, got, want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -92,8 +91,7 @@ func runConsumer(path string) error {
 				n += int64(len(p.Records))
 				return
 			}
-			head, _ := json.Marshal(map[string]any{"p": p.Partition, "ts": ts, "hw": highWatermark(p.FetchPartition, readCommitted)})
-			rows = append(append(rows[:0], head...), '\n')
+			rows = gp.AppendHead(rows[:0], p.Partition, ts, highWatermark(p.FetchPartition, readCommitted))
 			for _, r := range p.Records {
 				rows = gp.AppendRow(rows, r.Offset, r.Value)
 				n++
