@@ -48,9 +48,23 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 		go func() {
 			defer readers.Done()
 			defer r.Close()
+			// This partition's rows, handed to the shared writer a chunk at a time (and whenever a
+			// read comes back empty, and at the end): one lock per chunk, not per batch, which for a
+			// library that returns a record at a time is per record.
+			var rows []byte
+			flush := func() {
+				if len(rows) > 0 {
+					mu.Lock()
+					w.Write(rows)
+					mu.Unlock()
+					rows = rows[:0]
+				}
+			}
+			defer flush()
 			for !cmds.Stopping() {
 				batch, hw := r.Next()
 				if len(batch) == 0 {
+					flush()
 					continue
 				}
 				if cfg.Bare {
@@ -60,13 +74,13 @@ func RunConsumer(cfg Config, cmds *Commands, open func(partition int32) (Partiti
 					n.Add(int64(len(batch)))
 					continue
 				}
-				rows := AppendHead(make([]byte, 0, 64+32*len(batch)), p, NowMs(), hw)
+				rows = AppendHead(rows, p, NowMs(), hw)
 				for _, rec := range batch {
 					rows = AppendRow(rows, rec.Offset, rec.Value)
 				}
-				mu.Lock()
-				w.Write(rows)
-				mu.Unlock()
+				if len(rows) >= 1<<15 {
+					flush()
+				}
 				n.Add(int64(len(batch)))
 			}
 		}()
