@@ -1,17 +1,20 @@
-"""What each fault put at risk: the acknowledged records that were not yet under their partition's
-high watermark when the fault fired, and how many of those the final log lacks.
+"""What each fault put at risk: the records a leader acknowledged alone that no read had yet shown
+under their partition's high watermark when the fault fired, and how many of those the final log lacks.
 
 "0 lost" reads the same after a run whose followers were milliseconds behind when the leader died
 as after one that lost nothing of hundreds of records only the leader held. The exposure says
 which: a verdict reads "0 lost of 412 exposed" or "nothing exposed".
 
-A record is **exposed** to a fault when it was acknowledged, and the last read of its partition
-before the fault started (by any live reader that reports the high watermark, within
-``FRESH_MS``) was made after that acknowledgement and saw the high watermark at or below the
-record's offset: acknowledged, yet not on every in-sync replica. With acks=all a record is under
-the high watermark when it is acknowledged, so only a configuration that acknowledges earlier
-(acks=1, acks=all with the leader alone in the ISR) exposes anything. Records acknowledged after
-that last read are not judged: the count is a lower bound, as coverage is. An exposed record is
+A record is **exposed** to a fault when its leader acknowledged it alone (acks=1) before the
+fault started and no read before the fault showed it under the high watermark: the last live read
+of its partition at or before the fault's start (by any reader that reports the high watermark,
+within ``FRESH_MS``) saw the high watermark at or below its offset. It was not known to be on every
+in-sync replica. A record acknowledged with acks=all is on every in-sync replica when it is
+acknowledged, so it is never exposed: the high watermark a reader reports can be older than its
+read (a fetch response the client held before returning it, a new leader's high watermark catching
+up), and judging acks=all records by it would count records Kafka had already replicated. For the
+same reason an acks=1 record counted exposed may have reached the followers after the response
+that reader saw was made: the count is what kchaos could not show safe. An exposed record is
 **lost** when the final log does not hold it.
 
 Partitions no reader reported a high watermark for (a client that cannot tell it: the run's
@@ -63,10 +66,10 @@ def exposure(inputs: Inputs, starts: DataFrame) -> DataFrame:
     """Per (run, fault): ``exposed`` records and how many of them the final log lacks (``lost``);
     ``measured`` false where no partition had a fresh read before the fault."""
     reads = last_reads(inputs.live, starts)
-    acked = inputs.produced.filter((F.col("status") == "ok") & (F.col("acks") != "0") & F.col("offset").isNotNull()
+    acked = inputs.produced.filter((F.col("status") == "ok") & (F.col("acks") == "1") & F.col("offset").isNotNull()
                                    & F.col("ack_ts_ms").isNotNull()).select(*KEY, "value", "offset", "ack_ts_ms")
     exposed = (acked.join(reads, on=KEY)
-               .filter((F.col("ack_ts_ms") <= F.col("read_ms")) & (F.col("offset") >= F.col("hw")))
+               .filter((F.col("ack_ts_ms") <= F.col("start_ms")) & (F.col("offset") >= F.col("hw")))
                .select("run", "fault", "topic", "partition", "value"))
     pk = inputs.pk
     held = inputs.vals.filter(F.col("first_offset").isNotNull()).select(*pk.cols, "value",

@@ -74,8 +74,8 @@ class Reported(_Model):
 
 
 class FaultExposure(_Model):
-    """What one fault put at risk (harness/checker/exposure.py): acknowledged records not yet under
-    their partition's high watermark when it fired, and how many of them the final log lacks;
+    """What one fault put at risk (harness/checker/exposure.py): records acknowledged with acks=1 that no
+    read had shown under their partition's high watermark when it fired, and how many the final log lacks;
     ``measured`` false where no reader had read any partition just before it."""
 
     fault: int  # its place among the run's faults, in the order they started
