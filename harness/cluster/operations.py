@@ -42,6 +42,7 @@ NOTHING_TO_DO = {"ELECTION_NOT_NEEDED", "ELIGIBLE_LEADERS_NOT_AVAILABLE", "PREFE
 # The reassignment tool's Admin client: a broker that does not answer fails its call in seconds (the
 # defaults wait a minute, and --verify asks every broker, dead ones too, to clear its throttle).
 TOOL_ADMIN = {"request.timeout.ms": 5000, "default.api.timeout.ms": 10000}
+ABORT_LOOK_S = 5.0  # how long abort_transaction looks for an open transaction, one tool run after another
 TOOL_TIMEOUT_S = 40.0  # the tool as a whole: its JVM's start and a few bounded calls
 TOPICS_OWN = ConfigSource.DYNAMIC_TOPIC_CONFIG.value  # a config the topic sets itself, not a default
 RETRIED = {"NOT_CONTROLLER", "REQUEST_TIMED_OUT", "_TIMED_OUT", "_TRANSPORT"}
@@ -172,8 +173,10 @@ class Operations:
 
     def abort_transaction(self, topic: str, partition: int) -> dict:
         """``kafka-transactions abort`` of the oldest transaction open on the partition, as an operator
-        aborts a hanging one: the producers ``describe-producers`` lists, the one whose open
-        transaction started first, then ``abort --start-offset``. Its account: the producer and the
+        aborts a hanging one: the producers ``describe-producers`` lists (asked again for up to
+        ABORT_LOOK_S while none has one open: a producer spends most of its time between a commit
+        and its next transaction's first record on the partition), the one whose open transaction
+        started first, then ``abort --start-offset``. Its account: the producer and the
         offset its transaction started at, and ``transaction_aborted``: "aborted", "none open", or
         "refused: " and what the tool said."""
         where = ["--bootstrap-server", self.bootstrap_servers]
@@ -186,6 +189,11 @@ class Operations:
             except ToolError as e:
                 return {"transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
             open_ones = open_transactions(listed)
+            deadline = time.monotonic() + ABORT_LOOK_S
+            while not open_ones and time.monotonic() < deadline:  # a producer between two transactions
+                listed = host_tools.run(self._libs(), "kafka-transactions", [*where, "describe-producers", *at],
+                                        timeout_s=TOOL_TIMEOUT_S)
+                open_ones = open_transactions(listed)
             if not open_ones:
                 return {"transaction_aborted": "none open"}
             oldest = min(open_ones, key=lambda t: t.start_offset)
