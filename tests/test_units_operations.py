@@ -284,7 +284,7 @@ CurrentTransactionStartOffset
 def test_the_tools_list_of_producers_gives_each_open_transactions_first_offset():
     from harness.cluster.operations import OpenTransaction, open_transactions
 
-    assert open_transactions(PRODUCERS) == [OpenTransaction(2001, 3, 42), OpenTransaction(2002, 0, 17)]
+    assert open_transactions(PRODUCERS) == [OpenTransaction(2001, 3, 42, 7), OpenTransaction(2002, 0, 17, 7)]
     # an older table without LatestCoordinatorEpoch, with spaces, and the logger's complaints
     older = "log4j:WARN x\nProducerId  ProducerEpoch  LastSequence  LastTimestamp  CurrentTransactionStartOffset\n" \
             "5  1  0  1795880000000  9\n"

@@ -198,9 +198,14 @@ class Operations:
                 return {"transaction_aborted": "none open"}
             oldest = min(open_ones, key=lambda t: t.start_offset)
             account = {"producer_id": oldest.producer_id, "start_offset": oldest.start_offset}
+            # By the producer's id and epoch where the coordinator's epoch is listed: the tool's own
+            # lookup by --start-offset runs in a JVM started a second later, when the producer has
+            # usually committed that transaction; the marker then ends the one it has open.
+            which = (["--producer-id", str(oldest.producer_id), "--producer-epoch", str(oldest.producer_epoch),
+                      "--coordinator-epoch", str(oldest.coordinator_epoch)] if oldest.coordinator_epoch is not None
+                     else ["--start-offset", str(oldest.start_offset)])
             try:
-                host_tools.run(self._libs(), "kafka-transactions",
-                               [*where, "abort", *at, "--start-offset", str(oldest.start_offset)],
+                host_tools.run(self._libs(), "kafka-transactions", [*where, "abort", *at, *which],
                                timeout_s=TOOL_TIMEOUT_S)
             except ToolError as e:
                 return {**account, "transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
@@ -279,6 +284,7 @@ class OpenTransaction:
     producer_id: int
     producer_epoch: int
     start_offset: int
+    coordinator_epoch: int | None = None  # LatestCoordinatorEpoch, where the release lists it
 
 
 def open_transactions(said: str) -> list[OpenTransaction]:
@@ -295,8 +301,10 @@ def open_transactions(said: str) -> list[OpenTransaction]:
     for words in lines[header + 1:]:
         if len(words) != len(names) or not words[col["CurrentTransactionStartOffset"]].isdigit():
             continue
+        coordinator = names.index("LatestCoordinatorEpoch") if "LatestCoordinatorEpoch" in names else None
         out.append(OpenTransaction(int(words[col["ProducerId"]]), int(words[col["ProducerEpoch"]]),
-                                   int(words[col["CurrentTransactionStartOffset"]])))
+                                   int(words[col["CurrentTransactionStartOffset"]]),
+                                   int(words[coordinator]) if coordinator is not None else None))
     return out
 
 
