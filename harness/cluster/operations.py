@@ -175,25 +175,24 @@ class Operations:
         """``kafka-transactions abort`` of the oldest transaction open on the partition, as an operator
         aborts a hanging one: the producers ``describe-producers`` lists (asked again for up to
         ABORT_LOOK_S while none has one open: a producer spends most of its time between a commit
-        and its next transaction's first record on the partition), the one whose open transaction
-        started first, then ``abort --start-offset``. Its account: the producer and the
-        offset its transaction started at, and ``transaction_aborted``: "aborted", "none open", or
-        "refused: " and what the tool said."""
-        where = ["--bootstrap-server", self.bootstrap_servers]
+        and its next transaction's first record on the partition), then the abort of the one whose
+        open transaction started first. Its account: the producer and the offset its transaction
+        started at, and ``transaction_aborted``: "aborted", "none open", or "refused: " and what the
+        tool said."""
         at = ["--topic", topic, "--partition", str(partition)]
         with _admin_properties() as admin:
-            where += ["--command-config", admin]
+            def tool(*args: str) -> str:
+                return host_tools.run(self._libs(), "kafka-transactions",
+                                      ["--bootstrap-server", self.bootstrap_servers, "--command-config", admin,
+                                       *args, *at], timeout_s=TOOL_TIMEOUT_S)
+
+            deadline = time.monotonic() + ABORT_LOOK_S
             try:
-                listed = host_tools.run(self._libs(), "kafka-transactions", [*where, "describe-producers", *at],
-                                        timeout_s=TOOL_TIMEOUT_S)
+                while not (open_ones := open_transactions(tool("describe-producers"))) \
+                        and time.monotonic() < deadline:
+                    pass
             except ToolError as e:
                 return {"transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
-            open_ones = open_transactions(listed)
-            deadline = time.monotonic() + ABORT_LOOK_S
-            while not open_ones and time.monotonic() < deadline:  # a producer between two transactions
-                listed = host_tools.run(self._libs(), "kafka-transactions", [*where, "describe-producers", *at],
-                                        timeout_s=TOOL_TIMEOUT_S)
-                open_ones = open_transactions(listed)
             if not open_ones:
                 return {"transaction_aborted": "none open"}
             oldest = min(open_ones, key=lambda t: t.start_offset)
@@ -205,8 +204,7 @@ class Operations:
                       "--coordinator-epoch", str(oldest.coordinator_epoch)] if oldest.coordinator_epoch is not None
                      else ["--start-offset", str(oldest.start_offset)])
             try:
-                host_tools.run(self._libs(), "kafka-transactions", [*where, "abort", *at, *which],
-                               timeout_s=TOOL_TIMEOUT_S)
+                tool("abort", *which)
             except ToolError as e:
                 return {**account, "transaction_aborted": f"refused: {last_line(e.output)[:300]}"}
         LOG.info("%s-%d: transaction of producer %d from offset %d aborted", topic, partition, oldest.producer_id,
@@ -297,15 +295,12 @@ def open_transactions(said: str) -> list[OpenTransaction]:
         return []
     names = lines[header]
     col = {n: names.index(n) for n in ("ProducerId", "ProducerEpoch", "CurrentTransactionStartOffset")}
-    out = []
-    for words in lines[header + 1:]:
-        if len(words) != len(names) or not words[col["CurrentTransactionStartOffset"]].isdigit():
-            continue
-        coordinator = names.index("LatestCoordinatorEpoch") if "LatestCoordinatorEpoch" in names else None
-        out.append(OpenTransaction(int(words[col["ProducerId"]]), int(words[col["ProducerEpoch"]]),
-                                   int(words[col["CurrentTransactionStartOffset"]]),
-                                   int(words[coordinator]) if coordinator is not None else None))
-    return out
+    coordinator = names.index("LatestCoordinatorEpoch") if "LatestCoordinatorEpoch" in names else None
+    return [OpenTransaction(int(words[col["ProducerId"]]), int(words[col["ProducerEpoch"]]),
+                            int(words[col["CurrentTransactionStartOffset"]]),
+                            int(words[coordinator]) if coordinator is not None else None)
+            for words in lines[header + 1:]
+            if len(words) == len(names) and words[col["CurrentTransactionStartOffset"]].isdigit()]
 
 
 def deletion_answers(said: str, groups: list[str]) -> dict[str, str]:

@@ -102,7 +102,7 @@ class Finding:
     reproduced: tuple[int, int]
     shrink_judged: int = 0
     seen_in: list[str] = field(default_factory=list)
-    shrink_test: dict | None = None  # the sequential test its candidates were judged by (Sprt.describe)
+    shrink_test: Sprt | None = None  # the sequential test its candidates were judged by
     shrink_judgements: list[Judgement] = field(default_factory=list)
     minimal_run: Trial | None = None
     original_run: Trial | None = None
@@ -128,7 +128,7 @@ class Finding:
         if self.shrink_test is None:
             return None
         js = self.shrink_judgements
-        return {**self.shrink_test, "candidates": len(js), "kept": sum(j.kept for j in js),
+        return {**self.shrink_test.describe(), "candidates": len(js), "kept": sum(j.kept for j in js),
                 "dropped_undecided": sum(not j.decided for j in js), "runs": sum(j.runs for j in js)}
 
 
@@ -333,7 +333,7 @@ class Hunt:
         """Shrink the finding's schedule; ``showing``: a run of it as found that showed the hit. Each
         candidate is judged by a sequential test knowing the confirmed rate (sequential.py)."""
         test = Sprt.for_rate(*finding.confirmed)
-        finding.shrink_test = test.describe()
+        finding.shrink_test = test
         count = iter(range(1, 10_000))
         shown: dict[int, Trial] = {}
 
