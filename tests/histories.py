@@ -148,6 +148,22 @@ class History:
                                 "error": None if outcome == "ok" else "InvalidRecordStateException", "ts_ms": ts})
         return self
 
+    def recreate(self, gap_ms: int = 500, recreated: str = "recreated") -> History:
+        """The topic deleted now and served again ``gap_ms`` later (recreate_topic's fault record), the
+        clock moved past it: later sends are the new topic's."""
+        deleted = self.ts
+        self.ts = deleted + gap_ms
+        self.events.append({"type": "fault", "kind": "recreate_topic", "name": "recreate", "target": "leader",
+                            "start_ms": deleted, "end_ms": self.ts, "topic": self.topic, "deleted_ms": deleted,
+                            "created_ms": self.ts if recreated == "recreated" else None, "recreated": recreated})
+        self.ts += 10
+        return self
+
+    def recreations(self) -> dict[str, tuple[int, int | None]]:
+        """Per topic, its last recreation in the events: (deletion asked, new topic served or None)."""
+        return {e["topic"]: (e["deleted_ms"], e["created_ms"]) for e in self.events
+                if e.get("type") == "fault" and e.get("kind") == "recreate_topic"}
+
     def reference(self) -> dict[str, int]:
         """The reference implementation's counts of this history."""
         from harness.checker.anomaly import reference_counts
@@ -155,7 +171,7 @@ class History:
 
         return reference_counts(Tables(self.produced, self.consumed, self.replicas, self.txns, self.offsets,
                                        self.run.get("copiers") or [], self.deliveries, self.share_acks,
-                                       self.run.get("share_groups") or []))
+                                       self.run.get("share_groups") or [], self.recreations()))
 
     @property
     def v2(self) -> bool:

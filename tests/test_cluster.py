@@ -464,6 +464,38 @@ def test_reassignments_and_config_changes_by_hand_do_what_kafka_documents(healed
         ["move", "add", "remove", "min.insync.replicas", None], "each operation's account is in its events"
 
 
+def test_a_topic_recreated_by_hand_is_a_new_empty_topic_with_the_old_ones_shape(healed, tmp_path):
+    """An operator's delete and create under the same name, as the recreate_topic fault runs it: the
+    new topic has a new id, the same replicas and the topic's own configs, holds none of the old
+    topic's records on any replica, and takes writes from offset 0; the fault's events say so."""
+    c = healed
+    first, second, third = c.settings.broker_ids
+    topic = unique_topic("recreate")
+    c.create_topic(topic, replica_assignment=[[second, third, first], [third, first, second]],
+                   config={"min.insync.replicas": "2", "retention.ms": "3600000"})
+    c.wait_full_isr(topic)
+    assert not [e for _, e in produce(c, topic, 200, "all", prefix="old") if e is not None]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, topic, events)
+    again = nem.apply(PlannedFault(at_s=0, duration_s=0, kind="recreate_topic", target="leader"))
+    nem.heal(again)
+    events.close()
+    d = again.detail
+    assert d["recreated"] == "recreated", d
+    assert d["topic_id_before"] != d["topic_id_after"] and d["deleted_ms"] <= d["created_ms"], d
+    meta = c.admin.list_topics(topic, timeout=10).topics[topic]
+    assert [list(meta.partitions[p].replicas) for p in sorted(meta.partitions)] == \
+        [[second, third, first], [third, first, second]], "the same replicas, in the same order"
+    assert c.topic_config(topic, "min.insync.replicas") == "2" and c.topic_config(topic, "retention.ms") == "3600000"
+    c.wait_full_isr(topic)
+    assert not [r for b in c.settings.broker_ids for r in replica_log(c, b, topic)], "no replica keeps a record"
+    assert not [e for _, e in produce(c, topic, 5, "all", prefix="new") if e is not None]
+    assert sorted(consume_all(c, topic, 2, 5)) == [f"new-{i}" for i in range(5)], \
+        "the new topic holds only what was written to it"
+    (line,) = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines() if '"fault"' in x]
+    assert line["recreated"] == "recreated" and line["topic"] == topic and line["created_ms"] >= line["deleted_ms"]
+
+
 def test_a_groups_offsets_reset_by_hand_move_only_while_it_has_no_members(healed, tmp_path):
     """An operator's kafka-consumer-groups --reset-offsets, as a fault: Kafka refuses it while the
     group has a member, and moves the committed offsets back once the group is empty; the fault's

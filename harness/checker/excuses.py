@@ -11,6 +11,8 @@ from harness.faults import BEYOND_KAFKA_FAULTS, FAULTS
 from harness.history import ClientLibrary, RunConfig
 from harness.history.events import Event, Fault
 
+RENUMBERED = ("the topic was deleted and created again under its name (recreate_topic): the new topic's offsets "
+              "start again at 0, so offsets across the two go back")
 SAFE = "acks=all, min.insync>=2, unclean off, leader epochs on"  # what every durability promise rests on
 
 
@@ -34,6 +36,9 @@ class Config:
     # a transactional producer's: an operator aborted a transaction still open on its topic
     # (abort_transaction), as the fault's events say Kafka did
     txn_aborted_by_hand: bool = False
+    # a topic's: an operator deleted it and created it again under its name (recreate_topic), as the
+    # fault's events say Kafka did; its offsets started again at 0
+    topic_recreated: bool = False
 
     def label(self) -> str:
         client = f"{self.client} " if self.client else ""
@@ -45,6 +50,7 @@ class Config:
                 # What changes the promises must change the label, or a summary mixes their rows.
                 + (" elr=on" if self.eligible_leader_replicas else "")
                 + (" txn-aborted-by-hand" if self.txn_aborted_by_hand else "")
+                + (" topic-recreated" if self.topic_recreated else "")
                 + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
                    else ""))
 
@@ -97,7 +103,8 @@ def loss_excuse(c: Config) -> str | None:
 @dataclass(frozen=True)
 class Excuses:
     """A configuration and what it excuses: ``loss`` (acknowledged writes may vanish), ``part`` (a
-    partition's replicas may disagree), ``either``. A transaction, a group's commits and a copy are
+    partition's replicas may disagree), ``either``, and ``order`` (a partition's offsets may go back:
+    ``part``, or the topic recreated under its name). A transaction, a group's commits and a copy are
     only as durable as the writes under them, so the loss and partition excuses excuse them too."""
 
     config: Config
@@ -111,6 +118,10 @@ class Excuses:
     @property
     def either(self) -> str | None:
         return self.loss or self.part
+
+    @property
+    def order(self) -> str | None:
+        return self.part or (RENUMBERED if self.config.topic_recreated else None)
 
 
 def weakest_during(run: RunConfig, c: Config, topic: str | None = None) -> Config:
@@ -145,3 +156,25 @@ def transactions_aborted_by_hand(events: list[Event]) -> bool:
     fault's events say Kafka carried out (with none open, or refused, nothing was aborted)."""
     return any(isinstance(e, Fault) and e.kind in FAULTS and FAULTS[e.kind].aborts_transactions and
                e.transaction_aborted == "aborted" for e in events)
+
+
+@dataclass(frozen=True)
+class Recreation:
+    """A topic an operator deleted and created again (recreate_topic): when the deletion was asked
+    and when the new topic served; ``created_ms`` None when Kafka refused or had not finished."""
+
+    deleted_ms: int
+    created_ms: int | None
+
+
+def topics_recreated(events: list[Event]) -> dict[str, list[Recreation]]:
+    """Per topic, its recreations in the run, in time order: every recreate_topic whose deletion was
+    asked (a refused one may have deleted the topic all the same: ZooKeeper mode finishes a deletion
+    once every replica's broker is back)."""
+    out: dict[str, list[Recreation]] = {}
+    for e in events:
+        if isinstance(e, Fault) and e.kind in FAULTS and FAULTS[e.kind].recreates_topic and e.topic and \
+                e.deleted_ms is not None:
+            out.setdefault(e.topic, []).append(
+                Recreation(e.deleted_ms, e.created_ms if e.recreated == "recreated" else None))
+    return {t: sorted(rs, key=lambda r: r.deleted_ms) for t, rs in out.items()}

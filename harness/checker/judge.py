@@ -14,6 +14,7 @@ from harness.checker.excuses import (
     Promise,
     client_label,
     offsets_reset_by_hand,
+    topics_recreated,
     transactions_aborted_by_hand,
     weakest_during,
 )
@@ -74,6 +75,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     epochs = run.leader_epochs if run.leader_epochs is not None else leader_epochs_on(version, broker_cfg)
     elr = eligible_leader_replicas(run)
     faults = fault_kinds(run, events)
+    recreated = topics_recreated(events)
 
     topics_declared = run.topics if run.topics is not None else [run.topic] if run.topic is not None else []
     topics: dict[str, Config] = {}
@@ -88,6 +90,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
             leader_epochs=epochs,
             eligible_leader_replicas=elr,
             faults=faults,
+            topic_recreated=t.name in recreated,
         ), t.name)
     # A topic run.json does not list takes the brokers' settings, as Kafka gives it (Kafka's defaults
     # where broker_config names none).
@@ -228,8 +231,20 @@ NOT_HELD: dict[str, tuple[tuple[str, str], ...]] = {
     "lost": (
         ("retention_deleted",
          "the records were below their partition's log start offset after the run: retention deleted their "
-         "segments (by design: a leader whose clock ran past retention.ms finds them expired)"),),
+         "segments (by design: a leader whose clock ran past retention.ms finds them expired)"),
+        ("topic_deleted",
+         "the records were acknowledged before their topic was created again under its name: an operator "
+         "deleted the topic they were in (recreate_topic)")),
 }
+NOT_HELD["divergence"] = (
+    ("topic_deleted_offset",
+     "at each offset at most one value was the new topic's (a replica's, the final read's, or a read of a record "
+     "sent after the topic was created again under its name): the others were read from the topic an operator "
+     "deleted (recreate_topic), whose offsets the new topic uses again"),)
+NOT_HELD["uncommitted_read"] += (
+    ("topic_deleted_read",
+     "the records were sent before their topic was created again under its name: they were read from the "
+     "topic an operator deleted (recreate_topic), which the final log, the new topic's, cannot hold"),)
 
 
 def _judged(job: JobResult, idx: int, prom: dict[str, Promise], counts: dict[str, int],
@@ -384,6 +399,10 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         retention_read=_reported(job, "retention_read", idx,
                                  "reads of records below their partition's log start after the run: retention "
                                  "deleted them"),
+        topic_deleted=_reported(job, "topic_deleted", idx,
+                                "acknowledged writes to a topic an operator then deleted and created again"),
+        topic_deleted_read=_reported(job, "topic_deleted_read", idx,
+                                     "reads of records sent to a topic an operator then deleted and created again"),
         final_log_records=job.final_rows.get(idx, 0),
         rows=rd.rows,
         unavailability=outage,

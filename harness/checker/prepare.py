@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.checker.contract import bad_bits, raise_if_invalid
+from harness.checker.excuses import topics_recreated
 from harness.checker.keys import KEY, PartitionKey
 from harness.checker.prepare_txns_groups import V2Inputs, prepare_txns_groups
 from harness.checker.spark_api import F
@@ -36,6 +37,7 @@ from harness.history import (
     SHARE_ACKS,
     TXNS,
     RunDir,
+    read_events,
 )
 from harness.history.footers import topics_of
 
@@ -47,7 +49,7 @@ BROADCAST_ROWS = 200_000  # rows up to which a lookup's small side is broadcast 
 # Row flags, OR-ed together by the aggregations (one int column instead of a column per flag).
 SENT, OK_ACKED, INFO, FAIL, ACKS0, ACKS1 = 1, 2, 4, 8, 16, 32  # per_value
 NOT_COMMITTED = 1 << 16  # per_value: sent in a transaction whose outcome is not "committed" (v2)
-IN_FINAL, IN_LIVE, ABOVE_HW = 1, 2, 4  # per_offset
+IN_FINAL, IN_LIVE, ABOVE_HW, IN_REPLICA = 1, 2, 4, 8  # per_offset
 
 SEND_COLS = ["run", "value", "producer", "topic", "partition", "acks", "status", "offset", "send_ts_ms", "ack_ts_ms",
              "error"]
@@ -170,14 +172,14 @@ def _scan(spark: SparkSession, runs: list[RunDir], name: str, idxs: list[int]) -
 
 def per_offset(replicas: DataFrame, consumed: DataFrame, pk: PartitionKey) -> DataFrame:
     """One row per (run, partition, offset, value) held by a replica or returned to a reader, with
-    flags: IN_FINAL, IN_LIVE, ABOVE_HW (read live at or above its hw), and contract breaches.
+    flags: IN_FINAL, IN_LIVE, ABOVE_HW (read live at or above its hw), IN_REPLICA, and contract breaches.
 
     Clustered by (run, partition, offset), so every later grouping by those columns (divergence)
     needs no shuffle; the aggregation buffer is a number, so Spark hash-aggregates.
     """
     live = F.col("phase") == "live"
     above = live & F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
-    reps = replicas.select(*KEY, "offset", "value", F.lit(0).alias("flags"))
+    reps = replicas.select(*KEY, "offset", "value", F.lit(IN_REPLICA).alias("flags"))
     reads = consumed.select(*KEY, "offset", "value", mask([
         (F.col("phase") == "final", IN_FINAL), (live, IN_LIVE), (above, ABOVE_HW), *bad_bits(CONSUMED)]).alias("flags"))
     return (pk.encode(reps.unionByName(reads))
@@ -274,6 +276,9 @@ class Inputs:
     uncommitted_rows: int
     v2: V2Inputs
     log_starts: DataFrame | None = None  # (run, topic, partition, log_start) of partitions whose log start moved
+    # (run, topic, deleted_ms, created_ms) of topics an operator deleted and created again: the last such
+    # recreation per topic, created_ms NEVER where Kafka did not finish it (recreate_topic)
+    recreations: DataFrame | None = None
 
 
 LOG_START_SCHEMA = "`run` INT, `topic` STRING, `partition` INT, `log_start` BIGINT"
@@ -285,6 +290,21 @@ def log_starts_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | Non
     rows = [(i, t.name, int(p), o) for i, r in enumerate(runs) for t in r.config.topics or []
             for p, o in t.log_start_offsets.items() if o > 0]
     return spark.createDataFrame(rows, LOG_START_SCHEMA) if rows else None
+
+
+RECREATION_SCHEMA = "`run` INT, `topic` STRING, `deleted_ms` BIGINT, `created_ms` BIGINT"
+NEVER = 1 << 62  # a recreation's created_ms where the new topic never served: every write before it was deleted
+
+
+def recreations_frame(spark: SparkSession, runs: list[RunDir]) -> DataFrame | None:
+    """Each run's last recreation of each topic an operator deleted and created again (the fault's
+    events); None when no run has one."""
+    rows = []
+    for i, r in enumerate(runs):
+        for topic, done in topics_recreated(read_events(r.path)).items():
+            last = done[-1]
+            rows.append((i, topic, last.deleted_ms, last.created_ms if last.created_ms is not None else NEVER))
+    return spark.createDataFrame(rows, RECREATION_SCHEMA) if rows else None
 
 
 def _run_flags(df: DataFrame, extra: dict[str, Column]) -> list[dict]:
@@ -324,4 +344,5 @@ def prepare(spark: SparkSession, runs: list[RunDir], hold: Held) -> Inputs:
                  .join(small(targets(vals, odd, pk), n_targets), on=["run", "value"], how="inner")
                  .filter(explains()))
     return Inputs(pk, produced, consumed.filter(F.col("phase") == "live"), offs, vals, odd_final, sends, final_rows,
-                  sum(r["unc"] or 0 for r in offs_stats), v2, log_starts_frame(spark, runs))
+                  sum(r["unc"] or 0 for r in offs_stats), v2, log_starts_frame(spark, runs),
+                  recreations_frame(spark, runs))

@@ -24,6 +24,8 @@ class Tables:
     deliveries: Rows = ()  # type: ignore[assignment]
     share_acks: Rows = ()  # type: ignore[assignment]
     share_groups: list[dict] = field(default_factory=list)  # run.json's
+    # topics an operator deleted and created again: topic -> (last deletion asked, new topic served or None)
+    recreations: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
 
 def share_partitions(share_groups: list[dict]) -> dict[tuple, tuple[int, int | None, int, str]]:

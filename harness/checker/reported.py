@@ -1,8 +1,9 @@
 """What a check reports beside the anomalies, each counted like one: indeterminate or failed writes
 that landed, acks=0 writes that did not, what a group returned twice, the reads counted only by
 uncommitted_read's hw rule whose records the final log holds (stale_hw_read), the lost writes
-and the reads that retention deleted the records of (retention_deleted, retention_read), and the
-share deliveries a new share-partition leader gave again as the same attempt (share_forgotten_delivery)."""
+and the reads that retention deleted the records of (retention_deleted, retention_read), or an
+operator with their topic (topic_deleted, topic_deleted_read), and the share deliveries a new
+share-partition leader gave again as the same attempt (share_forgotten_delivery)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.share_over_delivered import deliveries_with_limits
 from harness.checker.findings import Finder, at_or_above_hw, finding, first_reads, uncommitted_first_reads
-from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, Inputs, has, in_final
+from harness.checker.prepare import ABOVE_HW, ACKS0, IN_FINAL, IN_LIVE, IN_REPLICA, NEVER, Inputs, has, in_final
 from harness.checker.spark_api import F
 
 if TYPE_CHECKING:
@@ -67,6 +68,68 @@ def retention_read(i: Inputs) -> DataFrame | None:
              .filter(F.col("offset") < F.col("log_start")))
     return finding("retention_read", below.select("run", "topic", "partition", "offset", "log_start", "value",
                                                   "consumer", "poll_ts_ms"), "topic", "poll_ts_ms")
+
+
+def topic_deleted(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the values ``lost`` counts whose earliest acknowledgement
+    came before their topic was last created again under its name (recreate_topic's events), by topic.
+
+    Until the new topic serves, the only topic of that name is the one the operator deleted: what it
+    acknowledged was deleted with it, and the judge does not hold that against the durability
+    promise. A lost value acknowledged after the new topic served still is."""
+    if i.recreations is None:
+        return None
+    lost = (i.sends.filter(F.col("kind") == "lost").groupBy("run", "value")
+            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset")).alias("s"))
+            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
+                    "s.ack_ts_ms"))
+    before = (lost.join(F.broadcast(i.recreations), on=["run", "topic"], how="inner")
+              .filter(F.col("ack_ts_ms") < F.col("created_ms")))
+    return finding("topic_deleted", before.select("run", "topic", "partition", "ack_offset", "value", "producer",
+                                                  "ack_ts_ms", "deleted_ms"), "topic", "ack_ts_ms")
+
+
+def topic_deleted_read(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the uncommitted_read rows whose value was first sent
+    before its topic was last created again under its name (recreate_topic's events).
+
+    A record sent before the new topic served went to the topic the operator deleted: the final log,
+    the new topic's, cannot hold it, so a read of it is no evidence that a consumer saw uncommitted
+    data, and the judge does not hold it against the promise."""
+    if i.recreations is None:
+        return None
+    reads = (i.pk.decode(uncommitted_first_reads(i))
+             .join(F.broadcast(i.recreations), on=["run", "topic"], how="inner"))
+    sent = i.produced.groupBy("run", "value").agg(F.min("send_ts_ms").alias("send_ts_ms"))
+    before = (reads.join(sent, on=["run", "value"], how="inner")
+              .filter(F.col("send_ts_ms") < F.col("created_ms")))
+    return finding("topic_deleted_read", before.select("run", "topic", "partition", "offset", "value", "consumer",
+                                                       "poll_ts_ms", "send_ts_ms"), "topic", "poll_ts_ms")
+
+
+def topic_deleted_offset(i: Inputs) -> DataFrame | None:
+    """Not an anomaly on its own, reported: the offsets divergence counts on a topic an operator
+    deleted and created again (recreate_topic's events) where at most one value was seen by the new
+    topic: held by a replica or the final read (both after healing), or read live and first sent at
+    or after the new topic served.
+
+    The new topic's offsets start again at 0, so a read of the deleted topic's record stands beside
+    the new topic's record at the same offset; the judge does not hold that against the promise.
+    Replicas that disagree with each other, or with a read of the new topic, still are."""
+    if i.recreations is None:
+        return None
+    sent = i.produced.groupBy("run", "value").agg(F.min("send_ts_ms").alias("send_ts_ms"))
+    seen = (i.pk.decode(i.offs.select(*i.pk.cols, "offset", "value", "flags"))
+            .join(F.broadcast(i.recreations), on=["run", "topic"], how="inner")
+            .join(sent, on=["run", "value"], how="left"))
+    new = (has(IN_FINAL) | has(IN_REPLICA)
+           | (has(IN_LIVE) & (F.coalesce(F.col("send_ts_ms"), F.lit(NEVER)) >= F.col("created_ms"))))
+    offsets = (seen.groupBy("run", "topic", "partition", "offset")
+               .agg(F.count(F.lit(1)).alias("values"), F.sum(new.cast("int")).alias("new_values"),
+                    F.min("value").alias("v_min"), F.max("value").alias("v_max"))
+               .filter((F.col("values") >= 2) & (F.col("new_values") <= 1)))
+    return finding("topic_deleted_offset", offsets.select("run", "topic", "partition", "offset", "values", "v_min",
+                                                          "v_max"), "topic", "offset")
 
 
 def share_forgotten_delivery(i: Inputs) -> DataFrame | None:
@@ -155,6 +218,9 @@ REPORTED_FINDINGS: dict[str, Finder] = {
     "stale_hw_read": stale_hw_read,
     "retention_deleted": retention_deleted,
     "retention_read": retention_read,
+    "topic_deleted": topic_deleted,
+    "topic_deleted_read": topic_deleted_read,
+    "topic_deleted_offset": topic_deleted_offset,
     "group_redelivered": group_redelivered,
     "share_forgotten_delivery": share_forgotten_delivery,
 }

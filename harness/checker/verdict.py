@@ -203,6 +203,10 @@ class Verdict(_Model):
     retention_deleted: Reported = Field(default_factory=lambda: Reported(count=0))
     # reads uncommitted_read counts of records retention deleted: not held against the promise
     retention_read: Reported = Field(default_factory=lambda: Reported(count=0))
+    # lost writes acknowledged before their topic was created again (recreate_topic): deleted with the
+    # old topic, not held against the durability promise; and reads uncommitted_read counts of them
+    topic_deleted: Reported = Field(default_factory=lambda: Reported(count=0))
+    topic_deleted_read: Reported = Field(default_factory=lambda: Reported(count=0))
     final_log_records: int = 0
     rows: dict[str, int] = Field(default_factory=dict)
     unavailability: Unavailability

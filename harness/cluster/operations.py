@@ -45,6 +45,7 @@ TOOL_ADMIN = {"request.timeout.ms": 5000, "default.api.timeout.ms": 10000}
 ABORT_LOOK_S = 5.0  # how long abort_transaction looks for an open transaction, one tool run after another
 TOOL_TIMEOUT_S = 40.0  # the tool as a whole: its JVM's start and a few bounded calls
 TOPICS_OWN = ConfigSource.DYNAMIC_TOPIC_CONFIG.value  # a config the topic sets itself, not a default
+RECREATE_WAIT_S = 30.0  # recreate_topic: how long the deletion and the new topic's leaders may take
 RETRIED = {"NOT_CONTROLLER", "REQUEST_TIMED_OUT", "_TIMED_OUT", "_TRANSPORT"}
 
 
@@ -218,6 +219,44 @@ class Operations:
         self.admin.create_partitions([NewPartitions(topic, before + more)])[topic].result(30)
         LOG.info("topic %s: %d partitions, now %d", topic, before, before + more)
         return {"partitions_before": before, "partitions_after": before + more}
+
+    def recreate_topic(self, topic: str, timeout_s: float = RECREATE_WAIT_S) -> dict:
+        """``kafka-topics --delete`` then ``--create`` of ``topic`` under the same name, with the same
+        partitions, replicas (the assignment as the metadata lists it, offline brokers too) and the
+        topic's own configs, as an operator starts a topic again from nothing. The account: when the
+        deletion was asked and the new topic served, both topic ids, and "recreated" or "refused: "
+        with Kafka's words (a deletion still pending when the wait ends: ZooKeeper mode waits for every
+        replica's broker)."""
+        before = self.admin.list_topics(topic, timeout=10).topics[topic]
+        assignment = [list(before.partitions[p].replicas) for p in sorted(before.partitions)]
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        own = {k: e.value for k, e in self.admin.describe_configs([res])[res].result(15).items()
+               if int(getattr(e.source, "value", e.source)) == TOPICS_OWN and e.value is not None}
+        account: dict = {"topic": topic, "topic_id_before": self.topic_id(topic)}
+        account["deleted_ms"] = int(time.time() * 1000)
+        try:
+            self.delete_topics([topic], timeout_s=timeout_s)
+            self.create_topic(topic, replica_assignment=assignment, config=own, timeout_s=timeout_s)
+            self.wait_topic_leaders(topic, len(assignment), timeout_s)
+        except Exception as e:  # the account says what Kafka refused; the run goes on with what there is
+            LOG.info("topic %s: not recreated: %s", topic, e)
+            return {**account, "recreated": f"refused: {str(e)[:300]}"}
+        account.update(created_ms=int(time.time() * 1000), topic_id_after=self.topic_id(topic), recreated="recreated")
+        LOG.info("topic %s: deleted and created again (%s -> %s)", topic, account["topic_id_before"],
+                 account["topic_id_after"])
+        return account
+
+    def wait_topic_leaders(self, topic: str, partitions: int, timeout_s: float) -> None:
+        """Until every partition of ``topic`` has a leader in the metadata (a new topic serves once they do)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            t = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == partitions and \
+                    all(p.leader >= 0 for p in t.partitions.values()):
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {topic}: partitions without a leader {timeout_s:g} s after it was created")
+            time.sleep(0.1)
 
     def topic_config(self, topic: str, name: str) -> str | None:
         """The topic's own value of ``name``, or None where it takes the broker's (or Kafka's) default."""

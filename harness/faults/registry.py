@@ -304,6 +304,9 @@ class FaultKind:
     # topic what the abort explains, where the fault's events say Kafka aborted one
     # (harness/checker/excuses.py, transactions_aborted_by_hand).
     aborts_transactions: bool = False
+    # Deletes the run's topic and creates it again: the judge tells the two topics apart by the times
+    # the fault's events give (harness/checker/excuses.py, topics_recreated).
+    recreates_topic: bool = False
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -573,6 +576,29 @@ def _abort_refused(f: FaultSettings, cluster: ClusterShape) -> str | None:
     return None
 
 
+def _recreate_topic(c: KafkaCluster, a: Applied, b: int) -> None:
+    """The run's topic deleted and created again under its name (once, whatever broker the target is),
+    as an operator starts a topic afresh while its clients run. Beside the schedule, as a reassignment
+    runs: in ZooKeeper mode the deletion waits for every replica's broker, which a fault of the same
+    schedule may be holding down until its heal."""
+    if a.background is not None:
+        return
+
+    def go() -> None:
+        try:
+            a.detail.update(c.recreate_topic(a.topic))
+        except Exception as e:  # the topic was not there to delete, or the cluster did not answer
+            a.detail["recreated"] = f"refused: {str(e)[:300]}"
+
+    a.background = threading.Thread(target=go, name=f"recreate-{a.tag}", daemon=True)
+    a.background.start()
+
+
+def _finish_recreation(c: KafkaCluster, a: Applied, b: int) -> None:
+    if a.background is not None:
+        a.background.join()
+
+
 def _add_partitions(c: KafkaCluster, a: Applied, b: int) -> None:
     if "partitions_after" not in a.detail:
         a.detail.update(c.add_partitions(a.topic, a.fault.new_partitions or 1))
@@ -805,6 +831,20 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
                       "group takes them at its next rebalance. The counts before and after are in the fault's "
                       "events. Kafka promises adding partitions moves no record: it excuses nothing.",
               takes=("new_partitions",), defaults={"new_partitions": 1}),
+    FaultKind("recreate_topic", "the run's topic deleted and created again under the same name through the Admin "
+              "API (kafka-topics --delete, then --create with the same partitions, replicas and topic configs) "
+              "while its clients run, beside the schedule; the heal waits for it", "#c994c7", _recreate_topic,
+              _finish_recreation, operation=True,
+              guide="operations.md", on_nodes=False, recreates_topic=True,
+              not_drawn="deletes every record the run wrote before it, so a hunt for lost records drawing it by "
+                        "default would spend its runs on that; name it in a hunt's --kinds or a generator's kinds",
+              summary="the topic deleted and created again under its name",
+              details="The deletion's and the new topic's times and both topic ids are in the fault's events "
+                      "(`recreated`: \"recreated\", or \"refused: \" and why: ZooKeeper mode deletes a topic only "
+                      "once every replica's broker is up). A recreated topic is a new topic: writes acknowledged "
+                      "before it served were deleted with the old one (reported as topic_deleted, not lost), "
+                      "offsets start again at 0 (order across the two is not promised), and a record of the old "
+                      "topic in the new one's log is old_topic_read."),
     FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
               "`config` set to `value` until the heal, which gives the topic its own value back",
               "#bcbddc", _alter_config, _restore_config, operation=True,

@@ -125,6 +125,15 @@ class FaultDetail(_Record):
     producer_id: int | None = None
     start_offset: int | None = None
     transaction_aborted: str | None = None
+    # recreate_topic: the topic deleted and created again under its name, when the deletion was asked
+    # and when the new topic served (every partition led), both topic ids, and Kafka's answer:
+    # "recreated", or "refused: " and why (the deletion or the creation not done in time)
+    topic: str | None = None
+    deleted_ms: int | None = None
+    created_ms: int | None = None
+    topic_id_before: str | None = None
+    topic_id_after: str | None = None
+    recreated: str | None = None
 
 
 # ------------------------------------------------------------------ the record types

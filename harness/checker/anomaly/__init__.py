@@ -21,6 +21,7 @@ from harness.checker.anomaly import (
     nonmonotonic_poll,
     nonmonotonic_send,
     offset_regression,
+    old_topic_read,
     phantom,
     poll_skip,
     precommitted_read,
@@ -36,7 +37,7 @@ from harness.checker.reference import Tables
 from harness.history import RunConfig
 
 CLASSES: tuple[AnomalyClass, ...] = tuple(m.CLASS for m in (
-    lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom,
+    lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom, old_topic_read,
     aborted_read, torn_txn, precommitted_read, poll_skip, group_unseen, offset_regression, eos_duplicate, eos_lost,
     share_unseen, share_accepted_redelivered, share_rejected_redelivered, share_over_delivered,
 ))

@@ -42,8 +42,8 @@ def reference(h: Tables) -> int:
 
 
 def promise(x: Excuses) -> Promise:
-    return Promise("nonmonotonic_poll", x.part is None,
-                   x.part or "a consumer's position moves back only if committed data vanished")
+    return Promise("nonmonotonic_poll", x.order is None,
+                   x.order or "a consumer's position moves back only if committed data vanished")
 
 
 CLASS = AnomalyClass.of(__name__, label="poll order", contract="v1", owner="partition", html="nonmono&shy;tonic poll")

@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from harness.checker.anomaly.record import AnomalyClass
-from harness.checker.excuses import Excuses, Promise
+from harness.checker.excuses import RENUMBERED, Excuses, Promise
 from harness.checker.findings import (
     adjacent_regressions,
     finding,
@@ -44,6 +44,8 @@ def promise(x: Excuses) -> Promise:
     if not x.config.idempotence:
         return Promise("nonmonotonic_send", False, "not idempotent: retries with several requests in flight can "
                        "reorder")
+    if x.config.topic_recreated:
+        return Promise("nonmonotonic_send", False, RENUMBERED)
     if x.loss is not None:
         return Promise("nonmonotonic_send", False, f"a lost acknowledged write frees its offset for later sends "
                        f"({x.loss})")

@@ -48,7 +48,7 @@ def reference(h: Tables) -> int:
 
 
 def promise(x: Excuses) -> Promise:
-    return Promise("offset_regression", x.part is None, x.part or "a group's committed offsets only move forward")
+    return Promise("offset_regression", x.order is None, x.order or "a group's committed offsets only move forward")
 
 
 def group_promise(x: Excuses, commit: str) -> Promise:
@@ -65,7 +65,7 @@ def group_promise(x: Excuses, commit: str) -> Promise:
     if moved := x.config.offsets_moved & {"earliest", "delete"}:
         why = f"an operator reset the group's offsets by hand ({', '.join(sorted(moved))})"
         return Promise("offset_regression", False, why + ": Kafka moved its committed offsets back as asked")
-    return Promise("offset_regression", x.part is None, x.part or f"commit={commit}: a member's commits reach the "
+    return Promise("offset_regression", x.order is None, x.order or f"commit={commit}: a member's commits reach the "
                    "coordinator in the order it made them (Kafka's consumer contract), and the coordinator writes "
                    "each commit of the current generation as it arrives, so offsets only move forward")
 

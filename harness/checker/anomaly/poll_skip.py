@@ -76,7 +76,7 @@ def reference(h: Tables) -> int:
 
 
 def promise(x: Excuses) -> Promise:
-    return Promise("poll_skip", x.part is None, x.part or "a consumer's position only passes records it returned")
+    return Promise("poll_skip", x.order is None, x.order or "a consumer's position only passes records it returned")
 
 
 CLASS = AnomalyClass.of(__name__, label="poll skip", contract="v2", owner="partition")
