@@ -490,6 +490,10 @@ def hunt(
                                "machines): write one account of them to --out, one finding a signature"),
     parallel: int = typer.Option(1, "--parallel", min=1, help="N shards at once on this machine, a cluster each "
                                  "(OUT/shards/K-of-N), merged into OUT: for machines with the cores"),
+    guide: str = typer.Option("precursors", "--guide", help="how the next schedule is chosen: precursors (swarm "
+                              "draws and schedules built on dropped acknowledged records), coverage (those, and "
+                              "mutations of runs that reached new protocol states), swarm (the baseline)"),
+    until_found: bool = typer.Option(False, "--until-found", help="stop drawing once the first finding is written"),
 ) -> None:
     """Search fault schedules for broken promises; confirm, shrink and write up each finding.
 
@@ -498,7 +502,7 @@ def hunt(
         _merge_hunts([Path(d) for d in scenarios], out)
     from harness.cluster import reaper
     from harness.hunt.goal import Goal
-    from harness.hunt.loop import Hunt, HuntOptions, bases, parse_budget
+    from harness.hunt.loop import GUIDES, Hunt, HuntOptions, bases, parse_budget
     from harness.hunt.merge import refuse_a_hunts_own_directory
     from harness.hunt.trials import CannotRun, HuntError
 
@@ -509,7 +513,10 @@ def hunt(
                                measure=measure, shrink_runs=shrink_runs, versions=tuple(_csv(versions) or ()),
                                modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()),
                                clients=tuple(_csv(clients) or ()), shard=_shard(shard),
-                               spark_master=spark_master)
+                               spark_master=spark_master, guide=guide,
+                               until_found=until_found)
+            if guide not in GUIDES:
+                raise ValueError(f"--guide: {guide!r} (allowed: {', '.join(GUIDES)})")
             if budget is None and runs is None:
                 raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
             _writable(out, "--out", directory=True)

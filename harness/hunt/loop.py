@@ -22,11 +22,13 @@ from harness.history import write_json_atomic
 from harness.hunt import precursors
 from harness.hunt import shrink as shrinking
 from harness.hunt.affected import FINDING_JSON
+from harness.hunt.coverage_guide import CoverageCorpus
+from harness.hunt.coverage_guide import next_schedule as coverage_next
 from harness.hunt.goal import Goal, Hit, signature
-from harness.hunt.guide import Corpus, next_schedule
+from harness.hunt.guide import Corpus, next_schedule, swarm
 from harness.hunt.known import known_id
 from harness.hunt.sequential import Judgement, Sprt
-from harness.hunt.space import Move, vocabulary
+from harness.hunt.space import Move, draw, vocabulary
 from harness.hunt.trials import (
     CannotRun,
     HuntError,
@@ -48,6 +50,13 @@ from harness.run.kept_cluster import (
 from harness.scenario import Scenario, ScenarioError
 
 HUNT_JSON = "hunt.json"
+# How a hunt chooses its next schedule: swarm draws only (the baseline); swarm draws and schedules
+# built on runs whose replicas dropped acknowledged records (guide.py); those, and schedules mutated
+# from runs that reached protocol states no earlier run had (coverage_guide.py).
+GUIDES = {"swarm": "swarm draws only, nothing learnt from the runs (the baseline)",
+          "precursors": "swarm draws, and schedules built on runs whose replicas dropped acknowledged records",
+          "coverage": "as precursors, and schedules mutated from runs that reached protocol states, exposure or "
+                      "anomaly classes no earlier run had, by energy"}
 
 
 class OutOfTime(Exception):
@@ -71,12 +80,15 @@ class HuntOptions:
     clients: tuple[str, ...] = ()
     shard: tuple[int, int] = (1, 1)  # K of N: this machine draws every N-th schedule, from the K-th
     spark_master: str | None = None
+    guide: str = "precursors"  # GUIDES: how the next schedule is chosen
+    until_found: bool = False  # stop drawing once the first finding is written (a benchmark's time to it)
 
     def identity(self) -> dict:
         """What must be the same for a directory to be resumed: what decides the draws."""
         return {"scenarios": list(self.scenarios), "seed": self.seed, "versions": list(self.versions),
                 "modes": list(self.modes), "sets": list(self.sets), "shard": list(self.shard),
                 **({"clients": list(self.clients)} if self.clients else {}),
+                **({"guide": self.guide} if self.guide != "precursors" else {}),
                 "anomaly": sorted(self.goal.anomalies) if self.goal.anomalies is not None else None}
 
 
@@ -174,6 +186,9 @@ class Hunt:
         self.trials = Trials(opts.out / "runs", self.journal["spent"], go, opts.spark_master, log=announce)
         self.findings: list[Finding] = []
         self.corpora = {b.id: Corpus() for b in self.bases}  # schedules that came close (guide.py)
+        self.coverage = {b.id: CoverageCorpus() for b in self.bases}  # schedules that reached new states
+        self.journal.setdefault("timeline", [])
+        del self.journal["timeline"][:]  # rebuilt as the runs are read back or run
         self.t0 = time.monotonic()
 
     # ------------------------------------------------------------------ the loop
@@ -188,10 +203,12 @@ class Hunt:
             for number in self._draw_numbers():
                 if self.opts.runs is not None and drawn >= self.opts.runs:
                     break
+                if self.opts.until_found and self.findings:
+                    break
                 base = self.bases[number % len(self.bases)]
                 rng = random.Random(f"{self.opts.seed}/{base.id}/{number}")
-                candidate, origin = next_schedule(base.scenario, rng, base.moves, self.corpora[base.id])
-                if origin.startswith("built on"):
+                candidate, origin = self._next(base, rng, f"h{number:04d}-{base.id}")
+                if origin != "swarm draw":
                     self.announce(f"h{number:04d}: {origin}")
                 reuse = may_share_a_cluster(candidate)
                 # On a shared cluster the run gets a topic of its own; a finding from it is confirmed and
@@ -218,6 +235,22 @@ class Hunt:
             self._save(drawn)
         return HuntOutcome(self.findings, drawn, self.journal)
 
+    def _next(self, base: Base, rng: random.Random, name: str) -> tuple[Scenario, str]:
+        """The next schedule of ``base`` as the hunt's guide chooses it, and where it came from."""
+        if self.opts.guide == "swarm":
+            return draw(base.scenario, rng, swarm(rng, base.moves)), "swarm draw"
+
+        def precursor_guided() -> Scenario:
+            nonlocal origin
+            s, origin = next_schedule(base.scenario, rng, base.moves, self.corpora[base.id])
+            return s
+
+        origin = "swarm draw"
+        if self.opts.guide == "coverage":
+            s, came = coverage_next(base.scenario, rng, base.moves, self.coverage[base.id], name, precursor_guided)
+            return s, (came if came != "swarm draw" else origin)
+        return precursor_guided(), origin
+
     @staticmethod
     def _on_the_kept_cluster(s: Scenario, base: Base, number: int) -> Scenario:
         """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, with links of
@@ -235,6 +268,7 @@ class Hunt:
         joins its base's corpus, for later draws to build on."""
         trial = pending.result()
         self._progress(trial, s)
+        looked_at_s = self.trials.wall_s  # before any investigation of what it showed
         if not self._look_at(trial, s, base) and trial.verdict is not None:
             # What happened after the workload (the heal's own truncations) is not where a fault can go.
             seen = [p for p in precursors.read(trial.path, topic) if p.at_s <= s.duration_s]
@@ -243,6 +277,13 @@ class Hunt:
                     f"broker {p.broker} dropped {p.acknowledged} acknowledged records of partition "
                     f"{p.partition} at {p.at_s:g} s" for p in seen))
             self.corpora[base.id].add(trial.name, s, seen)
+        corpus = self.coverage[base.id]
+        new = corpus.look(trial.name, s, trial.verdict)
+        if new and self.opts.guide == "coverage":
+            self.announce(f"{trial.name}: new coverage: {', '.join(sorted(new))}")
+        self.journal["timeline"].append({"run": trial.name, "wall_s": round(looked_at_s, 1),
+                                         "features": sum(len(c.seen) for c in self.coverage.values()),
+                                         "findings": len(self.findings)})
 
     def _draw_numbers(self):
         k, n = self.opts.shard

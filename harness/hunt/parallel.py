@@ -43,6 +43,10 @@ def shard_commands(opts: HuntOptions, n: int) -> list[list[str]]:
             base += [flag, v]
     if opts.spark_master:
         base += ["--spark-master", opts.spark_master]
+    if opts.guide != "precursors":
+        base += ["--guide", opts.guide]
+    if opts.until_found:
+        base += ["--until-found"]
     return [[*base, "--shard", f"{k}/{n}", "--out", str(shard_dir(opts.out, k, n))] for k in range(1, n + 1)]
 
 

@@ -82,7 +82,7 @@ def draw(s: Scenario, rng: random.Random, moves: list[Move]) -> Scenario:
     faults: list[dict] = []
     for _ in range(rng.randint(*spec.faults)):
         for _attempt in range(10):
-            f = _fault(base, rng, _pick(rng, moves), len(faults), spec)
+            f = draw_fault(base, rng, _pick(rng, moves), len(faults), spec)
             try:
                 with_faults(base, [*faults, f])
             except (ValidationError, ValueError):
@@ -98,7 +98,9 @@ def _pick(rng: random.Random, moves: list[Move]) -> Move:
     return rng.choice([m for m in moves if m.kind == kind])
 
 
-def _fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntSpec) -> dict:
+def draw_fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: HuntSpec) -> dict:
+    """Fault ``number`` of a schedule for ``move``: its partition, start, length, direction, its kind's
+    own settings and (for a share) the protocol event it fires on, as a scenario file writes it."""
     length = round(rng.uniform(*spec.fault_duration_s), 1)
     latest = max(FIRST_FAULT_S, s.duration_s - length - QUIET_TAIL_S)
     f: dict = {"at_s": round(rng.uniform(FIRST_FAULT_S, latest), 1), "duration_s": length, "kind": move.kind,

@@ -1,0 +1,117 @@
+"""Coverage-guided hunting against swarm draws, on kchaos's known answers: the time to the first
+finding and the protocol coverage reached over time, several hunts per answer and guide.
+
+    python benchmarks/hunt_guides.py [--answers a,b] [--guides swarm,coverage] [--seeds 5] [--budget 40m]
+                                     [--out DIR] [--report-only]
+
+Each hunt is ``kchaos hunt SCENARIO ... --guide G --seed S --budget B --until-found`` into
+``OUT/ANSWER/G/sS`` (a directory already there is resumed, so a stopped benchmark carries on), with no
+confirmation beyond one re-run and no shrinking: what is measured is the search. The time to the
+first finding is the hunt's wall time (its runs, their checks) when it looked at the drawn run that
+showed it (hunt.json's ``timeline``); a hunt that found nothing in its budget counts as the budget,
+censored, and the median says so when half or more were. Coverage is the distinct features the
+hunt's runs reached (harness/hunt/coverage_guide.py), read at fixed times. One hunt at a time: two
+clusters on two cores would slow each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NO_POWER_LOSS = ('hunt.kinds=["kill", "restart", "pause", "isolate", "cut_fetch", "slow_fetch", "cut_coordination", '
+                 '"cut_replication"]')
+# The known answers (benchmarks/README.md, "Coverage-guided hunting"): the scenario and goal of each.
+ANSWERS: dict[str, list[str]] = {
+    "acks1-loss": ["acks1-leader-kill", "--anomaly", "lost"],
+    "epochs-off-divergence": ["hw-truncation-loss", "--anomaly", "lost,divergence", "--set", NO_POWER_LOSS],
+    "f1-offset-regression": ["group-async-commits", "--anomaly", "offset_regression"],
+    "f2-frozen-isr": ["zk-isr-update-lost"],
+}
+COVERAGE_AT_MIN = (5, 10, 20, 40)
+
+
+def hunt_dir(out: Path, answer: str, guide: str, seed: int) -> Path:
+    return out / answer / guide / f"s{seed}"
+
+
+def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None:
+    d = hunt_dir(out, answer, guide, seed)
+    cmd = [sys.executable, "-m", "harness", "hunt", *ANSWERS[answer], "--guide", guide, "--seed", str(seed),
+           "--budget", budget, "--until-found", "--confirm", "1", "--measure", "0", "--shrink-runs", "0",
+           "--out", str(d)]
+    print(" ".join(cmd[2:]), flush=True)
+    subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+
+
+def first_finding_s(doc: dict) -> float | None:
+    """The hunt's wall time when it looked at the drawn run that showed its first finding."""
+    if not doc.get("findings"):
+        return None
+    found = doc["findings"][0]["found_in"]
+    return next((t["wall_s"] for t in doc.get("timeline", []) if t["run"] == found), None)
+
+
+def features_at(doc: dict, minutes: float) -> int:
+    seen = [t["features"] for t in doc.get("timeline", []) if t["wall_s"] <= minutes * 60]
+    return seen[-1] if seen else 0
+
+
+def median_censored(times: list[float | None], budget_s: float) -> str:
+    """The median time, ``>budget`` when half or more hunts found nothing."""
+    if sum(t is None for t in times) * 2 >= len(times):
+        return f">{budget_s / 60:g} min"
+    return f"{statistics.median(budget_s if t is None else t for t in times) / 60:.1f} min"
+
+
+def budget_seconds(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+
+
+def report(out: Path, answers: list[str], guides: list[str], seeds: int, budget: str) -> None:
+    budget_s = budget_seconds(budget)
+    print("| answer | guide | hunts | found | time to the first finding, median (each) | "
+          + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
+    for answer in answers:
+        for guide in guides:
+            docs = [json.loads(p.read_text()) for s in range(1, seeds + 1)
+                    if (p := hunt_dir(out, answer, guide, s) / "hunt.json").exists()]
+            if not docs:
+                continue
+            times = [first_finding_s(d) for d in docs]
+            each = ", ".join("-" if t is None else f"{t / 60:.1f}" for t in times)
+            cov = [statistics.median(features_at(d, m) for d in docs) for m in COVERAGE_AT_MIN]
+            print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times)} | "
+                  f"{median_censored(times, budget_s)} ({each}) | " + " | ".join(f"{c:g}" for c in cov) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--answers", default=",".join(ANSWERS))
+    ap.add_argument("--guides", default="swarm,coverage")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget", default="40m")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "hunt-guides")
+    ap.add_argument("--report-only", action="store_true", help="print the table of the hunts already done")
+    a = ap.parse_args()
+    answers, guides = a.answers.split(","), a.guides.split(",")
+    unknown = [x for x in answers if x not in ANSWERS]
+    if unknown:
+        sys.exit(f"--answers: {', '.join(unknown)} (allowed: {', '.join(ANSWERS)})")
+    if not a.report_only:
+        for seed in range(1, a.seeds + 1):  # seed-major: a stopped benchmark has every guide at the same depth
+            for answer in answers:
+                for guide in guides:
+                    run_hunt(a.out, answer, guide, seed, a.budget)
+    report(a.out, answers, guides, a.seeds, a.budget)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Coverage-guided draws (harness/hunt/coverage_guide.py) on data the tests build: a run's features,
+the corpus and its energy, the mutations, and a hunt guided by coverage with a rule standing in for
+Kafka: seeded, resumable, and told apart from the other guides. Whether it finds Kafka's known
+answers sooner than swarm draws is measured on real Kafka (benchmarks/hunt_guides.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from harness.checker import verdict as verdict_mod
+from harness.checker.verdict import FaultExposure, Verdict
+from harness.hunt.coverage_guide import CoverageCorpus, bucket, features, mutate
+from harness.hunt.goal import Goal
+from harness.hunt.loop import HuntOptions, hunt
+from harness.hunt.space import bounds, draw, vocabulary
+from harness.hunt.trials import HuntError
+from harness.scenario import Scenario
+from tests.test_units_hunt import fake_run, scenario, verdict
+
+
+def reached(coverage: dict[str, int], exposure: list[FaultExposure] = (), **counts: int) -> Verdict:
+    return verdict(counts).model_copy(update={"coverage": coverage, "exposure": list(exposure)})
+
+
+def test_counts_fall_in_afls_buckets():
+    assert [bucket(n) for n in (1, 2, 3, 4, 7, 8, 15, 16, 900)] == [1, 2, 3, 4, 4, 8, 8, 16, 16]
+
+
+def test_a_runs_features_are_its_states_exposure_and_anomalies_bucketed():
+    v = reached({"leader_change": 5, "isr_leader_alone": 1, "partition_offline": 0},
+                [FaultExposure(fault=0, kind="kill", start_ms=1, exposed=40, lost=3),
+                 FaultExposure(fault=1, kind="kill", start_ms=2, exposed=2),
+                 FaultExposure(fault=2, kind="pause", start_ms=3, exposed=0)], lost=3)
+    assert features(v) == {"state:leader_change:4", "state:isr_leader_alone:1", "exposed:kill:16", "lost:kill:3",
+                           "anomaly:lost"}
+
+
+def test_a_run_joins_the_corpus_only_with_something_no_earlier_run_reached():
+    c = CoverageCorpus()
+    s = scenario()
+    assert c.look("a", s, reached({"leader_change": 1})) == {"state:leader_change:1"}
+    assert c.look("b", s, reached({"leader_change": 1})) == frozenset(), "the same states again"
+    assert c.look("c", s, None) == frozenset(), "a run that could not be checked brings nothing"
+    assert c.look("d", s, reached({"leader_change": 2})) == {"state:leader_change:2"}, "reached more often"
+    assert [e.name for e in c.entries] == ["a", "d"] and c.history == [1, 1, 1, 2]
+
+
+def test_a_parent_whose_children_pay_off_gets_more_energy_and_picks_spend_it():
+    c = CoverageCorpus()
+    s = scenario()
+    c.look("a", s, reached({"leader_change": 1}))
+    c.look("b", s, reached({"isr_leader_alone": 1}))
+    c.parents["child"] = "a"
+    c.look("child", s, reached({"partition_offline": 1, "below_min_insync": 1}))
+    a, b, _child = c.entries
+    assert (a.energy, b.energy) == (3, 1), "one state of its own, two its child reached"
+    rng = random.Random(1)
+    picks = [c.pick(rng).name for _ in range(60)]
+    assert picks.count("a") > picks.count("b"), "the entry that paid off is picked more"
+    assert a.energy < 3, "each pick spends energy"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mutations_are_valid_schedules_within_bounds_that_differ_from_their_parent(seed):
+    s = scenario(hunt={"kinds": ["kill", "cut_fetch", "pause", "restart"], "faults": [1, 3], "triggers": 0.5})
+    moves = vocabulary(s)
+    parent = draw(s, random.Random(seed), moves)
+    corpus = CoverageCorpus()
+    corpus.look("p", parent, reached({"leader_change": 1}))
+    child = mutate(parent, random.Random(seed), moves, corpus)
+    assert child is not None and child.faults != parent.faults
+    assert Scenario.model_validate(child.model_dump(mode="json")) == child, "a schedule kchaos run takes"
+    assert len(child.faults) <= bounds(s).faults[1] + 2
+    assert {f.kind for f in child.faults} <= {"kill", "cut_fetch", "pause", "restart"}
+    again = mutate(parent, random.Random(seed), moves, corpus)
+    assert again == child, "a function of the seed"
+
+
+# ---------------------------------------------------------------- the loop, with a rule for Kafka
+
+STATE_OF = {"kill": "leader_change", "cut_fetch": "isr_leader_alone", "pause": "partition_offline",
+            "restart": "controller_failover", "isolate": "below_min_insync"}  # the state each kind "reaches"
+
+
+def staircase(calls: list[str]):
+    """Kafka's stand-in: each kind of fault a schedule has is a protocol state reached, as often as
+    it has faults of that kind; data is lost only with a kill, a fetch cut and a pause all in it."""
+
+    def go(path, s: Scenario, reuse: bool) -> Verdict:
+        calls.append(path.name)
+        kinds = [f.kind for f in s.faults]
+        lost = {"kill", "cut_fetch", "pause"} <= set(kinds)
+        fake_run(path, s, {"lost": 7} if lost else {})
+        v = verdict_mod.read(path).model_copy(update={"coverage": {STATE_OF[k]: kinds.count(k) for k in set(kinds)}})
+        verdict_mod.write(path, v)
+        return v
+
+    return go
+
+
+def options(tmp_path, **kw) -> HuntOptions:
+    table = ['hunt.kinds=["kill", "cut_fetch", "pause", "restart", "isolate"]', "hunt.faults=[1, 2]",
+             "hunt.triggers=0"]
+    return HuntOptions(scenarios=("acks1-leader-kill",), out=tmp_path / "hunt", goal=Goal.parse("lost"),
+                       **{"sets": tuple(table), "runs": 16, "confirm": 1, "shrink_runs": 4, "guide": "coverage", **kw})
+
+
+def test_a_coverage_guided_hunt_mutates_what_reached_new_states_and_keeps_a_timeline(tmp_path):
+    calls: list[str] = []
+    said: list[str] = []
+    hunt(options(tmp_path), announce=said.append, go=staircase(calls))
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    assert doc["options"]["guide"] == "coverage", "the guide decides the draws: part of the hunt's identity"
+    drawn = [c for c in calls if c.rsplit("-", 1)[-1][:1] not in "csm"]
+    assert [t["run"] for t in doc["timeline"]] == [c for c in calls if c in drawn], "one point per drawn run"
+    assert any("mutated from" in m for m in said) and any("new coverage" in m for m in said)
+    assert all(a["features"] <= b["features"] for a, b in zip(doc["timeline"], doc["timeline"][1:], strict=False))
+
+
+def test_a_coverage_guided_hunt_is_the_same_hunt_again_and_resumes(tmp_path):
+    first: list[str] = []
+    hunt(options(tmp_path / "a"), announce=lambda m: None, go=staircase(first))
+    second: list[str] = []
+    hunt(options(tmp_path / "b"), announce=lambda m: None, go=staircase(second))
+    assert first == second, "same seed, same schedules, same outcomes"
+    again: list[str] = []
+    hunt(options(tmp_path / "a"), announce=lambda m: None, go=staircase(again))
+    assert again == [], "everything read back from disk"
+
+
+def test_a_directory_of_another_guide_is_refused_and_the_default_guide_keeps_old_journals(tmp_path):
+    hunt(options(tmp_path, runs=1, guide="swarm"), announce=lambda m: None, go=staircase([]))
+    with pytest.raises(HuntError, match="another hunt"):
+        hunt(options(tmp_path, runs=1, guide="coverage"), announce=lambda m: None, go=staircase([]))
+    assert "guide" not in options(tmp_path, guide="precursors").identity(), "hunts begun before --guide resume"
+
+
+def test_a_swarm_hunt_builds_on_nothing(tmp_path):
+    said: list[str] = []
+    hunt(options(tmp_path, guide="swarm"), announce=said.append, go=staircase([]))
+    assert not [m for m in said if "mutated from" in m or "built on" in m or "new coverage" in m]
+
+
+def test_until_found_stops_drawing_after_the_first_finding(tmp_path):
+    calls: list[str] = []
+    table = ('hunt.kinds=["kill", "cut_fetch", "pause"]', "hunt.faults=[3, 3]", "hunt.triggers=0")
+    out = hunt(options(tmp_path, runs=40, until_found=True, sets=table), announce=lambda m: None,
+               go=staircase(calls))
+    assert len(out.findings) == 1 and out.drawn < 40
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    found = doc["findings"][0]["found_in"]
+    # the run drawn while it was checked still runs; nothing after that
+    assert found in [t["run"] for t in doc["timeline"][-2:]], "no draw after the one that found it"
