@@ -494,6 +494,9 @@ def hunt(
                               "draws and schedules built on dropped acknowledged records), coverage (those, and "
                               "mutations of runs that reached new protocol states), swarm (the baseline)"),
     until_found: bool = typer.Option(False, "--until-found", help="stop drawing once the first finding is written"),
+    fresh_findings: bool = typer.Option(False, "--fresh-findings", help="confirm, shrink and measure each finding "
+                                        "on clusters of their own (default: on the kept cluster where its schedule "
+                                        "may share one, each run on a topic of its own)"),
 ) -> None:
     """Search fault schedules for broken promises; confirm, shrink and write up each finding.
 
@@ -514,7 +517,7 @@ def hunt(
                                modes=tuple(_csv(modes) or ()), sets=tuple(set_ or ()),
                                clients=tuple(_csv(clients) or ()), shard=_shard(shard),
                                spark_master=spark_master, guide=guide,
-                               until_found=until_found)
+                               until_found=until_found, fresh_findings=fresh_findings)
             if guide not in GUIDES:
                 raise ValueError(f"--guide: {guide!r} (allowed: {', '.join(GUIDES)})")
             if budget is None and runs is None:

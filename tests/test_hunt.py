@@ -153,6 +153,26 @@ def test_the_safe_configuration_breaks_no_promise_in_its_budget_but_by_a_known_c
     assert doc["drawn"] >= (10 if doc["findings"] else 20) and not leftovers(r.pid)
 
 
+@pytest.mark.chaos_long
+@pytest.mark.parametrize(("scenario", "anomaly"), [("acks1-leader-kill", "lost"),
+                                                   ("hw-truncation-divergence", "divergence")])
+def test_a_known_answers_rate_on_the_kept_cluster_is_its_rate_on_fresh_ones(tmp_path, scenario, anomaly):
+    """A finding's confirmations, shrink candidates and measurements share the kept cluster, each on
+    a topic of its own: the rate a known answer shows there must be the one it shows on clusters of
+    its own, or a kept cluster would confirm what a fresh one does not (or miss what it does). Four
+    runs each way, the matrix's kept cluster against --fresh-clusters."""
+    rates = {}
+    for how, extra in (("kept", ()), ("fresh", ("--fresh-clusters",))):
+        out = tmp_path / how
+        r = subprocess.run([sys.executable, "-m", "harness", "matrix", "--scenarios", scenario, "--seeds", "4",
+                            "--side-by-side", "1", "--out", str(out), *extra], capture_output=True, text=True,
+                           timeout=3600)
+        verdicts = [json.loads(v.read_text()) for v in (out / "runs").glob("*/verdict.json")]
+        assert len(verdicts) == 4, r.stdout[-2000:] + r.stderr[-2000:]
+        rates[how] = sum(v["anomalies"][anomaly] > 0 for v in verdicts)
+    assert rates["kept"] == rates["fresh"], rates
+
+
 def test_the_plugin_helper_is_the_same_hunt(tmp_path):
     """``chaos_hunt`` (``hunt_for``) in a user's suite runs the same hunt: bad input is refused as the
     command refuses it, before anything runs."""

@@ -304,13 +304,18 @@ def fake_run(path: Path, s: Scenario, counts: dict[str, int], broken: list[str] 
     return path
 
 
-def rule(calls: list[str], flaky: set[str] = frozenset()):
-    """Kafka's stand-in: a run loses data when its schedule has a kill and a fetch cut."""
+def rule(calls: list[str], flaky: set[str] = frozenset(), runs_on: dict | None = None):
+    """Kafka's stand-in: a run loses data when its schedule has a kill and a fetch cut. ``runs_on``
+    gets each run's (whether it shared the kept cluster, its topic)."""
+    runs_on = {} if runs_on is None else runs_on
 
     def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
         calls.append(path.name)
-        assert not reuse or path.name.rsplit("-", 1)[-1][:1] not in "csm", "only drawn runs share a cluster"
-        assert not reuse or s.topic.name == f"chaos-{int(path.name[1:5])}", "on a topic of its own"
+        drawn = path.name.rsplit("-", 1)[-1][:1] not in "csm" and not path.name.rsplit("-", 1)[-1].isdigit()
+        number = int(path.name[1:5])
+        assert not reuse or drawn or s.topic.name.startswith(f"chaos-{number}-"), "a finding's run: a topic of its own"
+        assert not reuse or not drawn or s.topic.name == f"chaos-{number}", "on a topic of its own"
+        runs_on[path.name] = (reuse, s.topic.name)
         lost = needs_kill_and_cut(s) and path.name not in flaky
         fake_run(path, s, {"lost": 7} if lost else {})
         return verdict_mod.read(path)
@@ -342,6 +347,19 @@ def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
     assert needs_kill_and_cut(minimal) and len(minimal.faults) == 2
     assert minimal.topic.name == "chaos", "the scenario's topic, not the one a drawn run had on a shared cluster"
     assert not list((tmp_path / "hunt" / "findings").glob(".*partial"))
+
+
+def test_a_findings_runs_share_the_kept_cluster_each_on_a_topic_of_its_own_unless_asked_not_to(tmp_path):
+    runs_on: dict = {}
+    hunt(options(tmp_path / "kept"), announce=lambda m: None, go=rule([], runs_on=runs_on))
+    findings_runs = {n: v for n, v in runs_on.items() if n.rsplit("-", 1)[-1][:1] in "csm"}
+    assert findings_runs and all(reuse for reuse, _ in findings_runs.values()), "acks=1 with no group: it may share"
+    topics = [t for _, t in runs_on.values()]
+    assert len(set(topics)) == len(topics), "no two runs on one topic"
+    fresh: dict = {}
+    hunt(options(tmp_path / "fresh", fresh_findings=True), announce=lambda m: None, go=rule([], runs_on=fresh))
+    assert not [n for n, (reuse, _) in fresh.items() if reuse and n.rsplit("-", 1)[-1][:1] in "csm"]
+    assert [t for _, t in fresh.values() if not t.startswith("chaos-")], "--fresh-findings: the scenario's topic"
 
 
 def test_the_same_command_again_resumes_without_running_what_is_done(tmp_path):

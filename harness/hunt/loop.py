@@ -82,6 +82,9 @@ class HuntOptions:
     spark_master: str | None = None
     guide: str = "precursors"  # GUIDES: how the next schedule is chosen
     until_found: bool = False  # stop drawing once the first finding is written (a benchmark's time to it)
+    # confirmations, shrink candidates and measurements each on a cluster of their own, even where the
+    # schedule may share the kept one (by default they share it, each on a topic of its own)
+    fresh_findings: bool = False
 
     def identity(self) -> dict:
         """What must be the same for a directory to be resumed: what decides the draws."""
@@ -212,9 +215,9 @@ class Hunt:
                     self.announce(f"h{number:04d}: {origin}")
                 reuse = may_share_a_cluster(candidate)
                 # On a shared cluster the run gets a topic of its own; a finding from it is confirmed and
-                # shrunk on clean clusters, from the schedule as drawn (its minimal.toml names the topic
-                # the scenario does, not the shared cluster's).
-                ran = self._on_the_kept_cluster(candidate, base, number) if reuse else candidate
+                # shrunk from the schedule as drawn (its minimal.toml names the topic the scenario does,
+                # not the shared cluster's), each of those runs on a topic of its own in turn (_run).
+                ran = self._on_the_kept_cluster(candidate, base, str(number)) if reuse else candidate
                 if self.out_of_time:
                     raise OutOfTime
                 pending = self.trials.start(f"h{number:04d}-{base.id}", ran, reuse)
@@ -252,8 +255,8 @@ class Hunt:
         return precursor_guided(), origin
 
     @staticmethod
-    def _on_the_kept_cluster(s: Scenario, base: Base, number: int) -> Scenario:
-        """Drawn run ``number`` as it runs on the kept cluster: on a topic of its own, with links of
+    def _on_the_kept_cluster(s: Scenario, base: Base, tag: str) -> Scenario:
+        """A run of ``base`` as it runs on the kept cluster: on a topic of its own (``NAME-tag``), with links of
         their own for every client the hunt may aim a link fault at, skewable clocks when it may skew
         one and faultable disks when it may fail one, whether this draw does or not, so that draws
         with and without those faults share the cluster."""
@@ -261,7 +264,7 @@ class Hunt:
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
         clocks = any(FAULTS[m.kind].clock and not FAULTS[m.kind].on_clients for m in base.moves)
         disks = any(m.kind in DISK_FAULTS for m in base.moves)
-        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, str(number)), aimed), clocks, disks)
+        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, tag), aimed), clocks, disks)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
         """Look at a drawn run once its check is done; one that came close without showing the goal
@@ -296,12 +299,19 @@ class Hunt:
     def out_of_time(self) -> bool:
         return self.opts.budget_s is not None and self.trials.wall_s >= self.opts.budget_s
 
-    def _run(self, name: str, s: Scenario, reuse: bool = False) -> Trial:
-        """Run (or read back) one scenario; only drawn runs may ``reuse`` a kept cluster:
-        confirmations, shrinking and measurements always start clean."""
+    def _run(self, name: str, s: Scenario) -> Trial:
+        """Run (or read back) one run of a finding (a confirmation, a shrink candidate, a
+        measurement), named after the drawn run it came from: on the kept cluster, on a topic of its
+        own, where the schedule may share one and ``--fresh-findings`` was not given; else on a
+        cluster of its own."""
         if self.out_of_time:
             raise OutOfTime
-        trial = self.trials.run(name, s, reuse)
+        reuse = not self.opts.fresh_findings and may_share_a_cluster(s)
+        ran = s
+        if reuse:
+            base = max((b for b in self.bases if name[6:].startswith(b.id)), key=lambda b: len(b.id))
+            ran = self._on_the_kept_cluster(s, base, str(int(name[1:5])) + name[6 + len(base.id):])
+        trial = self.trials.run(name, ran, reuse)
         self._progress(trial, s)
         return trial
 

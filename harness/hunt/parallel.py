@@ -47,6 +47,8 @@ def shard_commands(opts: HuntOptions, n: int) -> list[list[str]]:
         base += ["--guide", opts.guide]
     if opts.until_found:
         base += ["--until-found"]
+    if opts.fresh_findings:
+        base += ["--fresh-findings"]
     return [[*base, "--shard", f"{k}/{n}", "--out", str(shard_dir(opts.out, k, n))] for k in range(1, n + 1)]
 
 
