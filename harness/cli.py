@@ -110,17 +110,25 @@ def images_cmd(
 
 @app.command()
 def up(
-    kafka_version: str = typer.Option(DEFAULT_VERSION, "--kafka-version", help=f"one of {VERSIONS_HELP}"),
+    scenario: Path = typer.Argument(None, help="keep the cluster this scenario runs on, and serve every `kchaos run` "
+                                    "of its settings on it (each on a topic of its own) until Ctrl-C"),
+    kafka_version: str = typer.Option(None, "--kafka-version", help=f"one of {VERSIONS_HELP}"),
     mode: str = typer.Option("", "--mode", help="zk | kraft (default: the version's; KRaft from 4.0)"),
     brokers: int = typer.Option(3, "--brokers"),
     quorum: int = typer.Option(3, "--quorum", help="KRaft controllers (1, 3, 5) or ZooKeeper servers (1, 3)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a field of SCENARIO by dotted name"),
 ) -> None:
-    """Start a cluster and hold it until Ctrl-C, printing how to reach it (for exploring by hand)."""
+    """Start a cluster and hold it until Ctrl-C, printing how to reach it: for exploring by hand, or
+    with SCENARIO, as the kept cluster every `kchaos run` of that scenario's settings reuses."""
     from pydantic import ValidationError
 
     from harness.cluster import ClusterError, ClusterSettings, KafkaCluster, reaper
     from harness.setup import cluster_images, engine
 
+    if scenario is not None:
+        _serve_runs(scenario, kafka_version, mode or None, list(set_ or []))
+        return
+    kafka_version = kafka_version or DEFAULT_VERSION
     mode = mode or default_mode(kafka_version)
     size = {"controllers": quorum} if mode == "kraft" else {"zookeepers": quorum}
     try:
@@ -142,6 +150,43 @@ def up(
     except (ClusterError, engine.EngineError) as e:
         _said("cluster could not start", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
+
+
+def _serve_runs(scenario: Path, kafka_version: str | None, mode: str | None, overrides: list[str]) -> None:
+    """``kchaos up SCENARIO``: boot the scenario's cluster, keep it, and run what `kchaos run` hands
+    over until Ctrl-C (harness/run/kept_service.py)."""
+    from harness import scenario as scenario_mod
+    from harness.cluster import ClusterError, reaper
+    from harness.run.kept_cluster import KeptCluster, may_share_a_cluster
+    from harness.run.kept_service import Service
+    from harness.setup import engine
+
+    with _refusing_bad_input():
+        s = scenario_mod.load(scenario, overrides, kafka_version=kafka_version, mode=mode)
+        if not may_share_a_cluster(s):
+            raise scenario_mod.ScenarioError(
+                f"{scenario}: its runs keep state on the cluster beyond their topic (groups, transactional ids, a "
+                "copier, share groups) or change its quorum or version, so no run can reuse a cluster it leaves "
+                "(allowed: a scenario of plain producers and consumers)")
+        _ensure_images([s.kafka_version])
+    reaper.install_signal_handlers()
+    kept = KeptCluster()
+    try:
+        c = kept.for_run(s, reuse=True)
+        service = Service(s, kept)
+        with service.listening(c.name) as listener:
+            console.print(f"session {reaper.SESSION_ID} cluster {c.name} ready; "
+                          f"bootstrap.servers={c.bootstrap_servers}")
+            console.print(f"every `kchaos run` of {s.name}'s cluster settings runs here (key {service.key}); "
+                          "Ctrl-C stops and removes everything")
+            service.serve(listener, _log)
+    except KeyboardInterrupt:
+        console.print("stopping")
+    except (ClusterError, engine.EngineError) as e:
+        _said("cluster could not start", e)
+        raise typer.Exit(EXIT_NOT_RUN) from e
+    finally:
+        kept.close(wait=False)
 
 
 def _print_quorum(c) -> None:
@@ -228,7 +273,7 @@ def run(
 
         warm.prestart()  # up by the time the run directory is complete
     try:
-        res = runner.execute(s, out_dir, scenario_file=str(scenario), overrides=overrides, log=_log)
+        res = _execute_here_or_kept(s, out_dir, str(scenario), overrides)
     except runner.NOT_CARRIED_OUT as e:
         _said("the run could not be carried out", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
@@ -244,6 +289,23 @@ def run(
     _log(f"checked in {time.monotonic() - t0:.1f} s")
     print_verdicts(verdicts, summarize(verdicts))
     raise typer.Exit(_exit_code(verdicts))
+
+
+def _execute_here_or_kept(s, out_dir: Path, scenario_file: str, overrides: list[str]):
+    """The run on the cluster a ``kchaos up`` of the same settings keeps, when one is up; else on a
+    cluster of its own. A kept cluster's process that fails the run fails it here too (RunError)."""
+    from harness.run import kept_service, runner
+
+    served = kept_service.find(s)
+    if served is not None:
+        _log(f"on the kept cluster {served.cluster} (kchaos up, process {served.pid}), on a topic of its own")
+        try:
+            return kept_service.run_on(served, s, out_dir, scenario_file, overrides, _log)
+        except (ConnectionRefusedError, FileNotFoundError, EOFError) as e:
+            _log(f"the kept cluster's process did not answer ({e}); booting a cluster of this run's own")
+        except kept_service.ServedRunFailed as e:
+            raise runner.RunError(f"the kept cluster's process: {e}") from e
+    return runner.execute(s, out_dir, scenario_file=scenario_file, overrides=overrides, log=_log)
 
 
 @app.command()
