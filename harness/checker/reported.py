@@ -32,6 +32,15 @@ def stale_hw_read(i: Inputs) -> DataFrame:
         "run", "topic", "partition", "offset", "value", "consumer", "hw", "poll_ts_ms"), "topic", "poll_ts_ms")
 
 
+def first_lost_acks(i: Inputs) -> DataFrame:
+    """Each value ``lost`` counts, with its earliest acknowledgement: producer, topic, partition,
+    ``ack_offset`` and ``ack_ts_ms``."""
+    return (i.sends.filter(F.col("kind") == "lost").groupBy("run", "value")
+            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset")).alias("s"))
+            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
+                    "s.ack_ts_ms"))
+
+
 def retention_deleted(i: Inputs) -> DataFrame | None:
     """Not an anomaly on its own, reported: the values ``lost`` counts whose acknowledged offset is
     below their partition's log start offset after the run, by topic.
@@ -43,10 +52,7 @@ def retention_deleted(i: Inputs) -> DataFrame | None:
     above the log start still is."""
     if i.log_starts is None:
         return None
-    lost = (i.sends.filter(F.col("kind") == "lost").groupBy("run", "value")
-            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset")).alias("s"))
-            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
-                    "s.ack_ts_ms"))
+    lost = first_lost_acks(i)
     below = (lost.join(F.broadcast(i.log_starts), on=["run", "topic", "partition"], how="inner")
              .filter(F.col("ack_offset") < F.col("log_start")))
     return finding("retention_deleted", below.select("run", "topic", "partition", "ack_offset", "log_start", "value",
@@ -79,10 +85,7 @@ def topic_deleted(i: Inputs) -> DataFrame | None:
     promise. A lost value acknowledged after the new topic served still is."""
     if i.recreations is None:
         return None
-    lost = (i.sends.filter(F.col("kind") == "lost").groupBy("run", "value")
-            .agg(F.min(F.struct("ack_ts_ms", "producer", "topic", "partition", "offset")).alias("s"))
-            .select("run", "value", "s.producer", "s.topic", "s.partition", F.col("s.offset").alias("ack_offset"),
-                    "s.ack_ts_ms"))
+    lost = first_lost_acks(i)
     before = (lost.join(F.broadcast(i.recreations), on=["run", "topic"], how="inner")
               .filter(F.col("ack_ts_ms") < F.col("created_ms")))
     return finding("topic_deleted", before.select("run", "topic", "partition", "ack_offset", "value", "producer",
