@@ -64,7 +64,32 @@ def test_each_state_is_counted_once_per_entry():
         "partitions_lost": 1,
         "commit_refused": 1,
         "operator_action": 1,  # the election, not the kill
+        "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
     }
+
+
+def fault(kind: str, target: str, start_ms: int, **detail) -> Fault:
+    return Fault(name=f"{kind} {target}", kind=kind, target=target, partition=0, brokers=[1], nodes=["kafka-1"],
+                 tag="f", links=[], start_ms=start_ms, end_ms=start_ms + 100, **detail)
+
+
+def test_what_faults_did_to_coordinators_disks_power_and_the_topic_is_covered_as_they_say_it_was():
+    events = [
+        fault("kill", "group_coordinator:g", 100),
+        fault("pause", "txn_coordinator:t", 200),
+        fault("latency", "group_coordinator", 250),  # slows it; its leadership stays
+        fault("kill", "leader", 260),  # not a coordinator
+        fault("power_loss", "leader", 300, power_loss={"1": [{"file": "t-0/0.log", "kept_until": 100,
+                                                               "removed": False}]}),
+        fault("power_loss", "follower", 320, power_loss={"2": []}),  # nothing past the sync: nothing lost
+        fault("log_dir_failure", "leader", 400),
+        fault("recreate_topic", "leader", 500, recreated="recreated", topic="t", deleted_ms=500, created_ms=560),
+        fault("recreate_topic", "leader", 600, recreated="refused: still listed", topic="t", deleted_ms=600),
+    ]
+    got = coverage(RUN, events, [])
+    assert (got["coordinator_lost"], got["unflushed_data_lost"], got["disk_failing"], got["topic_recreated"]) == \
+        (2, 1, 1, 1), got
+    assert got["operator_action"] == 2, "both recreations were an operator's action, done or refused"
 
 
 def test_a_sample_the_brokers_did_not_answer_is_no_state():

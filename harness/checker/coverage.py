@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from harness.faults import FAULTS
+from harness.faults import FAULTS, TAKES_THE_LEADER
 from harness.history import RunConfig
 from harness.history.events import CommitRefused, Event, Fault, PartitionSample, Rebalance, State
 
@@ -151,9 +151,39 @@ def operator_action(s: Sampled) -> list[int]:
     return [e.start_ms for e in s.faults if e.kind in FAULTS and FAULTS[e.kind].operation]
 
 
+def coordinator_lost(s: Sampled) -> list[int]:
+    """coordinator_lost: a group's, a transaction's or a share group's coordinator stopped serving by a
+    fault on its broker that takes its leadership away (killed, restarted, frozen, isolated, cut from
+    the quorum): its group or transactions move to another coordinator, or wait for it."""
+    coordinators = ("group_coordinator", "txn_coordinator", "share_coordinator")
+    return [e.start_ms for e in s.faults if e.target.startswith(coordinators) and e.kind in FAULTS
+            and TAKES_THE_LEADER in FAULTS[e.kind].effects]
+
+
+def unflushed_data_lost(s: Sampled) -> list[int]:
+    """unflushed_data_lost: a node lost power and with it what its files held past what was synced
+    (a power loss that cut or removed at least one file): a replica returns with less than it
+    acknowledged, as after an unclean shutdown."""
+    return [e.start_ms for e in s.faults if any((e.power_loss or {}).values())]
+
+
+def disk_failing(s: Sampled) -> list[int]:
+    """disk_failing: a node's log directory failed, erred, filled up or slowed down under a fault
+    (its replicas there go offline, or their writes stall)."""
+    return [e.start_ms for e in s.faults if e.kind in FAULTS and FAULTS[e.kind].disk]
+
+
+def topic_recreated(s: Sampled) -> list[int]:
+    """topic_recreated: an operator deleted the run's topic and created it again under its name (as
+    the fault's account says Kafka did): a new topic, offsets from 0, every old replica to be deleted."""
+    return [e.start_ms for e in s.faults if e.kind in FAULTS and FAULTS[e.kind].recreates_topic
+            and e.recreated == "recreated"]
+
+
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, controller_failover,
-    quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
+    quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action, coordinator_lost,
+    unflushed_data_lost, disk_failing, topic_recreated,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
