@@ -31,7 +31,7 @@ from confluent_kafka.admin import (
 )
 
 from harness.cluster import host_tools
-from harness.cluster.errors import ClusterError
+from harness.cluster.errors import ClusterError, TopicError
 from harness.cluster.kafka_tools import ToolError
 
 LOG = logging.getLogger("kchaos.cluster")
@@ -236,7 +236,7 @@ class Operations:
         account["deleted_ms"] = int(time.time() * 1000)
         try:
             self.delete_topics([topic], timeout_s=timeout_s)
-            self.create_topic(topic, replica_assignment=assignment, config=own, timeout_s=timeout_s)
+            self._create_anew(topic, assignment, own, account["topic_id_before"], timeout_s)
             self.wait_topic_leaders(topic, len(assignment), timeout_s)
         except Exception as e:  # the account says what Kafka refused; the run goes on with what there is
             LOG.info("topic %s: not recreated: %s", topic, e)
@@ -245,6 +245,25 @@ class Operations:
         LOG.info("topic %s: deleted and created again (%s -> %s)", topic, account["topic_id_before"],
                  account["topic_id_after"])
         return account
+
+    def _create_anew(self, topic: str, assignment: list[list[int]], config: dict[str, str], old_id: str,
+                     timeout_s: float) -> None:
+        """Create ``topic`` again once Kafka lets the name be used: ZooKeeper mode drops a topic from the
+        metadata before its deletion is finished, and refuses the name meanwhile ("marked for
+        deletion"). A refusal that the name exists is taken as done only when the topic there has a
+        new id (an earlier request of ours that the client gave up on was carried out)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.create_topic(topic, replica_assignment=assignment, config=config, timeout_s=timeout_s)
+                return
+            except TopicError as e:
+                exists = "already exists" in str(e) or "marked for deletion" in str(e)
+                if exists and topic in self.admin.list_topics(timeout=10).topics and self.topic_id(topic) != old_id:
+                    return
+                if not exists or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def wait_topic_leaders(self, topic: str, partitions: int, timeout_s: float) -> None:
         """Until every partition of ``topic`` has a leader in the metadata (a new topic serves once they do)."""
