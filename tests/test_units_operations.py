@@ -16,7 +16,7 @@ from harness.checker.excuses import Config, Excuses, weakest_during
 from harness.cluster import host_tools
 from harness.cluster.errors import ClusterError
 from harness.cluster.kafka_tools import ToolMissing
-from harness.cluster.operations import planned_replicas
+from harness.cluster.operations import Operations, planned_replicas
 from harness.history import RunConfig
 from harness.scenario import Scenario
 
@@ -325,3 +325,73 @@ def test_an_abort_kafka_carried_out_excuses_the_transactional_writes_only():
     assert loss_excuse(Config(**{**safe.__dict__, "txn_aborted_by_hand": True})) is None, "plain writes: nothing"
     assert loss_excuse(Config(**{**safe.__dict__, "transactional": True})) is None
     assert "txn-aborted-by-hand" in Config(transactional=True, txn_aborted_by_hand=True).label()
+
+
+class RecreatingCluster(Operations):
+    """Operations with just what recreate_topic asks of a cluster, with a step that fails when told: ``fail`` names
+    the method that raises, ``ids`` the topic ids its describe answers, in turn."""
+
+    def __init__(self, fail: str = "", ids: tuple = ("old", "new")) -> None:
+        from confluent_kafka.admin import ConfigSource
+
+        self.fail, self.ids, self.done = fail, list(ids), []
+        self.own = ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+    @property
+    def admin(self):
+        from types import SimpleNamespace
+
+        meta = SimpleNamespace(topics={"t": SimpleNamespace(partitions={0: SimpleNamespace(replicas=[2, 3, 1])})})
+        entry = SimpleNamespace(value="2", source=self.own)
+        future = SimpleNamespace(result=lambda timeout: {"min.insync.replicas": entry})
+        return SimpleNamespace(list_topics=lambda *a, **k: meta, describe_configs=lambda rs: {rs[0]: future})
+
+    def topic_id(self, topic):
+        from confluent_kafka import KafkaError, KafkaException
+
+        found = self.ids.pop(0)
+        if found is None:
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+        return found
+
+    def _step(self, name, *args):
+        self.done.append(name)
+        if self.fail == name:
+            raise ClusterError(f"{name} failed")
+
+    def delete_topics(self, names, timeout_s):
+        self._step("delete_topics")
+
+    def _create_anew(self, topic, assignment, config, old_id, timeout_s):
+        assert (assignment, config, old_id) == ([[2, 3, 1]], {"min.insync.replicas": "2"}, "old")
+        self._step("_create_anew")
+
+    def wait_topic_leaders(self, topic, partitions, timeout_s):
+        self._step("wait_topic_leaders")
+
+
+def _recreate(cluster: RecreatingCluster) -> dict:
+    account: dict = {}
+    cluster.recreate_topic("t", account)
+    return account
+
+
+def test_a_recreation_that_fails_after_the_deletion_still_says_the_deletion_was_asked():
+    """What the checker tells the two topics apart by is in the account whatever fails after it: a
+    refusal after the deletion keeps its time, and the run counts every write before it as deleted."""
+    from harness.checker.excuses import Recreation, topics_recreated
+    from harness.history.events import Fault
+
+    account = _recreate(RecreatingCluster(fail="wait_topic_leaders"))
+    assert account["recreated"] == "refused: wait_topic_leaders failed" and account["deleted_ms"] > 0
+    assert (account["topic"], account["topic_id_before"]) == ("t", "old") and "created_ms" not in account
+    fault = Fault(name="recreate", kind="recreate_topic", start_ms=1, end_ms=2, **account)
+    assert topics_recreated([fault]) == {"t": [Recreation(account["deleted_ms"], None)]}
+
+
+def test_a_recreated_topics_id_is_asked_again_until_the_broker_knows_it():
+    cluster = RecreatingCluster(ids=("old", None, "old", "new"))
+    account = _recreate(cluster)
+    assert account["recreated"] == "recreated" and account["topic_id_after"] == "new"
+    assert account["created_ms"] >= account["deleted_ms"]
+    assert cluster.done == ["delete_topics", "_create_anew", "wait_topic_leaders"]

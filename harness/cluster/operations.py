@@ -220,31 +220,50 @@ class Operations:
         LOG.info("topic %s: %d partitions, now %d", topic, before, before + more)
         return {"partitions_before": before, "partitions_after": before + more}
 
-    def recreate_topic(self, topic: str, timeout_s: float = RECREATE_WAIT_S) -> dict:
+    def recreate_topic(self, topic: str, account: dict | None = None, timeout_s: float = RECREATE_WAIT_S) -> dict:
         """``kafka-topics --delete`` then ``--create`` of ``topic`` under the same name, with the same
         partitions, replicas (the assignment as the metadata lists it, offline brokers too) and the
-        topic's own configs, as an operator starts a topic again from nothing. The account: when the
-        deletion was asked and the new topic served, both topic ids, and "recreated" or "refused: "
-        with Kafka's words (a deletion still pending when the wait ends: ZooKeeper mode waits for every
-        replica's broker)."""
-        before = self.admin.list_topics(topic, timeout=10).topics[topic]
-        assignment = [list(before.partitions[p].replicas) for p in sorted(before.partitions)]
-        res = ConfigResource(ResourceType.TOPIC, topic)
-        own = {k: e.value for k, e in self.admin.describe_configs([res])[res].result(15).items()
-               if int(getattr(e.source, "value", e.source)) == TOPICS_OWN and e.value is not None}
-        account: dict = {"topic": topic, "topic_id_before": self.topic_id(topic)}
-        account["deleted_ms"] = int(time.time() * 1000)
+        topic's own configs, as an operator starts a topic again from nothing.
+
+        The account (``account``, filled in as it goes, so that what was done is in it whatever fails
+        after): the topic, its id, when the deletion was asked, when the new topic served (every
+        partition led) and its id, and "recreated" or "refused: " with Kafka's words (a deletion still
+        pending when the wait ends: ZooKeeper mode waits for every replica's broker)."""
+        account = {} if account is None else account
+        account["topic"] = topic
         try:
+            before = self.admin.list_topics(topic, timeout=10).topics[topic]
+            assignment = [list(before.partitions[p].replicas) for p in sorted(before.partitions)]
+            res = ConfigResource(ResourceType.TOPIC, topic)
+            own = {k: e.value for k, e in self.admin.describe_configs([res])[res].result(15).items()
+                   if int(getattr(e.source, "value", e.source)) == TOPICS_OWN and e.value is not None}
+            account["topic_id_before"] = old_id = self.topic_id(topic)
+            account["deleted_ms"] = int(time.time() * 1000)
             self.delete_topics([topic], timeout_s=timeout_s)
-            self._create_anew(topic, assignment, own, account["topic_id_before"], timeout_s)
+            self._create_anew(topic, assignment, own, old_id, timeout_s)
             self.wait_topic_leaders(topic, len(assignment), timeout_s)
         except Exception as e:  # the account says what Kafka refused; the run goes on with what there is
             LOG.info("topic %s: not recreated: %s", topic, e)
-            return {**account, "recreated": f"refused: {str(e)[:300]}"}
-        account.update(created_ms=int(time.time() * 1000), topic_id_after=self.topic_id(topic), recreated="recreated")
-        LOG.info("topic %s: deleted and created again (%s -> %s)", topic, account["topic_id_before"],
-                 account["topic_id_after"])
+            account["recreated"] = f"refused: {str(e)[:300]}"
+            return account
+        account["created_ms"] = int(time.time() * 1000)
+        account["recreated"] = "recreated"
+        account["topic_id_after"] = self._new_topic_id(topic, old_id)
+        LOG.info("topic %s: deleted and created again (%s -> %s)", topic, old_id, account["topic_id_after"])
         return account
+
+    def _new_topic_id(self, topic: str, old_id: str, timeout_s: float = 10.0) -> str | None:
+        """The recreated topic's id once the broker asked knows it (its metadata may lag the
+        controller's by a moment); None if it does not within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if (found := self.topic_id(topic)) != old_id:
+                    return found
+            except KafkaException:
+                pass
+            time.sleep(0.2)
+        return None
 
     def _create_anew(self, topic: str, assignment: list[list[int]], config: dict[str, str], old_id: str,
                      timeout_s: float) -> None:

@@ -580,23 +580,22 @@ def _recreate_topic(c: KafkaCluster, a: Applied, b: int) -> None:
     """The run's topic deleted and created again under its name (once, whatever broker the target is),
     as an operator starts a topic afresh while its clients run. Beside the schedule, as a reassignment
     runs: in ZooKeeper mode the deletion waits for every replica's broker, which a fault of the same
-    schedule may be holding down until its heal."""
+    schedule may be holding down until its heal. Its account fills in as it goes (what was done is in
+    it whatever fails after), in a dict of its own until the heal: the fault's start is written while
+    it runs."""
     if a.background is not None:
         return
-
-    def go() -> None:
-        try:
-            a.detail.update(c.recreate_topic(a.topic))
-        except Exception as e:  # the topic was not there to delete, or the cluster did not answer
-            a.detail["recreated"] = f"refused: {str(e)[:300]}"
-
-    a.background = threading.Thread(target=go, name=f"recreate-{a.tag}", daemon=True)
+    account: dict = {}
+    a.background = threading.Thread(target=c.recreate_topic, args=(a.topic, account), name=f"recreate-{a.tag}",
+                                    daemon=True)
+    a.background.account = account  # type: ignore[attr-defined]
     a.background.start()
 
 
 def _finish_recreation(c: KafkaCluster, a: Applied, b: int) -> None:
     if a.background is not None:
         a.background.join()
+        a.detail.update(getattr(a.background, "account", {}))
 
 
 def _add_partitions(c: KafkaCluster, a: Applied, b: int) -> None:
