@@ -48,3 +48,20 @@ func TestTheHistoryHasARowPerSendInOrder(t *testing.T) {
 		t.Fatalf("a send without a promise: %s", lines[n-1])
 	}
 }
+
+func TestATransactionWithAFailedSendIsSaidToHaveFailed(t *testing.T) {
+	log := &TxnLog{Name: "t"}
+	row := log.Begin()
+	txn := row["txn"].(string)
+	log.Send("t-0", "chaos", 0, txn, nil, nil)(3, "")
+	if log.Failed(txn) {
+		t.Fatal("every send acknowledged: not failed")
+	}
+	log.Send("t-1", "chaos", 1, txn, nil, nil)(-1, "broker closed the connection")
+	if !log.Failed(txn) {
+		t.Fatal("a send failed: the transaction must be aborted, not committed")
+	}
+	if next := log.Begin()["txn"].(string); log.Failed(next) {
+		t.Fatal("the next transaction has no failed send")
+	}
+}

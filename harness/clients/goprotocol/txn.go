@@ -21,6 +21,7 @@ type TxnLog struct {
 	txns    []map[string]any
 	reads   []map[string]any
 	offsets []map[string]any
+	failed  map[string]bool // transactions a send of which failed
 	Sent    atomic.Int64
 	Acked   atomic.Int64
 }
@@ -51,6 +52,12 @@ func (l *TxnLog) Send(value, topic string, partition int32, txn string, source a
 			row["offset"] = offset
 		} else {
 			row["error"] = errText
+			if txn != "" {
+				if l.failed == nil {
+					l.failed = map[string]bool{}
+				}
+				l.failed[txn] = true
+			}
 		}
 		l.mu.Unlock()
 		if errText == "" {
@@ -60,6 +67,14 @@ func (l *TxnLog) Send(value, topic string, partition int32, txn string, source a
 			after()
 		}
 	}
+}
+
+// Failed says whether a send of transaction txn has failed (its promise gave an error): an
+// application that keeps its transactions whole aborts such a transaction instead of committing it.
+func (l *TxnLog) Failed(txn string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed[txn]
 }
 
 // Set sets one field of a row this log holds.
