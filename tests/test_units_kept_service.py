@@ -23,8 +23,6 @@ from tests.test_units_hunt import scenario
 @pytest.fixture(autouse=True)
 def own_registry(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    (tmp_path / "run").mkdir()
 
 
 class FakeRuns:

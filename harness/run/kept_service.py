@@ -24,6 +24,7 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -114,14 +115,14 @@ class Service:
         self.execute = execute or kept.execute
         self.key = settings_key(s.cluster_settings())
         self.authkey = secrets.token_hex(16)
-        self.dir = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / f"kchaos-kept-{os.getpid()}-{self.key}"
+        # a Unix socket's path must fit in 108 bytes: a short directory of its own under the system's temp
+        self.dir = Path(tempfile.mkdtemp(prefix="kchaos-kept-", dir="/tmp"))
         self.served = 0
         self._stop = threading.Event()
 
     @contextlib.contextmanager
     def listening(self, cluster_name: str) -> Iterator[Listener]:
         """The socket and the registry file, both removed however the service ends."""
-        self.dir.mkdir(parents=True, exist_ok=True)
         sock = self.dir / "sock"
         listener = Listener(str(sock), family="AF_UNIX", authkey=self.authkey.encode())
         entry = registry() / f"{self.key}.json"
