@@ -49,6 +49,8 @@ def test_a_run_reuses_the_cluster_kchaos_up_keeps_and_ctrl_c_leaves_nothing(tmp_
     finally:
         if up.poll() is None:
             up.kill()
+        # the run's check started a warm Spark server under this test's cache directory: it goes too
+        subprocess.run([sys.executable, "-m", "harness", "spark", "stop"], env=env, capture_output=True, timeout=60)
     deadline = time.monotonic() + 15
     while containers_of(up.pid) and time.monotonic() < deadline:
         time.sleep(0.5)
