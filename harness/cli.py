@@ -567,7 +567,7 @@ def hunt(
         _merge_hunts([Path(d) for d in scenarios], out)
     from harness.cluster import reaper
     from harness.hunt.goal import Goal
-    from harness.hunt.loop import GUIDES, Hunt, HuntOptions, bases, parse_budget
+    from harness.hunt.loop import Hunt, HuntOptions, bases, parse_budget
     from harness.hunt.merge import refuse_a_hunts_own_directory
     from harness.hunt.trials import CannotRun, HuntError
 
@@ -580,19 +580,7 @@ def hunt(
                                clients=tuple(_csv(clients) or ()), shard=_shard(shard),
                                spark_master=spark_master, guide=guide,
                                until_found=until_found, fresh_findings=fresh_findings)
-            if guide not in GUIDES:
-                raise ValueError(f"--guide: {guide!r} (allowed: {', '.join(GUIDES)})")
-            if budget is None and runs is None:
-                raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
-            _writable(out, "--out", directory=True)
-            if runs is not None and runs < 1:
-                raise ValueError(f"--runs: {runs} draws nothing (allowed: 1 or more)")
-            for option, n, least in (("--confirm", confirm, 0), ("--measure", measure, 0),
-                                     ("--shrink-runs", shrink_runs, 0)):
-                if n is not None and n < least:
-                    raise ValueError(f"{option}: {n} (allowed: {least} or more)")
-            if parallel > 1 and shard != "1/1":
-                raise ValueError("--parallel N runs shards 1/N .. N/N itself (allowed: --parallel or --shard)")
+            _refuse_hunt_options(opts, budget, parallel, shard)
             drawn_on = bases(opts)  # every scenario validated before anything runs
             if parallel > 1:
                 refuse_a_hunts_own_directory(out, "a hunt of one process (--parallel merges shards)")
@@ -609,6 +597,30 @@ def hunt(
     except CannotRun as e:
         _said("cannot run", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
+    _print_hunt_outcome(outcome, out)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _refuse_hunt_options(opts, budget: str | None, parallel: int, shard: str) -> None:
+    """What ``kchaos hunt`` refuses of its options beyond their types: ValueError naming the option."""
+    from harness.hunt.loop import GUIDES
+
+    if opts.guide not in GUIDES:
+        raise ValueError(f"--guide: {opts.guide!r} (allowed: {', '.join(GUIDES)})")
+    if budget is None and opts.runs is None:
+        raise ValueError("hunt: give --budget (e.g. 30m) or --runs N")
+    _writable(opts.out, "--out", directory=True)
+    if opts.runs is not None and opts.runs < 1:
+        raise ValueError(f"--runs: {opts.runs} draws nothing (allowed: 1 or more)")
+    for option, n in (("--confirm", opts.confirm), ("--measure", opts.measure), ("--shrink-runs", opts.shrink_runs)):
+        if n is not None and n < 0:
+            raise ValueError(f"{option}: {n} (allowed: 0 or more)")
+    if parallel > 1 and shard != "1/1":
+        raise ValueError("--parallel N runs shards 1/N .. N/N itself (allowed: --parallel or --shard)")
+
+
+def _print_hunt_outcome(outcome, out: Path) -> None:
+    """What the hunt did, and each finding with where its bug.md is."""
     j = outcome.journal
     _log(f"{j['runs']} runs ({j['drawn']} drawn), {j['workload_s']:g} s of workload in {j['wall_s']:g} s; "
          f"{len(outcome.findings)} findings in {out / 'hunt.json'}")
@@ -616,7 +628,6 @@ def hunt(
         console.print(f"  {f.id}: {f.signature}: reproduced {f.reproduced[0]}/{f.reproduced[1]}, "
                       f"{len(f.original.faults)} -> {len(f.minimal.faults)} faults"
                       + (f", known: {f.known}" if f.known else "") + f"  {out / 'findings' / f.id / 'bug.md'}")
-    raise typer.Exit(outcome.exit_code)
 
 
 def _say_run_line(what: str, line: str) -> None:
