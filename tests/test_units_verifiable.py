@@ -168,3 +168,28 @@ def test_an_executable_that_speaks_another_protocol_fails_its_run_with_its_name(
     speaker.proc.wait(10)  # ended on its own before the stop's SIGTERM
     code = speaker.terminate(5)
     assert code == 3 and "exited 3" in speaker.failed(code)
+
+
+def test_a_tools_acknowledgements_are_counted_as_it_writes_them_and_its_directory_goes_with_it():
+    """Triggers count acknowledgements live while the tool's stdout is a file nobody parses until it ended."""
+    import time
+
+    from harness.clients.verifiable.driver import ToolProcess
+
+    class Counting(ToolProcess):
+        counted = b"producer_send_success"
+
+    line = '{"timestamp": 1, "name": "producer_send_success", "value": "1.%d"}'
+    script = f"echo '{{\"timestamp\": 1, \"name\": \"startup_complete\"}}'; " + \
+        "; ".join(f"echo '{line % i}'" for i in range(3)) + "; exec sleep 30"
+    t = Counting("c", ["sh", "-c", script])
+    t.launch()
+    deadline = time.monotonic() + 10
+    while t.seen < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert t.seen == 3 and t.events == []  # counted live, parsed only at the end
+    assert t.stdout_path.exists()
+    code = t.terminate(5)
+    assert t.failed(code) is None
+    assert [e["name"] for e in t.events] == ["startup_complete"] + ["producer_send_success"] * 3
+    assert not t.stdout_path.parent.exists()

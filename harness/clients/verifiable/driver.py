@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -42,6 +44,7 @@ ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
              "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
              "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
 STOP_S = 30.0  # a tool's clean stop (a producer flushes what it holds) before it is killed
+COUNT_EVERY_S = 0.05  # how often the stdout file's new lines are counted
 LIBRARY = "verifiable"
 log = logging.getLogger(f"kchaos.{LIBRARY}")
 
@@ -72,18 +75,35 @@ def value_prefix(name: str) -> int:
 
 class ToolProcess:
     """One verifiable tool's process, started by ``start`` and stopped when ``stop`` is set: its stdout
-    read as events as they come, other stdout lines and its stderr into the run's client log
-    (``kchaos.verifiable NAME ...``); a failure of its own fails the run with its name."""
+    written by the tool itself to a file of its own, read into events once the process has ended, and
+    meanwhile only counted (lines naming ``counted``, for what triggers count live); other stdout lines
+    and its stderr into the run's client log (``kchaos.verifiable NAME ...``); a failure of its own
+    fails the run with its name.
 
-    def __init__(self, name: str, argv: list[str], stop: threading.Event | None = None, stop_s: float = STOP_S):
+    Why a file and not a pipe read line by line: a tool blocks on its ``println`` when its stdout is not
+    read fast enough, and the producer prints from the client's I/O thread, so a reader parsing JSON in
+    Python as it comes halved the tool's throughput (benchmarks/verifiable.py); counting bytes in a file
+    the tool writes costs it nothing. ``directory`` (removed when the process has been read) holds the
+    file and whatever else the caller wrote for the tool."""
+
+    counted = b""  # the event whose lines are counted as they come (b"": none)
+
+    def __init__(self, name: str, argv: list[str], stop: threading.Event | None = None, stop_s: float = STOP_S,
+                 directory: Path | None = None):
         self.cname, self.argv = name, argv
         self.stop_event, self.stop_s = stop or threading.Event(), stop_s
         self.failure: BaseException | None = None
         self.events: list[dict] = []
         self.proc: subprocess.Popen | None = None
+        self.seen = 0  # lines naming ``counted`` so far
+        self._dir = directory or Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         self._tail: list[str] = []
         self._threads: list[threading.Thread] = []
         self._waiter = threading.Thread(target=self._run, name=f"{LIBRARY}-{name}", daemon=True)
+
+    @property
+    def stdout_path(self) -> Path:
+        return self._dir / f"{self.cname}.events"
 
     def start(self) -> None:
         self._waiter.start()
@@ -105,34 +125,50 @@ class ToolProcess:
         """What it recorded, read once the process has ended."""
 
     def launch(self) -> None:
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1, preexec_fn=reaper.die_with_parent)
-        for target, stream in ((self._read, self.proc.stdout), (self._log, self.proc.stderr)):
-            t = threading.Thread(target=target, args=(stream,), name=f"{LIBRARY}-{self.cname}", daemon=True)
+        with open(self.stdout_path, "wb") as out:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
+                                         text=True, bufsize=1, preexec_fn=reaper.die_with_parent)
+        for target in (self._count, self._log):
+            t = threading.Thread(target=target, name=f"{LIBRARY}-{self.cname}", daemon=True)
             t.start()
             self._threads.append(t)
 
-    def _read(self, stream) -> None:
-        for raw in stream:
-            found, other = events.parse([raw])
-            self.events.extend(found)
-            for text in other:
-                self._note(str(text))
-            self.on_event(found)
+    def _count(self) -> None:
+        """``seen``: complete lines of the stdout file naming ``counted``, as the tool writes them."""
+        if not self.counted:
+            return
+        token, carry = b'"' + self.counted + b'"', b""
+        with open(self.stdout_path, "rb") as f:
+            while True:
+                ended = self.proc is None or self.proc.poll() is not None
+                chunk = carry + f.read()
+                complete = chunk.rfind(b"\n") + 1
+                self.seen += chunk.count(token, 0, complete)
+                carry = chunk[complete:]
+                if ended:
+                    return
+                time.sleep(COUNT_EVERY_S)
 
-    def _log(self, stream) -> None:
-        for raw in stream:
+    def _log(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
             self._note(raw.rstrip("\n"))
 
     def _note(self, line: str) -> None:
         log.info("%s %s", self.cname, line)
         self._tail = [*self._tail[-19:], line]
 
-    def on_event(self, found: list[dict]) -> None:
-        """What the tool said, as it said it."""
+    def _read(self) -> None:
+        """The stdout file's events; its other lines to the client's log."""
+        with open(self.stdout_path, errors="replace") as f:
+            found, other = events.parse(f)
+        self.events = found
+        for text in other:
+            self._note(str(text))
 
     def terminate(self, timeout_s: float = STOP_S) -> int | None:
-        """SIGTERM (the tool's shutdown hook closes its client), SIGKILL after ``timeout_s``; its exit code."""
+        """SIGTERM (the tool's shutdown hook closes its client), SIGKILL after ``timeout_s``; its exit
+        code, its stdout read into ``events`` and its directory removed."""
         if self.proc is None:
             return None
         with contextlib.suppress(ProcessLookupError):
@@ -145,6 +181,8 @@ class ToolProcess:
             self.proc.wait(10)
         for t in self._threads:
             t.join(5)
+        self._read()
+        shutil.rmtree(self._dir, ignore_errors=True)
         return self.proc.returncode
 
     def failed(self, code: int | None) -> str | None:
@@ -164,33 +202,37 @@ class VerifiableProducer(ToolProcess):
     acks, everything else (idempotence, retries, in-flight, linger, timeouts, its ``config``) in the
     properties file, which the tool applies over its own defaults (it sets ``retries=0`` itself)."""
 
+    counted = b"producer_send_success"
+
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, version: str):
         self.pname, self.spec, self.topic, self.partitions = name, spec, topic, partitions
         self.prefix = value_prefix(name)
-        self._dir = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         props = {"bootstrap.servers": bootstrap(cluster, name), "client.id": name,
                  "enable.idempotence": spec.idempotence, "retries": spec.retries,
                  "max.in.flight.requests.per.connection": spec.max_in_flight, "linger.ms": spec.linger_ms,
                  "delivery.timeout.ms": spec.delivery_timeout_ms,
                  "request.timeout.ms": max(1, min(5000, spec.delivery_timeout_ms - spec.linger_ms)),
                  "metadata.max.age.ms": 5000, **spec.config}
+        directory = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         argv = [*command(version, "producer", spec.config), "--topic", topic,
                 "--bootstrap-server", props["bootstrap.servers"], "--acks", ACKS[spec.acks],
                 "--throughput", str(int(spec.rate)), "--value-prefix", str(self.prefix),
-                "--repeating-keys", str(REPEATING_KEYS), "--producer.config", str(properties_file(self._dir, props))]
-        super().__init__(name, argv, stop, spec.delivery_timeout_ms / 1000 + STOP_S)
-        self._acked = 0
+                "--repeating-keys", str(REPEATING_KEYS), "--producer.config", str(properties_file(directory, props))]
+        super().__init__(name, argv, stop, spec.delivery_timeout_ms / 1000 + STOP_S, directory)
+        self._acked: int | None = None  # once the process has been read
 
     @property
     def sent(self) -> int:
         return max((events.seq_of(e["value"]) + 1 for e in self.events[-50:] if "value" in e), default=0)
 
     def acked(self) -> int:
-        return self._acked
+        """Acknowledged so far: the lines counted while the tool runs, its events once it has ended."""
+        return self.seen if self._acked is None else self._acked
 
-    def on_event(self, found: list[dict]) -> None:
-        self._acked += sum(e["name"] == "producer_send_success" for e in found)
+    def _read(self) -> None:
+        super()._read()
+        self._acked = sum(e["name"] == "producer_send_success" for e in self.events)
 
     def ready(self, timeout_s: float) -> None:
         """Nothing to wait for: the tool sends as soon as its process is up, so it starts at ``start``."""
@@ -236,12 +278,12 @@ class VerifiableConsumer(ToolProcess):
                  stop: threading.Event, isolation: str, version: str):
         self.topic, self.isolation = topic, isolation
         self.rows: list[dict] = []
-        self._dir = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
+        directory = Path(tempfile.mkdtemp(prefix=f"kchaos-verifiable-{name}-"))
         servers = bootstrap(cluster, "")
         props = {"isolation.level": isolation, "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, **spec.config}
         argv = [*command(version, "consumer", spec.config),
-                *consumer_args(topic, f"kchaos-reader-{topic}-{name}", servers, properties_file(self._dir, props))]
-        super().__init__(name, argv, stop)
+                *consumer_args(topic, f"kchaos-reader-{topic}-{name}", servers, properties_file(directory, props))]
+        super().__init__(name, argv, stop, directory=directory)
 
     def finished(self) -> None:
         lines = events.member_lines(self.events, self.cname, None, self.isolation)
