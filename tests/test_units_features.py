@@ -8,9 +8,11 @@ import pytest
 from harness import scenario as scenario_mod
 from harness.checker.judge import eligible_leader_replicas, resolve_configs
 from harness.checker.known_issues import known_issues, speaks_transaction_v2
+from harness.checker.promises import promises
 from harness.cluster import feature_levels
 from harness.cluster.settings import ClusterSettings
 from harness.history import RunConfig
+from harness.history.events import Fault
 
 
 def test_every_kraft_version_has_its_levels_and_a_zookeeper_only_version_none():
@@ -151,3 +153,22 @@ def test_a_kafka_go_readers_uncommitted_reads_are_its_markers_only_where_its_mem
     found = [k for k in known_issues(run, cfgs.producers.values(), {"uncommitted_read": 22}, tmp_path)
              if k.issue == "kafka-go#1446"]
     assert [k.shown for k in found] == ([] if shown is None else [shown])
+
+
+def _power_loss(broker: int, start_ms: int) -> Fault:
+    return Fault(kind="power_loss", brokers=[broker], start_ms=start_ms, end_ms=start_ms + 5000)
+
+
+def test_eligible_leader_replicas_cover_one_brokers_power_loss_and_not_several():
+    """KIP-966 keeps a replica that lost data from being elected over one that kept it; when several
+    brokers lose power, a record all of whose holders lost it is on no disk, and its loss is excused."""
+    run = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft", "eligible_leader_replicas": True,
+            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
+    seen = {"p": {"topics": ["t"], "acks": ["all"]}}
+    one = resolve_configs(run, seen, [_power_loss(1, 1000), _power_loss(1, 9000)]).producers["p"]
+    several = resolve_configs(run, seen, [_power_loss(1, 1000), _power_loss(2, 3000)]).producers["p"]
+    assert promises(one)["lost"].promised and promises(one)["divergence"].promised
+    assert not promises(several)["lost"].promised and not promises(several)["divergence"].promised
+    assert "every broker that held it lost power" in promises(several)["lost"].why
+    assert one.label().endswith("+power_loss") and several.label().endswith("+power_loss(several brokers)")

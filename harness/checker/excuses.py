@@ -28,6 +28,9 @@ class Config:
     leader_epochs: bool = True  # inter.broker.protocol.version >= 0.11
     eligible_leader_replicas: bool = False  # KIP-966 (Kafka 4.x with ELR enabled)
     faults: frozenset[str] = field(default_factory=frozenset)  # fault kinds applied in the run
+    # the kinds of ``faults`` that hit two or more brokers (a power loss of several brokers is not
+    # what eligible leader replicas cover: see partition_excuse)
+    on_several: frozenset[str] = field(default_factory=frozenset)
     transactional: bool = False  # writes in transactions (a copier's producer always is)
     client: str = ""  # the client library and its version (client_label), "" where run.json names none
     # a group's: where an operator's reset moved its committed offsets during the run ("earliest",
@@ -51,8 +54,9 @@ class Config:
                 + (" elr=on" if self.eligible_leader_replicas else "")
                 + (" txn-aborted-by-hand" if self.txn_aborted_by_hand else "")
                 + (" topic-recreated" if self.topic_recreated else "")
-                + (" +" + ",".join(sorted(self.faults & BEYOND_KAFKA_FAULTS)) if self.faults & BEYOND_KAFKA_FAULTS
-                   else ""))
+                + (" +" + ",".join(k + ("(several brokers)" if k in self.on_several else "")
+                                   for k in sorted(self.faults & BEYOND_KAFKA_FAULTS))
+                   if self.faults & BEYOND_KAFKA_FAULTS else ""))
 
 
 def client_label(client: ClientLibrary | dict | None) -> str:
@@ -80,9 +84,18 @@ def partition_excuse(c: Config) -> str | None:
     if not c.leader_epochs:
         return "leader epochs off (inter.broker.protocol.version < 0.11): followers truncate to their HW"
     for kind in sorted(c.faults & BEYOND_KAFKA_FAULTS):  # the fault kind's own excuse (harness/faults/registry.py)
-        if not (FAULTS[kind].elr_covers and c.eligible_leader_replicas):
+        if not elr_covers(kind, c):
             return FAULTS[kind].excuse
     return None
+
+
+def elr_covers(kind: str, c: Config) -> bool:
+    """Whether eligible leader replicas (KIP-966) keep ``kind`` from losing or diverging what the
+    ISR acknowledged: only where the kind hit one broker. KIP-966 keeps a replica that lost data
+    in an unclean shutdown from being elected over one that kept it; when several brokers lose power,
+    a record every holder of which lost power before another replica copied it is on no disk at all
+    (Kafka acknowledges before any fsync), which no election can bring back."""
+    return FAULTS[kind].elr_covers and c.eligible_leader_replicas and kind not in c.on_several
 
 
 def loss_excuse(c: Config) -> str | None:

@@ -66,6 +66,15 @@ def fault_kinds(run: RunConfig, events: list[Event]) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def kinds_on_several_brokers(events: list[Event]) -> frozenset[str]:
+    """The fault kinds that hit two or more distinct brokers over the run (a healed fault's brokers)."""
+    hit: dict[str, set[int]] = {}
+    for e in events:
+        if isinstance(e, Fault) and e.kind:
+            hit.setdefault(e.kind, set()).update(e.brokers)
+    return frozenset(k for k, brokers in hit.items() if len(brokers) > 1)
+
+
 def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str]]],
                     events: list[Event]) -> RunConfigs:
     """The Config of every topic and producer, from run.json, with stated assumptions where it is silent."""
@@ -75,6 +84,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     epochs = run.leader_epochs if run.leader_epochs is not None else leader_epochs_on(version, broker_cfg)
     elr = eligible_leader_replicas(run)
     faults = fault_kinds(run, events)
+    several = kinds_on_several_brokers(events)
     recreated = topics_recreated(events)
 
     topics_declared = run.topics if run.topics is not None else [run.topic] if run.topic is not None else []
@@ -90,6 +100,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
             leader_epochs=epochs,
             eligible_leader_replicas=elr,
             faults=faults,
+            on_several=several,
             topic_recreated=t.name in recreated,
         ), t.name)
     # A topic run.json does not list takes the brokers' settings, as Kafka gives it (Kafka's defaults
@@ -97,7 +108,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     default_topic = weakest_during(run, Config(
         min_insync=int(broker_cfg.get("min.insync.replicas", 1)),
         unclean_election=_bool(broker_cfg.get("unclean.leader.election.enable", False)),
-        leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults))
+        leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults, on_several=several))
     if not topics:
         notes.append(f"run.json names no topics: assumed the brokers' settings (min.insync.replicas="
                      f"{default_topic.min_insync}, unclean "
@@ -288,7 +299,7 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
                       "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
                       "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
                       "transactional": cfg.transactional, "client": cfg.client,
-                      "faults": sorted(cfg.faults)},
+                      "faults": sorted(cfg.faults), "faults_on_several_brokers": sorted(cfg.on_several)},
             producers=sorted(members), counts=counts, promises=outcomes,
             broken=broken, expected=expected, verdict="fail" if broken else "pass"))
     return rows

@@ -708,7 +708,8 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
               "duration_s", "#7f0000", _power_loss, _start,
               excuse="power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member "
-                     "may lead", elr_covers=True,
+                     "may lead, and with them a record is gone once every broker that held it lost power (several "
+                     "brokers' power losses)", elr_covers=True,
               summary="kill -9 losing what was not flushed, started again after duration_s",
               details="The recovery point is the one each partition last checkpointed "
                       "(`recovery-point-offset-checkpoint`)."),

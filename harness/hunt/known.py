@@ -36,8 +36,9 @@ def known_id(hit: Hit, v: Verdict, kinds: Iterable[str] = ()) -> str | None:
     if first is None:
         return None
     elr = any(c.settings.get("eligible_leader_replicas") for c in v.by_config)
+    several = {k for c in v.by_config for k in c.settings.get("faults_on_several_brokers", [])}
     ids = [first] + [_excused_by(FAULTS[k].excuse, hit.anomaly) for k in sorted(set(kinds))
-                     if k in FAULTS and FAULTS[k].excuse and not (FAULTS[k].elr_covers and elr)]
+                     if k in FAULTS and FAULTS[k].excuse and not (FAULTS[k].elr_covers and elr and k not in several)]
     return ", ".join(dict.fromkeys(i for i in ids if i))
 
 

@@ -1,0 +1,154 @@
+"""A campaign's account: what one or more hunts on a ground drew, ran, reached and broke, written as
+docs/findings.md's "Campaigns" entries are (``python -m harness.hunt.campaign HUNT_DIR...``).
+
+Read from the hunts' own files only: hunt.json (options, totals, findings) and each drawn run's
+run.json (version, mode, client, the faults as drawn, triggered or timed) and verdict.json (its
+verdict, the protocol states it reached, what it put at risk, its anomaly counts and promises). A
+ground where nothing broke is still an account: what was covered is what the next campaign starts
+past. Confirmation, shrink and measurement runs (under ``findings/``) are not counted as draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.hunt.merge import HUNT_JSON
+from harness.hunt.trials import HuntError
+
+
+@dataclass
+class Drawn:
+    """One drawn run, as the campaign counts it."""
+
+    line: str  # "4.4.0 kraft"
+    client: str
+    verdict: str
+    kinds: list[str]
+    triggered: int
+    states: list[str]
+    exposed: int
+    broken: dict[str, int]  # promised anomaly classes with their counts
+    unpromised: dict[str, int]
+
+
+@dataclass
+class Account:
+    """What a campaign's hunts add up to."""
+
+    hunts: list[str]
+    minutes: float = 0.0
+    runs: list[Drawn] = field(default_factory=list)
+    findings: list[dict] = field(default_factory=list)
+    errors: int = 0
+
+    def by(self, what: str) -> Counter:
+        return Counter(getattr(r, what) for r in self.runs)
+
+    def kinds(self) -> Counter:
+        return Counter(k for r in self.runs for k in r.kinds)
+
+    def states(self) -> Counter:
+        """Runs that reached each protocol state."""
+        return Counter(s for r in self.runs for s in set(r.states))
+
+    def anomalies(self, promised: bool) -> Counter:
+        """Runs that showed each anomaly class, promised (a broken promise) or not."""
+        return Counter(a for r in self.runs for a in (r.broken if promised else r.unpromised))
+
+
+def drawn(run_dir: Path) -> Drawn | None:
+    """A drawn run's account, None when it has no verdict (a run that failed to run: hunt.json's errors)."""
+    try:
+        run = json.loads((run_dir / "run.json").read_text())
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+    except FileNotFoundError:
+        return None
+    broken: dict[str, int] = {}
+    unpromised: dict[str, int] = {}
+    for cfg in verdict.get("by_config", []):
+        for name, n in cfg["counts"].items():
+            if n:
+                side = broken if cfg["promises"].get(name, {}).get("promised") else unpromised
+                side[name] = side.get(name, 0) + n
+    faults = run.get("faults") or []
+    client = ",".join(sorted({c["version"] for c in run.get("clients") or []})) or "-"
+    return Drawn(f"{run['kafka_version']} {run['mode']}", client, verdict["verdict"], [f["kind"] for f in faults],
+                 sum(1 for f in faults if f.get("on")), [k for k, v in (verdict.get("coverage") or {}).items() if v],
+                 sum(e.get("exposed") or 0 for e in verdict.get("exposure") or []), broken, unpromised)
+
+
+def read_progress(d: Path) -> dict:
+    """A hunt directory's hunt.json, finished or still being written; HuntError naming what it lacks."""
+    path = d / HUNT_JSON
+    try:
+        doc = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError) as e:
+        raise HuntError(f"{path}: {e} (allowed: directories a `kchaos hunt --out` wrote)") from None
+    if missing := [k for k in ("options", "findings", "wall_s", "errors") if k not in doc]:
+        raise HuntError(f"{path}: keys {', '.join(missing)} missing (allowed: the hunt.json of a hunt)")
+    return doc
+
+
+def account(hunt_dirs: list[Path]) -> Account:
+    """The campaign's account over its hunt directories; HuntError (exit 2) for one that is not a hunt's."""
+    acc = Account([str(d) for d in hunt_dirs])
+    for d in hunt_dirs:
+        doc = read_progress(d)
+        acc.minutes += doc["wall_s"] / 60
+        acc.errors += doc["errors"]
+        acc.findings += doc["findings"]
+        for run_dir in sorted((d / "runs").iterdir()) if (d / "runs").is_dir() else []:
+            if (r := drawn(run_dir)) is not None:
+                acc.runs.append(r)
+    return acc
+
+
+def _counts(c: Counter) -> str:
+    return ", ".join(f"{k} {n}" for k, n in c.most_common()) or "none"
+
+
+def markdown(acc: Account, ground: str) -> str:
+    """The campaign's entry: a table row, then what it drew, reached and broke."""
+    lines = " / ".join(sorted(acc.by("line")))
+    clients = ", ".join(sorted(acc.by("client")))
+    broken = acc.anomalies(promised=True)
+    found = "; ".join(f"{f.get('signature', '?')} ({f.get('reproduced', {}).get('k')}/"
+                      f"{f.get('reproduced', {}).get('n')})" for f in acc.findings) or "none"
+    exposed = [r.exposed for r in acc.runs]
+    return "\n".join([
+        "| ground | Kafka | clients | drawn runs | minutes | broken promises (runs) | findings |",
+        "|---|---|---|---|---|---|---|",
+        f"| {ground} | {lines} | {clients} | {len(acc.runs)} | {acc.minutes:.0f} | {_counts(broken)} | {found} |",
+        "",
+        f"- hunts: {', '.join(acc.hunts)}; runs that could not run: {acc.errors}",
+        f"- verdicts: {_counts(acc.by('verdict'))}",
+        f"- runs per client: {_counts(acc.by('client'))}",
+        f"- faults drawn: {_counts(acc.kinds())}; {sum(r.triggered for r in acc.runs)} of "
+        f"{sum(len(r.kinds) for r in acc.runs)} fired on the protocol's events",
+        f"- protocol states reached (runs): {_counts(acc.states())}",
+        f"- exposure: {sum(1 for x in exposed if x)} of {len(exposed)} runs put acknowledged records at risk "
+        f"({sum(exposed)} in all)",
+        f"- anomalies not promised (runs): {_counts(acc.anomalies(promised=False))}",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.hunt.campaign", description=__doc__.splitlines()[0])
+    ap.add_argument("hunts", nargs="+", type=Path, help="hunt directories (kchaos hunt --out)")
+    ap.add_argument("--ground", default="", help="the ground's name for the table row")
+    a = ap.parse_args(argv)
+    try:
+        print(markdown(account(a.hunts), a.ground or ", ".join(d.name for d in a.hunts)))
+    except HuntError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
