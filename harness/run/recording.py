@@ -311,6 +311,8 @@ class Recording:
         for g in [*self.groups, *self.share_groups]:
             for m in g.members:
                 m.kill()
+        if self.sampler.is_alive():  # its last sample written before the run's events.jsonl is closed
+            self.sampler.join(timeout=5)
 
     def read_back(self, d: Path) -> Recorded:
         """The final read, the replica logs and checkpoints, and every container's log, written to ``d``
