@@ -32,8 +32,8 @@ class Drawn:
     triggered: int
     states: list[str]
     exposed: int
-    broken: dict[str, int]  # promised anomaly classes with their counts
-    unpromised: dict[str, int]
+    broken: dict[str, int]  # the anomaly classes that broke a promise (the verdict's), with their counts
+    unpromised: dict[str, int]  # every other class counted: not promised, or held to be something else
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Account:
         return Counter(s for r in self.runs for s in set(r.states))
 
     def anomalies(self, promised: bool) -> Counter:
-        """Runs that showed each anomaly class, promised (a broken promise) or not."""
+        """Runs that showed each anomaly class: breaking a promise, or (``promised`` False) not."""
         return Counter(a for r in self.runs for a in (r.broken if promised else r.unpromised))
 
 
@@ -72,8 +72,8 @@ def drawn(run_dir: Path) -> Drawn | None:
     unpromised: dict[str, int] = {}
     for cfg in verdict.get("by_config", []):
         for name, n in cfg["counts"].items():
-            if n:
-                side = broken if cfg["promises"].get(name, {}).get("promised") else unpromised
+            if n:  # a promised anomaly the verdict held to be something else (NOT_HELD) broke nothing
+                side = broken if name in cfg.get("broken", []) else unpromised
                 side[name] = side.get(name, 0) + n
     faults = run.get("faults") or []
     client = ",".join(sorted({c["version"] for c in run.get("clients") or []})) or "-"
@@ -133,7 +133,7 @@ def markdown(acc: Account, ground: str) -> str:
         f"- protocol states reached (runs): {_counts(acc.states())}",
         f"- exposure: {sum(1 for x in exposed if x)} of {len(exposed)} runs put acknowledged records at risk "
         f"({sum(exposed)} in all)",
-        f"- anomalies not promised (runs): {_counts(acc.anomalies(promised=False))}",
+        f"- anomalies that broke no promise (runs): {_counts(acc.anomalies(promised=False))}",
     ])
 
 

@@ -1,0 +1,57 @@
+"""A campaign's account (harness/hunt/campaign.py), from hunt directories a test builds: what was
+drawn, reached and broken, counted the way docs/findings.md's campaign entries state them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.hunt.campaign import account, main, markdown
+
+
+def _run(d: Path, name: str, client: str, verdict: str, kinds: list[str], triggered: int,
+         states: dict[str, int], counts: dict[str, int], promised: set[str], broken: list[str]) -> None:
+    r = d / "runs" / name
+    r.mkdir(parents=True)
+    faults = [{"kind": k, "on": {"event": "acked"} if i < triggered else None} for i, k in enumerate(kinds)]
+    (r / "run.json").write_text(json.dumps({"kafka_version": "4.4.0", "mode": "kraft", "faults": faults,
+                                            "clients": [{"name": client.split()[0], "version": client}]}))
+    (r / "verdict.json").write_text(json.dumps({
+        "verdict": verdict, "coverage": states,
+        "exposure": [{"exposed": 5}] if "leader_change" in states else [],
+        "by_config": [{"counts": counts, "broken": broken,
+                       "promises": {a: {"promised": a in promised} for a in counts}}]}))
+
+
+def _hunt(d: Path, findings: list[dict]) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "hunt.json").write_text(json.dumps({"options": {}, "findings": findings, "wall_s": 1800.0, "errors": 1}))
+
+
+def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_run_broke(tmp_path: Path):
+    a, b = tmp_path / "kraft", tmp_path / "more"
+    _hunt(a, [{"signature": "lost | x", "reproduced": {"k": 0, "n": 3}}])
+    _hunt(b, [])
+    _run(a, "h0000", "librdkafka 2.16.0", "fail", ["kill", "recreate_topic"], 1, {"leader_change": 1},
+         {"lost": 3, "divergence": 2, "duplicate": 0}, {"lost", "divergence"}, ["lost"])
+    _run(a, "h0001", "java 4.4.0", "pass", ["power_loss", "power_loss"], 0, {"unflushed_data_lost": 2, "x": 0},
+         {"lost": 9, "nonmonotonic_send": 1}, {"lost"}, [])
+    _run(b, "h0000", "librdkafka 2.16.0", "not exercised", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
+    (b / "runs" / "h0001").mkdir()  # a run that could not run: no verdict, not counted
+
+    acc = account([a, b])
+    assert len(acc.runs) == 3 and acc.errors == 2 and round(acc.minutes) == 60
+    assert acc.anomalies(promised=True) == {"lost": 1}  # h0001's loss was expected: not a broken promise
+    assert acc.anomalies(promised=False) == {"divergence": 1, "lost": 1, "nonmonotonic_send": 1}
+    assert acc.kinds() == {"kill": 2, "power_loss": 2, "recreate_topic": 1}
+    assert acc.states() == {"leader_change": 1, "unflushed_data_lost": 1}
+    text = markdown(acc, "recreated topic")
+    row = "| recreated topic | 4.4.0 kraft | java 4.4.0, librdkafka 2.16.0 | 3 | 60 | lost 1 | lost | x (0/3) |"
+    assert row in text
+    assert "1 of 5 fired on the protocol's events" in text
+    assert "exposure: 1 of 3 runs put acknowledged records at risk (5 in all)" in text
+
+
+def test_a_directory_that_is_not_a_hunts_exits_2_naming_its_file(tmp_path: Path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert f"{tmp_path}/hunt.json" in capsys.readouterr().err
