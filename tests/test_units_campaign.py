@@ -41,8 +41,8 @@ def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_r
 
     acc = account([a, b])
     assert len(acc.runs) == 3 and acc.errors == 2 and round(acc.minutes) == 60
-    assert acc.anomalies(promised=True) == {"lost": 1}  # h0001's loss was expected: not a broken promise
-    assert acc.anomalies(promised=False) == {"divergence": 1, "lost": 1, "nonmonotonic_send": 1}
+    assert acc.anomalies(broke=True) == {"lost": 1}  # h0001's loss was expected: not a broken promise
+    assert acc.anomalies(broke=False) == {"divergence": 1, "lost": 1, "nonmonotonic_send": 1}
     assert acc.kinds() == {"kill": 2, "power_loss": 2, "recreate_topic": 1}
     assert acc.states() == {"leader_change": 1, "unflushed_data_lost": 1}
     text = markdown(acc, "recreated topic")

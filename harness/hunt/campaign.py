@@ -56,9 +56,9 @@ class Account:
         """Runs that reached each protocol state."""
         return Counter(s for r in self.runs for s in set(r.states))
 
-    def anomalies(self, promised: bool) -> Counter:
-        """Runs that showed each anomaly class: breaking a promise, or (``promised`` False) not."""
-        return Counter(a for r in self.runs for a in (r.broken if promised else r.unpromised))
+    def anomalies(self, broke: bool) -> Counter:
+        """Runs that showed each anomaly class: breaking a promise, or (``broke`` False) not."""
+        return Counter(a for r in self.runs for a in (r.broken if broke else r.unpromised))
 
 
 def drawn(run_dir: Path) -> Drawn | None:
@@ -116,7 +116,7 @@ def markdown(acc: Account, ground: str) -> str:
     """The campaign's entry: a table row, then what it drew, reached and broke."""
     lines = " / ".join(sorted(acc.by("line")))
     clients = ", ".join(sorted(acc.by("client")))
-    broken = acc.anomalies(promised=True)
+    broken = acc.anomalies(broke=True)
     found = "; ".join(f"{f.get('signature', '?')} ({f.get('reproduced', {}).get('k')}/"
                       f"{f.get('reproduced', {}).get('n')})" for f in acc.findings) or "none"
     exposed = [r.exposed for r in acc.runs]
@@ -133,7 +133,7 @@ def markdown(acc: Account, ground: str) -> str:
         f"- protocol states reached (runs): {_counts(acc.states())}",
         f"- exposure: {sum(1 for x in exposed if x)} of {len(exposed)} runs put acknowledged records at risk "
         f"({sum(exposed)} in all)",
-        f"- anomalies that broke no promise (runs): {_counts(acc.anomalies(promised=False))}",
+        f"- anomalies that broke no promise (runs): {_counts(acc.anomalies(broke=False))}",
     ])
 
 
