@@ -33,7 +33,7 @@ class Drawn:
     states: list[str]
     exposed: int
     broken: dict[str, int]  # the anomaly classes that broke a promise (the verdict's), with their counts
-    unpromised: dict[str, int]  # every other class counted: not promised, or held to be something else
+    not_broken: dict[str, int]  # every other class counted: not promised, or held to be something else
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Account:
 
     def anomalies(self, broke: bool) -> Counter:
         """Runs that showed each anomaly class: breaking a promise, or (``broke`` False) not."""
-        return Counter(a for r in self.runs for a in (r.broken if broke else r.unpromised))
+        return Counter(a for r in self.runs for a in (r.broken if broke else r.not_broken))
 
 
 def drawn(run_dir: Path) -> Drawn | None:
@@ -69,17 +69,17 @@ def drawn(run_dir: Path) -> Drawn | None:
     except FileNotFoundError:
         return None
     broken: dict[str, int] = {}
-    unpromised: dict[str, int] = {}
+    not_broken: dict[str, int] = {}
     for cfg in verdict.get("by_config", []):
         for name, n in cfg["counts"].items():
             if n:  # a promised anomaly the verdict held to be something else (NOT_HELD) broke nothing
-                side = broken if name in cfg.get("broken", []) else unpromised
+                side = broken if name in cfg.get("broken", []) else not_broken
                 side[name] = side.get(name, 0) + n
     faults = run.get("faults") or []
     client = ",".join(sorted({c["version"] for c in run.get("clients") or []})) or "-"
     return Drawn(f"{run['kafka_version']} {run['mode']}", client, verdict["verdict"], [f["kind"] for f in faults],
                  sum(1 for f in faults if f.get("on")), [k for k, v in (verdict.get("coverage") or {}).items() if v],
-                 sum(e.get("exposed") or 0 for e in verdict.get("exposure") or []), broken, unpromised)
+                 sum(e.get("exposed") or 0 for e in verdict.get("exposure") or []), broken, not_broken)
 
 
 def read_progress(d: Path) -> dict:
