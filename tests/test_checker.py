@@ -660,6 +660,21 @@ def test_bad_input_names_file_and_column_and_writes_nothing(tmp_path, how):
     assert not (d / "verdict.json").exists()
 
 
+def test_a_final_read_that_found_nothing_in_an_empty_final_log_is_a_history_not_a_breach(tmp_path):
+    """The final read ran (run.json's phases) and no replica holds a record: the final log is
+    empty, and every acknowledged write is lost; with a replica holding records it is a breach."""
+    import json
+
+    d = _corrupt(tmp_path, "no final read")
+    run = json.loads((d / "run.json").read_text())
+    (d / "run.json").write_text(json.dumps({**run, "phases": {"final_read": 0.5}}))
+    with pytest.raises(HistoryError, match=BAD["no final read"]):
+        check_runs([d])  # replicas.parquet still holds the records the final read should have found
+    pq.write_table(pq.read_table(d / "replicas.parquet").slice(0, 0), d / "replicas.parquet")
+    (v,) = check_runs([d])
+    assert v.anomalies["lost"] == 3
+
+
 def test_a_check_that_fails_midway_leaves_nothing_cached(tmp_path, embedded_driver):
     """Bad input found by the Spark job itself, after it cached the history's rows."""
     d = _corrupt(tmp_path, "no final read")

@@ -602,3 +602,27 @@ def test_the_evidence_of_an_isr_not_restored_is_what_the_brokers_logged_of_that_
     assert "`kafka-1.log`" in text and "`kafka-2.log`" not in text, "only brokers that logged the partition"
     assert "chaos-0 broker=1] Shrinking" in text and "bad ZK version" in text and "have not heard" in text
     assert "chaos-1" not in text and "SessionTimeoutException:" not in text
+
+
+def test_a_run_whose_history_cannot_be_checked_is_recorded_and_the_hunt_goes_on(tmp_path):
+    """A run directory that breaks the history contract is kchaos's own failure: it is said and
+    recorded as the run's error, not the end of an hour's campaign."""
+    from harness.history import HistoryError
+
+    said: list[str] = []
+    plain = rule([])
+
+    def go(path: Path, s: Scenario, reuse: bool):
+        verdict = plain(path, s, reuse)
+        if path.name.startswith("h0001"):
+            def broken():
+                raise HistoryError(f"{path}/consumed.parquet: no rows with phase 'final'")
+            return broken
+        return lambda: verdict
+
+    out = hunt(options(tmp_path, runs=3), announce=said.append, go=go)
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    assert out.drawn == 3 and doc["errors"] == 1
+    (name,) = [n for n, c in doc["spent"].items() if c.get("error")]
+    assert name.startswith("h0001") and doc["spent"][name]["error"].startswith("history: ")
+    assert any("could not be checked" in m for m in said)

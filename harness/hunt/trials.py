@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
-from harness.history import read_run_config
+from harness.history import HistoryError, read_run_config
 from harness.run.kept_cluster import KeptCluster
 from harness.scenario import Scenario
 
@@ -137,17 +137,28 @@ class Trials:
             return Pending.done(self._spent(name, path, s, outcome, time.monotonic() - t0))
         ran_s = time.monotonic() - t0
         if not overlap:
-            return Pending.done(self._spent(name, path, s, outcome(), time.monotonic() - t0))
+            verdict, error = self._judged(path, outcome)
+            return Pending.done(self._spent(name, path, s, verdict, time.monotonic() - t0, error))
         if self._checks is None:
             self._checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-hunt-check")
-        future = self._checks.submit(outcome)
+        future = self._checks.submit(self._judged, path, outcome)
 
         def finish() -> Trial:
             t1 = time.monotonic()
-            verdict = future.result()
-            return self._spent(name, path, s, verdict, ran_s + time.monotonic() - t1)
+            verdict, error = future.result()
+            return self._spent(name, path, s, verdict, ran_s + time.monotonic() - t1, error)
 
         return Pending(finish)
+
+    def _judged(self, path: Path, check_it: Callable[[], Verdict]) -> tuple[Verdict | None, str | None]:
+        """The run's verdict, or why its history could not be checked: a run dir that breaks the
+        history contract is kchaos's own failure, recorded as the run's error (hunt.json) and said
+        at once, and the hunt goes on with its next draw."""
+        try:
+            return check_it(), None
+        except HistoryError as e:
+            self.log(f"{path.name}: its history could not be checked: {str(e).splitlines()[0][:300]}")
+            return None, f"history: {e}"[:2000]
 
     def close(self) -> None:
         if self._checks is not None:
@@ -165,9 +176,11 @@ class Trials:
         if ran is None or Scenario.model_validate(ran) != s:
             raise HuntError(f"{path}: holds a run of another scenario than this hunt draws there (another --seed, "
                             "scenario or --set used this directory; allowed: the same command, or a new --out)")
-        verdict = read_verdict(path) or check(path, self.spark_master)
+        verdict, error = (read_verdict(path), None)
+        if verdict is None:
+            verdict, error = self._judged(path, lambda: check(path, self.spark_master))
         cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
-        return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"])
+        return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error or cost.get("error"))
 
     def _run(self, path: Path, s: Scenario, reuse: bool) -> tuple[Verdict | Callable[[], Verdict] | None, str | None]:
         try:
