@@ -180,7 +180,7 @@ def test_a_tools_acknowledgements_are_counted_as_it_writes_them_and_its_director
         counted = b"producer_send_success"
 
     line = '{"timestamp": 1, "name": "producer_send_success", "value": "1.%d"}'
-    script = f"echo '{{\"timestamp\": 1, \"name\": \"startup_complete\"}}'; " + \
+    script = "echo '{\"timestamp\": 1, \"name\": \"startup_complete\"}'; " + \
         "; ".join(f"echo '{line % i}'" for i in range(3)) + "; exec sleep 30"
     t = Counting("c", ["sh", "-c", script])
     t.launch()

@@ -46,9 +46,10 @@ class JavaProcess(ClientProcess):
 
 def java_command(version: str, role: str) -> list[str]:
     """The command of a driver process of ``role``, its config file's path to be appended. A producer
-    runs with the JVM's full JIT, as kafka-producer-perf-test does (its speed is measured against
-    perf-test's); consumers and members, which wait on the network, start faster on C1 alone."""
-    jit = [] if role == "producer" else ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    and a recording consumer run with the JVM's full JIT, as kafka-producer-perf-test and
+    kafka-consumer-perf-test do (their speed is measured against those tools'); group members and
+    the other roles, which wait on the network and commit, start faster on C1 alone."""
+    jit = [] if role in ("producer", "consumer") else ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
     return [java_driver.JAVA, "-Xmx384m", *jit, "-cp", java_driver.classpath(version), "kchaos.Driver", role]
 
 
