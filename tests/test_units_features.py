@@ -135,6 +135,37 @@ def test_a_java_producers_duplicates_are_kafka_14034_only_where_its_log_shows_ba
     assert (k.issue, k.shown) == (issue, shown)
 
 
+
+@pytest.mark.parametrize(("client", "line", "shown"), [
+    ("librdkafka 2.16.0", "IMPLICITACK [thrd:127.0.0.1:19092/1]: chaos [0] 1 message(s) implicitly acked by "
+     "subsequent batch success (msgids 2003..2003, last acked 2002)", True),
+    ("librdkafka 2.16.0", "DRAIN [thrd:main]: chaos [0] beginning partition drain: drain before retrying", False),
+    ("java 4.4.0", "chaos [0] 1 message(s) implicitly acked by subsequent batch success", None)])
+def test_a_librdkafka_producers_loss_is_an_implicit_ack_only_where_its_log_shows_one(tmp_path, client, line, shown):
+    """librdkafka's idempotent producer reports a refused batch delivered when a later one succeeds on a
+    partition that does not know it: a loss is named confluent-kafka-go#921 only where the producer's
+    own log shows the implicit ack; a Java producer's loss is never this."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "clients.log").write_text(f"2026-11-29 01:10:00,000 DEBUG kchaos.librdkafka safe {line}\n")
+    run = _idempotent_run(client)
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    found = [k for k in known_issues(run, cfgs.producers.values(), {"lost": 1}, tmp_path)
+             if k.issue == "confluent-kafka-go#921"]
+    assert [k.shown for k in found] == ([] if shown is None else [shown])
+
+
+def test_an_idempotent_librdkafka_producer_logs_its_idempotence_machinery_beside_a_scenarios_own_contexts():
+    """debug=eos on every idempotent producer (the implicit ack's line is in that context), added to the
+    contexts a scenario asks for, never replacing them; nothing added to a producer without idempotence."""
+    from harness.clients.librdkafka.workload import idempotence_debug
+    from harness.scenario import ProducerSpec
+
+    assert idempotence_debug(ProducerSpec(name="p", idempotence=True)) == {"debug": "eos"}
+    assert idempotence_debug(ProducerSpec(name="p", idempotence=True, config={"debug": "msg,topic"})) == \
+        {"debug": "msg,topic,eos"}
+    assert idempotence_debug(ProducerSpec(name="p", idempotence=True, config={"debug": "eos"})) == {"debug": "eos"}
+    assert idempotence_debug(ProducerSpec(name="p", idempotence=False, config={"debug": "msg"})) == {}
+
 @pytest.mark.parametrize(("clients", "line", "shown"), [
     (["librdkafka", "kafka-go"], "kafka-go returned a transaction marker as a record: chaos[0] offset 20", True),
     (["librdkafka", "kafka-go"], "fetch: context deadline exceeded", False),

@@ -73,6 +73,18 @@ KNOWN_ISSUES = (
         "idempotent producer's epoch and sends the batch again with new sequence numbers, which the broker cannot "
         "recognise as a retry: a record written twice", None),
     KnownIssueRecord(
+        "confluent-kafka-go#921", ("lost",), "librdkafka_idempotent",
+        "librdkafka's idempotent producer takes a later batch's success as proof that the partition's earlier "
+        "batches were written and reports them delivered without an offset (an implicit ack); a partition that "
+        "does not know the producer (a new or recreated topic, a producer new to the partition) refuses one "
+        "request with a retriable error (NOT_ENOUGH_REPLICAS, NOT_LEADER) and accepts the next, whatever its "
+        "sequence, so the refused batch is reported delivered and is in no log (librdkafka's own report, "
+        "confluentinc/confluent-kafka-go#921, open)",
+        Evidence(("logs/clients.log",), r"implicitly acked by subsequent batch success",
+                 "librdkafka acknowledged messages for a later batch's success (its debug context eos, on for "
+                 "kchaos's idempotent producers; the line follows a request that timed out with its batch written "
+                 "too, so a lost record's own delivery report without an offset is what ties the two)")),
+    KnownIssueRecord(
         "KAFKA-14034", ("duplicate",), "java_idempotent",
         "when Kafka's Java idempotent producer bumps its epoch (a batch expired or failed), it gives the batches "
         "still in flight new sequence numbers under the new epoch and sends them again; a batch the broker had "

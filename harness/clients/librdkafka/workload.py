@@ -61,6 +61,16 @@ def classify(err: KafkaError | None, retries: int) -> str:
     return "info"
 
 
+def idempotence_debug(spec: ProducerSpec) -> dict[str, str]:
+    """An idempotent producer's debug contexts: the scenario's own and "eos", its idempotence machinery
+    (producer id, drains, epoch bumps, duplicate sequences, implicit acks), a few lines a state change
+    and none a message: the lines that show known issues' mechanisms (harness/checker/known_issues.py)."""
+    if not spec.idempotence:
+        return {}
+    own = [c for c in str(spec.config.get("debug", "")).split(",") if c]
+    return {"debug": ",".join([*own, "eos"] if "eos" not in own else own)}
+
+
 class RecordingProducer(threading.Thread):
     """One producer instance; ``columns()`` follows produced.parquet's columns.
 
@@ -108,6 +118,7 @@ class RecordingProducer(threading.Thread):
             "queue.buffering.max.messages": QUEUE_MAX,
             "on_delivery": self._delivery_callback(),
             **spec.config,  # the scenario's own client properties, passed as is
+            **idempotence_debug(spec),
         })
         self.failure: BaseException | None = None
         self._msgs: list[dict] = [{"value": None} for _ in range(CHUNK_MAX)]  # see _send
