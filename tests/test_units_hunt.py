@@ -626,3 +626,89 @@ def test_a_run_whose_history_cannot_be_checked_is_recorded_and_the_hunt_goes_on(
     (name,) = [n for n, c in doc["spent"].items() if c.get("error")]
     assert name.startswith("h0001") and doc["spent"][name]["error"].startswith("history: ")
     assert any("could not be checked" in m for m in said)
+
+
+def test_a_run_that_could_not_run_is_not_run_again_when_the_hunt_resumes(tmp_path):
+    """Later draws build on what each run showed: a resumed hunt that ran a failed run again would
+    draw other schedules after it than the first one did, and refuse its own runs."""
+    from harness.hunt.trials import RunFailed
+    from harness.run.directory import RunDirectory, could_not_run_dir
+
+    first: list[str] = []
+    go = rule(first)
+
+    def fails_once(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        if path.name.startswith("h0002"):
+            RunDirectory(path).set_aside(s, RuntimeError("container kafka-3 exited (code 1)"))
+            raise RunFailed("container kafka-3 exited (code 1)")
+        return go(path, s, reuse)
+
+    hunt(options(tmp_path, runs=6, confirm=0), announce=lambda m: None, go=fails_once)
+    failed = next(p for p in (tmp_path / "hunt" / "runs").iterdir() if p.name.startswith("h0002"))
+    assert failed == could_not_run_dir(failed.with_name(failed.name.removesuffix(".could-not-run")))
+    assert (failed / "error.txt").read_text().startswith("RuntimeError: container kafka-3 exited")
+    again: list[str] = []
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    hunt(options(tmp_path, runs=6, confirm=0), announce=lambda m: None, go=rule(again))
+    assert again == [], "nothing run again, the failed run included"
+    assert json.loads((tmp_path / "hunt" / "hunt.json").read_text())["errors"] == doc["errors"] == 1
+
+
+def test_a_hunt_begun_before_failed_runs_were_kept_does_not_run_them_again(tmp_path):
+    """hunt.json's record of a run that could not run is enough when nothing of it was kept."""
+    hunt(options(tmp_path, runs=3, confirm=0), announce=lambda m: None, go=rule([]))
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    name = sorted(doc["spent"])[1]
+    import shutil
+
+    shutil.rmtree(tmp_path / "hunt" / "runs" / name)
+    doc["spent"][name] = {"wall_s": 29.0, "workload_s": 0.0, "error": "container kafka-3 exited (code 1)"}
+    (tmp_path / "hunt" / "hunt.json").write_text(json.dumps(doc))
+    again: list[str] = []
+    hunt(options(tmp_path, runs=3, confirm=0), announce=lambda m: None, go=rule(again))
+    assert again == []
+
+
+def test_a_failed_run_kept_under_another_scenario_is_refused(tmp_path):
+    from harness.run.directory import RunDirectory
+
+    hunt(options(tmp_path, runs=1, confirm=0), announce=lambda m: None, go=rule([]))
+    (name,) = json.loads((tmp_path / "hunt" / "hunt.json").read_text())["spent"]
+    import shutil
+
+    shutil.rmtree(tmp_path / "hunt" / "runs" / name)
+    RunDirectory(tmp_path / "hunt" / "runs" / name).set_aside(scenario(seed=99), RuntimeError("x"))
+    with pytest.raises(HuntError, match="another scenario"):
+        hunt(options(tmp_path, runs=1, confirm=0), announce=lambda m: None, go=rule([]))
+
+
+def test_a_run_that_cannot_be_carried_out_keeps_every_containers_log_and_its_error(tmp_path):
+    """runner.execute's path for a cluster failure, with a stand-in for the cluster's logs: what is
+    kept is every container's log, the scenario and the error, and nothing partial."""
+    from harness.cluster import ClusterError
+    from harness.run import runner
+    from harness.run.directory import RunDirectory, read_could_not_run
+
+    class Logs:
+        def container_keys(self):
+            return ["kafka-1", "kafka-3"]
+
+        def logs(self, key, tail=200):
+            if key == "kafka-1":
+                raise ClusterError("gone")
+            return "ERROR Exiting Kafka due to fatal exception\n"
+
+    s = scenario()
+    d = RunDirectory(tmp_path / "run")
+    with pytest.raises(ClusterError):
+        try:
+            with runner._container_logs_kept(Logs(), d.path / "logs"):
+                raise ClusterError("container kafka-3 exited (code 1):\nExiting Kafka")
+        except ClusterError as e:
+            kept = d.set_aside(s, e)
+            raise
+    assert sorted(p.name for p in (kept / "logs").iterdir()) == ["kafka-3.log"]
+    assert "fatal exception" in (kept / "logs" / "kafka-3.log").read_text()
+    ran, error = read_could_not_run(tmp_path / "run")
+    assert Scenario.model_validate(ran) == s and error.startswith("ClusterError: container kafka-3 exited")
+    assert not list(tmp_path.glob(".*partial")) and not (tmp_path / "run").exists()

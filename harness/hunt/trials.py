@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
 from harness.history import HistoryError, read_run_config
+from harness.run.directory import could_not_run_dir, read_could_not_run
 from harness.run.kept_cluster import KeptCluster
 from harness.scenario import Scenario
 
@@ -129,6 +130,8 @@ class Trials:
         path = self.root / name
         if path.exists():
             return Pending.done(self._read_back(name, path, s))
+        if (failed := self._read_back_failed(name, path, s)) is not None:
+            return Pending.done(failed)
         t0 = time.monotonic()
         outcome, error = self._run(path, s, reuse)
         if outcome is None:
@@ -174,22 +177,41 @@ class Trials:
     def _read_back(self, name: str, path: Path, s: Scenario) -> Trial:
         ran = read_run_config(path).scenario_config
         if ran is None or Scenario.model_validate(ran) != s:
-            raise HuntError(f"{path}: holds a run of another scenario than this hunt draws there (another --seed, "
-                            "scenario or --set used this directory; allowed: the same command, or a new --out)")
+            raise _another_scenario(path)
         verdict, error = (read_verdict(path), None)
         if verdict is None:
             verdict, error = self._judged(path, lambda: check(path, self.spark_master))
         cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error or cost.get("error"))
 
+    def _read_back_failed(self, name: str, path: Path, s: Scenario) -> Trial | None:
+        """A run an earlier session of this hunt could not carry out, as it was then: not run again,
+        so that a resumed hunt draws what the first one drew after it (its draws build on what each
+        run showed)."""
+        aside = read_could_not_run(path)
+        if aside is not None and Scenario.model_validate(aside[0]) != s:
+            raise _another_scenario(could_not_run_dir(path))
+        cost = self.spent.get(name)
+        if aside is None and (cost is None or not cost.get("error")):
+            return None
+        cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": 0.0, "error": aside[1] if aside else ""})
+        return Trial(name, path, None, cost["wall_s"], 0.0, cost.get("error") or (aside[1] if aside else None))
+
     def _run(self, path: Path, s: Scenario, reuse: bool) -> tuple[Verdict | Callable[[], Verdict] | None, str | None]:
         try:
             verdict = self.go(path, s, reuse)
         except RunFailed as e:
             self.consecutive_errors += 1
-            self.log(f"{path.name}: could not run: {str(e).splitlines()[0][:200]}")
+            kept = could_not_run_dir(path)
+            self.log(f"{path.name}: could not run: {str(e).splitlines()[0][:200]}"
+                     + (f" (its logs: {kept})" if kept.exists() else ""))
             if self.consecutive_errors >= 3:
                 raise CannotRun(f"three runs in a row could not be carried out; the last: {e}") from e
             return None, str(e)[:2000]
         self.consecutive_errors = 0
         return verdict, None
+
+
+def _another_scenario(path: Path) -> HuntError:
+    return HuntError(f"{path}: holds a run of another scenario than this hunt draws there (another --seed, "
+                     "scenario or --set used this directory; allowed: the same command, or a new --out)")

@@ -7,11 +7,16 @@ the cluster finalized, the faults, and the scenario when there is one. run.json 
 the contract (``history.RunConfig``) before it is written.
 
 The directory is written under a hidden ``.NAME.partial`` name and renamed only once every file is
-complete, so a run that fails or is interrupted leaves nothing half-written behind.
+complete, so a run that fails or is interrupted leaves nothing half-written behind. A run that could
+not be carried out (a broker that exited on its own, a cluster that did not heal) is set aside as
+``NAME.could-not-run``: every container's own log, the scenario and the error, because a broker
+that will not come back after a fault may be Kafka's failure rather than kchaos's, and its log is
+the only evidence of which.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -27,6 +32,15 @@ from harness.history.events import EventLog, Fault, ToolFailed
 from harness.run.recording import Recording, RecordingError
 from harness.scenario import Scenario
 from harness.versions import leader_epochs_on
+
+COULD_NOT_RUN = ".could-not-run"
+ERROR_TXT = "error.txt"
+SCENARIO_JSON = "scenario.json"
+
+
+def could_not_run_dir(out: Path) -> Path:
+    """Where a run that could not be carried out into ``out`` leaves its logs, scenario and error."""
+    return Path(out).with_name(Path(out).name + COULD_NOT_RUN)
 
 
 class RunError(RuntimeError):
@@ -65,6 +79,25 @@ class RunDirectory:
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def set_aside(self, s: Scenario, error: BaseException) -> Path:
+        """Keep what a run that could not be carried out left (its logs) with its scenario and error
+        under ``could_not_run_dir``, in place of the partial directory; that path."""
+        write_json_atomic(self.path / SCENARIO_JSON, s.model_dump(mode="json"))
+        (self.path / ERROR_TXT).write_text(f"{type(error).__name__}: {error}\n")
+        kept = could_not_run_dir(self.out)
+        shutil.rmtree(kept, ignore_errors=True)
+        self.path.rename(kept)
+        return kept
+
+
+def read_could_not_run(out: Path) -> tuple[dict, str] | None:
+    """The scenario (as dumped) and error of a run set aside as could-not-run into ``out``, if any."""
+    kept = could_not_run_dir(out)
+    try:
+        return json.loads((kept / SCENARIO_JSON).read_text()), (kept / ERROR_TXT).read_text().strip()
+    except FileNotFoundError:
+        return None
 
 
 def finish(d: RunDirectory, cluster: KafkaCluster, s: Scenario, rec: Recording, events: EventLog,

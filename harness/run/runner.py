@@ -49,8 +49,25 @@ def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides:
     d = RunDirectory(out)
     try:
         return d.close(_execute(s, d, reproduce_command(scenario_file, s, overrides or []), log, cluster))
+    except NOT_CARRIED_OUT as e:
+        log(f"could not run; its logs, scenario and error kept in {d.set_aside(s, e)}")
+        raise
     except BaseException:
         d.discard()
+        raise
+
+
+@contextlib.contextmanager
+def _container_logs_kept(c: KafkaCluster, logs_dir: Path) -> Iterator[None]:
+    """A run that cannot be carried out writes every container's own log before its cluster goes
+    (RunDirectory.set_aside keeps them); a run that can writes them itself, after the heal."""
+    try:
+        yield
+    except NOT_CARRIED_OUT:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        for key in c.container_keys():
+            with contextlib.suppress(*NOT_CARRIED_OUT):  # a container already gone: the others still
+                (logs_dir / f"{key}.log").write_text(c.logs(key, tail="all"))
         raise
 
 
@@ -77,7 +94,8 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
     events = EventLog(d.path / EVENTS)
     t_cluster = time.monotonic()
     try:
-        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c:
+        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c, \
+                _container_logs_kept(c, d.path / "logs"):
             up_s = round(time.monotonic() - t_cluster, 2)
             c.runs += 1
             log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
