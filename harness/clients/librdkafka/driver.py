@@ -12,7 +12,7 @@ from confluent_kafka import libversion
 
 from harness.clients.groups import Group, final_offsets
 from harness.clients.librdkafka.transactions import Copier, TransactionalProducer
-from harness.clients.librdkafka.workload import RecordingConsumer, RecordingProducer, final_read
+from harness.clients.librdkafka.workload import BareConsumer, RecordingConsumer, RecordingProducer, final_read
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
@@ -30,6 +30,12 @@ class ConfluentDriver:
     def consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, isolation: str) -> RecordingConsumer:
         return RecordingConsumer(name, spec, cluster, topic, partitions, stop, isolation=isolation)
+
+    def bare_consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                      stop: threading.Event) -> BareConsumer:
+        """The recording consumer's settings reading flat out and recording nothing: what it is
+        measured against (benchmarks/consumer.py)."""
+        return BareConsumer(name, spec, cluster, topic, partitions, stop)
 
     def copier(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                out_partitions: int, stop: threading.Event) -> Copier:

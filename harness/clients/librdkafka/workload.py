@@ -340,7 +340,13 @@ class RecordingProducer(threading.Thread):
 
 class RecordingConsumer(threading.Thread):
     """Tails every partition from offset 0 at one isolation level; ``rows`` follows consumed.parquet's
-    columns (v2's isolation included; the final read's rows say null, read_uncommitted)."""
+    columns (v2's isolation included; the final read's rows say null, read_uncommitted).
+
+    The polling loop keeps each poll as the library returned it (its messages, the time it returned,
+    every partition's cached high watermark just after) and builds no row: a row per message in
+    Python costs the loop about fifteen times what the library spends fetching it, and a consumer
+    that reads slower than the library would sees another cluster than an application does. The
+    rows are built from the kept polls when ``rows`` is read (benchmarks/consumer.py)."""
 
     def __init__(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, phase: str = "live", isolation: str = "read_uncommitted"):
@@ -351,7 +357,6 @@ class RecordingConsumer(threading.Thread):
         self.stop_event = stop
         self.phase = phase
         self.isolation = isolation if phase == "live" else "read_uncommitted"  # the final read: always
-        self.rows: list[dict] = []
         self.conf = cluster.client_config(**{
             "group.id": f"kchaos-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
@@ -363,7 +368,10 @@ class RecordingConsumer(threading.Thread):
             **(spec.config if phase == "live" else {}),  # the scenario's own client properties, passed as is
         })
         self.failure: BaseException | None = None
-        self._seq = 0
+        self._tps = [TopicPartition(topic, p) for p in range(partitions)]
+        self._polls: list[tuple[int, list[int], list]] = []  # (returned at, hw per partition, messages)
+        self._polls_lock = threading.Lock()  # a poll kept while ``rows`` takes the kept ones
+        self._rows: list[dict] = []
 
     def run(self) -> None:
         try:
@@ -378,20 +386,54 @@ class RecordingConsumer(threading.Thread):
             self.failure = e
 
     def poll_once(self, c: Consumer, timeout: float = 0.2) -> int:
-        n = 0
-        for m in c.consume(1000, timeout=timeout):
-            if m.error() is not None:
-                continue
-            _, hw = c.get_watermark_offsets(TopicPartition(self.topic, m.partition()), cached=True)
-            self.rows.append({
-                "consumer": self.cname, "seq": self._seq, "topic": self.topic, "partition": m.partition(),
-                "offset": m.offset(), "value": m.value().decode(errors="replace") if m.value() is not None else "",
-                "poll_ts_ms": now_ms(), "hw": hw if hw is not None and hw >= 0 else None, "phase": self.phase,
-                "isolation": self.isolation if self.phase == "live" else None, "group": None, "generation": None,
-            })
-            self._seq += 1
-            n += 1
+        """One poll kept as returned: the messages, when, and each partition's high watermark as the
+        library's last fetch response gave it (cached: no request), the hw a row says it came with."""
+        messages = c.consume(1000, timeout=timeout)
+        if messages:
+            poll = (now_ms(), [c.get_watermark_offsets(tp, cached=True)[1] for tp in self._tps], messages)
+            with self._polls_lock:
+                self._polls.append(poll)
+        return len(messages)
+
+    @property
+    def rows(self) -> list[dict]:
+        """Every message read so far as a consumed.parquet row, in the order the polls returned them."""
+        with self._polls_lock:
+            kept, self._polls = self._polls, []
+        for returned_ms, hws, messages in kept:
+            for m in messages:
+                if m.error() is None:
+                    self._rows.append(self._row(m, len(self._rows), returned_ms, hws))
+        return self._rows
+
+    def _row(self, m, seq: int, returned_ms: int, hws: list[int]) -> dict:
+        hw = hws[m.partition()] if m.partition() < len(hws) else None
+        value = m.value()
+        return {"consumer": self.cname, "seq": seq, "topic": self.topic, "partition": m.partition(),
+                "offset": m.offset(), "value": value.decode(errors="replace") if value is not None else "",
+                "poll_ts_ms": returned_ms, "hw": hw if hw is not None and hw >= 0 else None, "phase": self.phase,
+                "isolation": self.isolation if self.phase == "live" else None, "group": None, "generation": None}
+
+
+class BareConsumer(RecordingConsumer):
+    """The recording consumer's settings, reading flat out and keeping nothing but counts: librdkafka
+    driven as an application drives it, what the recording consumer is measured against."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = 0
+        self.first_ms = self.last_ms = 0
+
+    def poll_once(self, c: Consumer, timeout: float = 0.2) -> int:
+        n = len(c.consume(1000, timeout=timeout))
+        if n:
+            self.last_ms = now_ms()
+            self.first_ms = self.first_ms or self.last_ms
+            self.read += n
         return n
+
+    def ready(self, timeout_s: float) -> None:
+        """In the library's process: nothing to wait for (the Go drivers' bare programs start first)."""
 
 
 def final_read(cluster: KafkaCluster, topic: str, partitions: int, timeout_s: float = 120) -> list[dict]:
