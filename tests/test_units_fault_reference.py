@@ -69,7 +69,7 @@ def test_a_kinds_record_takes_the_settings_its_help_names(kind):
 OTHER_VALUE = {"latency_ms": 50, "jitter_ms": 5, "rate_kbps": 16, "stream": "upstream", "to": "4.4.0",
                "feature": "metadata.version", "level": 1, "offset_s": 60.0, "op": "read", "dir": 1, "change": "add",
                "to_broker": 2, "throttle_kbps": 100, "config": "retention.ms", "value": "1000",
-               "offsets": "latest", "new_partitions": 2}
+               "offsets": "latest", "new_partitions": 2, "api": "end_txn"}
 
 
 @pytest.mark.parametrize("kind", list(FAULTS))

@@ -64,3 +64,25 @@ def test_no_module_outside_the_registry_branches_on_a_fault_kinds_name():
     found = {str(f.relative_to(root)): lines for f in sorted(root.rglob("*.py")) if "faults" not in f.parts
              if (lines := _kind_branches(f.read_text(), set(FAULTS)))}
     assert not found, f"branches on a fault kind's name (file: lines): {found}"
+
+
+def test_losing_answers_needs_a_request_type_and_a_cluster_that_reads_kafkas_protocol():
+    import pytest
+    from pydantic import ValidationError
+
+    from harness.cluster.topology import Topology
+    from harness.scenario import Scenario
+    from harness.scenario.fault_tables import FaultSpec
+
+    with pytest.raises(ValidationError, match=r"api: lose_answers needs the request type .*allowed: produce, fetch"):
+        FaultSpec.model_validate({"at_s": 1, "kind": "lose_answers", "target": "leader"})
+    with pytest.raises(ValidationError, match=r"'write_txn_marker'"):
+        FaultSpec.model_validate({"at_s": 1, "kind": "lose_answers", "target": "leader", "api": "write_txn_marker"})
+    base = {"name": "s", "duration_s": 10, "producers": [{"name": "p"}]}
+    assert not Scenario.model_validate(base).cluster_settings().losable_answers
+    lossy = {**base, "faults": [{"at_s": 1, "kind": "lose_answers", "target": "leader", "api": "produce"}]}
+    assert Scenario.model_validate(lossy).cluster_settings().losable_answers
+    links = Topology([1, 2], "zk", quorum=(201,)).kafka_links()
+    assert "client-1" in links and "repl-1-2" in links and not [x for x in links if x.startswith(("zk-", "admin-"))]
+    kraft = Topology([1, 2], "kraft", quorum=(101, 102)).kafka_links()
+    assert "ctl-1-1" in kraft and "cc-1-2" in kraft and "admin-1" not in kraft

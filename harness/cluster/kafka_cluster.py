@@ -207,6 +207,9 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         self.toxi = Toxiproxy(f"http://127.0.0.1:{host_port(8474)}")
         until(self._toxi_up, 20, "toxiproxy API did not answer", error=ClusterError)
         self.toxi.populate(topo.proxies(net_ips))
+        if s.losable_answers:  # before any node starts: the toxics read each connection from its first byte
+            for link in topo.kafka_links():
+                self.toxi.add_kafka_toxics(link)
 
     def _start_coordination(self, n: int, net: Network, env_common: dict[str, str]) -> None:
         """Start ZooKeeper server K or KRaft controller K on its own network (not waiting for it)."""

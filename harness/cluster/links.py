@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.cluster.toxiproxy import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC, PERMANENT_TOXICS
+from harness.mechanisms import KAFKA_REQUESTS_TOXIC, UNARMED
 
 LOG = logging.getLogger("kchaos.cluster")
 
@@ -86,8 +87,29 @@ class LinkFaults:
             if only is None and tag is None:
                 self.toxi.set_enabled(link, True)
             for t in self.toxi.toxics(link):
+                if t["name"] in PERMANENT_TOXICS:
+                    continue
                 if (only is None or t["name"].startswith(only)) and (tag is None or t["name"].endswith(f"-{tag}")):
                     self.toxi.remove_toxic(link, t["name"])
+
+    def lose_answers(self, links: Iterable[str], api_key: int) -> dict[str, int]:
+        """Arm the Kafka toxics of ``links`` with ``api_key``: from now on the answer to each request of
+        that type on them is lost and its connection closed. Each link's answers lost so far (to
+        count this fault's own at ``keep_answers``)."""
+        assert self.toxi is not None
+        if not self.settings.losable_answers:
+            raise ValueError("this cluster's answers cannot be lost (it was started without losable_answers)")
+        return {link: int(self.toxi.update_toxic(link, KAFKA_REQUESTS_TOXIC, {"api_key": api_key})["attributes"]
+                          .get("lost", 0)) for link in self._check_links(links)}
+
+    def keep_answers(self, links: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Disarm the Kafka toxics of ``links``: each link's (requests marked, answers lost) so far."""
+        assert self.toxi is not None
+        counts = {}
+        for link in self._check_links(links):
+            attrs = self.toxi.update_toxic(link, KAFKA_REQUESTS_TOXIC, {"api_key": UNARMED})["attributes"]
+            counts[link] = (int(attrs.get("marked", 0)), int(attrs.get("lost", 0)))
+        return counts
 
     def heal_network(self) -> None:
         assert self.toxi is not None

@@ -94,6 +94,10 @@ class ClusterSettings(BaseModel):
     skewable_clocks: bool = Field(
         False, description="every node's JVM started with libfaketime, so a clock_skew fault can move its wall clock "
                            "alone (harness/cluster/clocks.py)")
+    losable_answers: bool = Field(
+        False, description="every link that carries Kafka's protocol read by kchaos's Kafka toxics from its first "
+                           "byte, so a lose_answers fault can lose the answers to one request type "
+                           "(docker/toxiproxy/server/kafka.go)")
     log_dirs: int = Field(1, ge=1, le=4, description="log directories per broker (JBOD): /var/lib/kafka/data, "
                                                      "/var/lib/kafka/data-2, ...")
     faultable_disks: bool = Field(

@@ -131,6 +131,16 @@ class Topology:
             return [*self.peer_links(self.index(b)), *self.broker_links_of(self.index(b))]
         return [*self.client_links(b), *self.replication_links(b), *self.coordination(b)]
 
+    def speaks_kafka(self, link: str) -> bool:
+        """Whether ``link`` carries Kafka's own protocol (clients, brokers, KRaft controllers), not
+        ZooKeeper's, and is in some fault's reach (not the harness's admin link)."""
+        return not link.startswith(("zk-", "zq-", "ze-", "admin-"))
+
+    def kafka_links(self) -> list[str]:
+        """Every link that carries Kafka's protocol, in the order ``proxies`` creates them."""
+        return [p.name for p in self.proxies({n: "0.0.0.0" for n in [*self.brokers, *self.quorum]})
+                if self.speaks_kafka(p.name)]
+
     def one_way(self, src: int, dst: int) -> list[tuple[str, str]]:
         """(proxy, stream) pairs that carry bytes from node src to node dst (two brokers or two
         coordination nodes)."""

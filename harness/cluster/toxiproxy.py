@@ -14,11 +14,21 @@ from dataclasses import dataclass
 
 import requests
 
-from harness.mechanisms import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.mechanisms import (
+    BANDWIDTH_TOXIC,
+    CUT_TOXIC,
+    HOLD_TOXIC,
+    KAFKA_ANSWERS_TOXIC,
+    KAFKA_REQUESTS_TOXIC,
+    LATENCY_TOXIC,
+    UNARMED,
+)
 
-__all__ = ["BANDWIDTH_TOXIC", "CUT_TOXIC", "HOLD_TOXIC", "LATENCY_TOXIC", "ProxySpec", "Toxiproxy", "ToxiproxyError"]
+__all__ = ["BANDWIDTH_TOXIC", "CUT_TOXIC", "HOLD_TOXIC", "LATENCY_TOXIC", "PERMANENT_TOXICS", "ProxySpec", "Toxiproxy",
+           "ToxiproxyError"]
 
 TIMEOUT_S = 10
+PERMANENT_TOXICS = (KAFKA_REQUESTS_TOXIC, KAFKA_ANSWERS_TOXIC)  # no heal takes them off
 
 
 class ToxiproxyError(RuntimeError):
@@ -62,6 +72,18 @@ class Toxiproxy:
         body = {"name": name, "type": type_, "stream": stream, "toxicity": toxicity, "attributes": attributes}
         self._req("POST", f"/proxies/{proxy}/toxics", json=body)
 
+    def update_toxic(self, proxy: str, name: str, attributes: dict) -> dict:
+        """Change some of a toxic's attributes in place (the rest keep theirs); the toxic as it is now."""
+        return self._req("POST", f"/proxies/{proxy}/toxics/{name}",
+                         json={"attributes": attributes, "toxicity": 1.0}).json()
+
+    def add_kafka_toxics(self, proxy: str) -> None:
+        """The pair of toxics that read Kafka's protocol (docker/toxiproxy/server/kafka.go), unarmed:
+        on a proxy no connection has been made through yet, since they find the frames from a
+        connection's first byte."""
+        self.add_toxic(proxy, KAFKA_REQUESTS_TOXIC, "kafka_requests", "upstream", {"pair": proxy, "api_key": UNARMED})
+        self.add_toxic(proxy, KAFKA_ANSWERS_TOXIC, "kafka_answers", "downstream", {"pair": proxy})
+
     def remove_toxic(self, proxy: str, name: str, missing_ok: bool = True) -> None:
         ok = (200, 204, 404) if missing_ok else (200, 204)
         self._req("DELETE", f"/proxies/{proxy}/toxics/{name}", ok=ok)
@@ -70,5 +92,18 @@ class Toxiproxy:
         return self._req("GET", f"/proxies/{proxy}/toxics").json()
 
     def reset(self) -> None:
-        """Enable every proxy and remove every toxic: the 'heal everything' call."""
-        self._req("POST", "/reset")
+        """Enable every proxy and remove every toxic: the 'heal everything' call. The Kafka toxics
+        stay, unarmed: taken off, they could not be put back on the connections already made."""
+        proxies = self._req("GET", "/proxies").json()
+        if not any(t["name"] == KAFKA_REQUESTS_TOXIC for p in proxies.values() for t in p.get("toxics", [])):
+            self._req("POST", "/reset")
+            return
+        for name, p in proxies.items():
+            if not p.get("enabled", True):
+                self.set_enabled(name, True)
+            for t in p.get("toxics", []):
+                if t["name"] == KAFKA_REQUESTS_TOXIC:
+                    if t["attributes"].get("api_key") != UNARMED:
+                        self.update_toxic(name, t["name"], {"api_key": UNARMED})
+                elif t["name"] not in PERMANENT_TOXICS:
+                    self.remove_toxic(name, t["name"])

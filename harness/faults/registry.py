@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, ConfigDict, model_validator
 from harness import mechanisms
 from harness.faults.settings import SETTINGS, FaultSettings
 from harness.faults.triggers import Trigger
-from harness.mechanisms import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, LATENCY_TOXIC
+from harness.mechanisms import BANDWIDTH_TOXIC, CUT_TOXIC, HOLD_TOXIC, KAFKA_APIS, LATENCY_TOXIC
 from harness.versions import KAFKA_VERSIONS
 
 if TYPE_CHECKING:
@@ -153,6 +153,16 @@ def _draw_latency(rng: random.Random, bounds: DrawBounds) -> dict:
     return {"latency_ms": latency, "jitter_ms": rng.randint(0, latency // 4)}
 
 
+# The request types a hunt loses answers to: those whose retry after a lost answer is a protocol's
+# own recovery path (a marker written twice, a commit or an append that landed but was not heard of).
+DRAWN_APIS = ("write_txn_markers", "end_txn", "txn_offset_commit", "add_partitions_to_txn", "add_offsets_to_txn",
+              "offset_commit", "produce", "init_producer_id", "alter_partition")
+
+
+def _draw_api(rng: random.Random, bounds: DrawBounds) -> dict:
+    return {"api": rng.choice(DRAWN_APIS)}
+
+
 def _draw_rate(rng: random.Random, bounds: DrawBounds) -> dict:
     return {"rate_kbps": rng.choice([16, 64, 256])}
 
@@ -210,6 +220,7 @@ class Applied:
     member: object | None = None  # the group member a member fault acts on (groups.Member)
     topic: str = ""  # the run's topic, whose ``fault.partition`` an admin operation acts on
     background: threading.Thread | None = None  # work the fault goes on with while the schedule runs (a roll)
+    answers_lost_before: dict[str, int] = field(default_factory=dict)  # lose_answers: each link's count when armed
 
 
 @dataclass(frozen=True)
@@ -307,6 +318,9 @@ class FaultKind:
     # Deletes the run's topic and creates it again: the judge tells the two topics apart by the times
     # the fault's events give (harness/checker/excuses.py, topics_recreated).
     recreates_topic: bool = False
+    # Reads Kafka's protocol on the node's links: its cluster starts with the Kafka toxics on every
+    # link that carries it (ClusterSettings.losable_answers).
+    loses_answers: bool = False
 
     def __post_init__(self) -> None:
         implied = {LATENCY_TOXIC: ("latency_ms", "jitter_ms"), BANDWIDTH_TOXIC: ("rate_kbps",)}.get(self.toxic, ())
@@ -404,6 +418,26 @@ def _one_way(c: KafkaCluster, a: Applied, b: int) -> None:
     for other in c.topo.peers_of(b):
         a.links += [link for link, _ in c.topo.one_way(b, other)]
         c.cut_one_way(b, other, tag=a.tag)
+
+
+def _answer_links(c: KafkaCluster, b: int) -> list[str]:
+    """The node's links that carry Kafka's protocol: to its clients, the other brokers and the controllers."""
+    return [link for link in c.topo.isolation_links(b) if c.topo.speaks_kafka(link)]
+
+
+def _lose_answers(c: KafkaCluster, a: Applied, b: int) -> None:
+    """Arm the Kafka toxics of the node's links. Its links stay out of ``a.links``: those are the ones
+    whose toxics the heal takes off, and these toxics stay on, disarmed (_keep_answers)."""
+    links = [link for link in _answer_links(c, b) if link not in a.answers_lost_before]
+    a.answers_lost_before.update(c.lose_answers(links, KAFKA_APIS[a.fault.api]))
+    a.detail["answers_to"] = a.fault.api
+    a.detail["answer_links"] = sorted(a.answers_lost_before)
+
+
+def _keep_answers(c: KafkaCluster, a: Applied, b: int) -> None:
+    counts = c.keep_answers([link for link in _answer_links(c, b) if link in a.answers_lost_before])
+    lost = sum(n - a.answers_lost_before[link] for link, (_, n) in counts.items())
+    a.detail["answers_lost"] = a.detail.get("answers_lost", 0) + lost
 
 
 def _to_leader(c: KafkaCluster, a: Applied, b: int) -> list[str]:
@@ -904,6 +938,20 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               guide="disks-and-clocks.md",
               takes=("dir",), defaults={"dir": 1}, generate=lambda rng, g, log_dirs: {"dir": rng.randint(1, log_dirs)},
               log_dirs_needed=2),
+    FaultKind("lose_answers", "the answers to one request type (`api`) on every link of the node that carries "
+              "Kafka's protocol are lost: each request reaches the side it is for and is handled there, its answer "
+              "never comes back, and the connection closes, as a network that lost an answer leaves it; the "
+              "asking side sees the connection go and asks again", "#843c39", _lose_answers, _keep_answers,
+              summary="the answers to one request type lost, each connection that lost one closed",
+              details="`api` is required (allowed: " + ", ".join(KAFKA_APIS) + "). The node's links to its "
+                      "clients, the other brokers and the KRaft controllers are read by kchaos's Kafka toxics "
+                      "(docker/toxiproxy/server/kafka.go) from their first byte: a scenario with this fault starts "
+                      "its cluster with them (`losable_answers`). One request type per link at a time: two such "
+                      "faults on one link, the later's type holds, and the first heal disarms both. How many "
+                      "answers were lost is on the fault's line (`answers_lost`).",
+              takes=("api",), requires=(("api", "lose_answers needs the request type whose answers are lost "
+                                                "(allowed: " + ", ".join(KAFKA_APIS) + ")"),),
+              draw=_draw_api, probe={"api": "write_txn_markers"}, loses_answers=True),
     FaultKind("latency", "latency_ms +- jitter_ms on every link of the node", "#aec7e8", _slow(_every_link),
               toxic=LATENCY_TOXIC, directional=True,
               summary="latency_ms +- jitter_ms on every link", draw=_draw_latency),

@@ -9,9 +9,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.mechanisms import DISK_OPS
+from harness.mechanisms import DISK_OPS, KAFKA_APIS
 
 DiskOp = Literal[DISK_OPS]  # type: ignore[valid-type]
+KafkaApi = Literal[tuple(KAFKA_APIS)]  # type: ignore[valid-type]
 # The topic configs an operator's alter_config changes at run time: what decides a write's durability
 # (min.insync.replicas, unclean election) and how long the log keeps it (retention).
 TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "retention.ms", "retention.bytes")
@@ -58,6 +59,9 @@ class FaultSettings(BaseModel):
                                                                       "run's topic gains (default 1)")
     dir: int | None = Field(None, ge=1, description="disk faults: which log directory of the broker (from 1; "
                                                     "default: every one; log_dir_failure: 1)")
+    api: KafkaApi | None = Field(None, description="lose_answers: the request type whose answers are lost (Kafka's "
+                                                   "name for it in snake case: write_txn_markers, end_txn, produce, "
+                                                   "...)")
 
     @model_validator(mode="after")
     def _check_config_value(self) -> FaultSettings:

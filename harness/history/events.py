@@ -133,6 +133,11 @@ class FaultDetail(_Record):
     created_ms: int | None = None
     topic_id_before: str | None = None
     topic_id_after: str | None = None
+    # lose_answers: the request type, the links whose answers to it were lost, and how many answers
+    # were lost (each one's connection closed with it) by the heal
+    answers_to: str | None = None
+    answer_links: list[str] | None = None
+    answers_lost: int | None = None
     recreated: str | None = None
 
 

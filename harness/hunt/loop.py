@@ -256,15 +256,17 @@ class Hunt:
 
     @staticmethod
     def _on_the_kept_cluster(s: Scenario, base: Base, tag: str) -> Scenario:
-        """A run of ``base`` as it runs on the kept cluster: on a topic of its own (``NAME-tag``), with links of
-        their own for every client the hunt may aim a link fault at, skewable clocks when it may skew
-        one and faultable disks when it may fail one, whether this draw does or not, so that draws
-        with and without those faults share the cluster."""
+        """A run of ``base`` as it runs on the kept cluster: on a topic of its own (``NAME-tag``), with
+        links of their own for every client the hunt may aim a link fault at, skewable clocks when it
+        may skew one, faultable disks when it may fail one and the Kafka toxics when it may lose
+        answers, whether this draw does or not, so that draws with and without those faults share
+        the cluster."""
         aimed = sorted({m.target.client for m in base.moves
                         if m.target.role == "client" and m.kind in CLIENT_LINK_FAULTS})
         clocks = any(FAULTS[m.kind].clock and not FAULTS[m.kind].on_clients for m in base.moves)
         disks = any(m.kind in DISK_FAULTS for m in base.moves)
-        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, tag), aimed), clocks, disks)
+        answers = any(FAULTS[m.kind].loses_answers for m in base.moves)
+        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, tag), aimed), clocks, disks, answers)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
         """Look at a drawn run once its check is done; one that came close without showing the goal

@@ -49,11 +49,14 @@ def with_links_for(s: Scenario, clients: list[str]) -> Scenario:
     return s.model_copy(update={"cluster": {**s.cluster, "private_clients": private}})
 
 
-def with_node_faults(s: Scenario, skewable_clocks: bool, faultable_disks: bool) -> Scenario:
+def with_node_faults(s: Scenario, skewable_clocks: bool, faultable_disks: bool,
+                     losable_answers: bool = False) -> Scenario:
     """``s`` on nodes whose clocks a clock fault can move (libfaketime loaded, at offset 0 until one
-    does) and whose log directories a disk fault can fail (served through kchaos-diskfs, failing
-    nothing until one does), as asked: runs with and without such faults then share one cluster."""
-    wanted = {k: True for k, on in (("skewable_clocks", skewable_clocks), ("faultable_disks", faultable_disks)) if on}
+    does), whose log directories a disk fault can fail (served through kchaos-diskfs, failing
+    nothing until one does) and whose links' answers a fault can lose (the Kafka toxics on, unarmed
+    until one is), as asked: runs with and without such faults then share one cluster."""
+    wanted = {k: True for k, on in (("skewable_clocks", skewable_clocks), ("faultable_disks", faultable_disks),
+                                    ("losable_answers", losable_answers)) if on}
     return s.model_copy(update={"cluster": {**s.cluster, **wanted}}) if wanted else s
 
 

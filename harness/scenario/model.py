@@ -318,6 +318,13 @@ class Scenario(ScenarioTable):
         return any(FAULTS[k].disk for k in kinds if k in FAULTS)
 
     @property
+    def loses_answers(self) -> bool:
+        """A fault that loses answers among the faults (or the generator's kinds) needs the Kafka toxics
+        on every link from its first byte."""
+        kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
+        return any(FAULTS[k].loses_answers for k in kinds if k in FAULTS)
+
+    @property
     def skews_clocks(self) -> bool:
         """A clock fault among the faults (or the generator's kinds) needs nodes started with skewable clocks."""
         kinds = [f.kind for f in self.faults] + (self.generator.kinds if self.generator is not None else [])
@@ -530,6 +537,8 @@ class Scenario(ScenarioTable):
             extra["skewable_clocks"] = True
         if self.faults_disks:
             extra["faultable_disks"] = True
+        if self.loses_answers:
+            extra["losable_answers"] = True
         if self.log_dirs > 1:
             extra["log_dirs"] = self.log_dirs
         extra |= {"controllers": self.controllers} if self.mode == "kraft" else {"zookeepers": self.zookeepers}

@@ -38,8 +38,8 @@ from harness.versions import CATALOGUE_VERSION, DEFAULT_VERSION, KafkaVersion, a
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
 DISKFS_DIR = DOCKER_DIR / "diskfs"  # the disk faults' pass-through file system (Go)
-TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
-TOXIPROXY_VERSION = "v2.12.0"
+TOXIPROXY_SERVER_DIR = DOCKER_DIR / "toxiproxy" / "server"  # Toxiproxy's server with kchaos's Kafka toxics (Go)
+TOXIPROXY_VERSION = "v2.12.0"  # the Toxiproxy module its go.mod requires
 RECIPE_REVISION = "2"  # bump to force every image to rebuild
 
 Log = Callable[[str], None]
@@ -86,7 +86,7 @@ def base_ref() -> ImageRef:
 
 
 def toxiproxy_ref() -> ImageRef:
-    h = _digest(RECIPE_REVISION, TOXIPROXY_MODULE, TOXIPROXY_VERSION, _files_digest(DOCKER_DIR / "toxiproxy"))
+    h = _digest(RECIPE_REVISION, TOXIPROXY_VERSION, _files_digest(DOCKER_DIR / "toxiproxy"))
     return ImageRef("toxiproxy", f"kchaos/toxiproxy:{TOXIPROXY_VERSION.lstrip('v')}-{h}", TOXIPROXY_VERSION)
 
 
@@ -179,15 +179,15 @@ def build_toxiproxy(client: docker.DockerClient, log: Log) -> str:
 
 
 def _build_toxiproxy(client: docker.DockerClient, log: Log) -> None:
+    """Toxiproxy's server with kchaos's Kafka-protocol toxics (docker/toxiproxy/server): a static Go
+    binary built against Toxiproxy's module, in an image of its own."""
     ref = toxiproxy_ref()
-    log(f"building {ref.tag} (go install {TOXIPROXY_MODULE}@{TOXIPROXY_VERSION})")
+    log(f"building {ref.tag} (go build of docker/toxiproxy/server, Toxiproxy {TOXIPROXY_VERSION})")
     with tempfile.TemporaryDirectory(prefix="kchaos-toxi-") as tmp:
         ctx = Path(tmp)
-        shutil.copytree(DOCKER_DIR / "toxiproxy", ctx, dirs_exist_ok=True)
-        env = {**os.environ, "CGO_ENABLED": "0", "GOBIN": str(ctx / "bin")}
-        _run(["go", "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"], "go install toxiproxy", env=env)
-        shutil.move(ctx / "bin" / "server", ctx / "toxiproxy-server")
-        shutil.rmtree(ctx / "bin")
+        shutil.copy2(DOCKER_DIR / "toxiproxy" / "Dockerfile", ctx / "Dockerfile")
+        _run(["go", "build", "-trimpath", "-o", str(ctx / "toxiproxy-server"), "."], "go build toxiproxy",
+             cwd=TOXIPROXY_SERVER_DIR, env={**os.environ, "CGO_ENABLED": "0"})
         _docker_build(client, ctx, ref.tag, {})
 
 

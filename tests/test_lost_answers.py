@@ -1,0 +1,58 @@
+"""The lose_answers fault against real Kafka: the answers to the transaction coordinator's
+WriteTxnMarkers requests are lost on its links while a transactional producer runs, the fault's line
+says how many, the coordinator's own log shows it asking again, and no promise breaks."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from harness.checker import check_runs
+from harness.run import runner
+from harness.scenario import load
+from tests.conftest import require_docker
+
+pytestmark = pytest.mark.docker
+
+SCENARIO = """
+name = "lost-marker-answers"
+kafka_version = "3.9.1"
+mode = "kraft"
+duration_s = 14
+[topic]
+partitions = 3
+[[producers]]
+name = "t"
+transactional = true
+txn_records = 10
+abort_ratio = 0.2
+rate = 300
+[consumers]
+isolation_level = "both"
+[[faults]]
+at_s = 3
+duration_s = 6
+kind = "lose_answers"
+api = "write_txn_markers"
+target = "txn_coordinator:t"
+"""
+
+
+def test_lost_marker_answers_are_lost_counted_retried_and_survived(tmp_path):
+    require_docker(["3.9.1"])
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(SCENARIO))
+    s = load(p)
+    assert s.cluster_settings().losable_answers
+    res = runner.execute(s, tmp_path / "run", log=lambda m: None)
+    events = [json.loads(x) for x in (res.path / "events.jsonl").read_text().splitlines()]
+    (fault,) = [e for e in events if e["type"] == "fault"]
+    assert fault["answers_to"] == "write_txn_markers" and fault["answer_links"], fault
+    assert fault["answers_lost"] >= 1, f"no WriteTxnMarkers answer was lost in {fault['end_ms'] - fault['start_ms']} ms"
+    coordinator = fault["brokers"][0]
+    log = (res.path / "logs" / f"kafka-{coordinator}.log").read_text()
+    assert "WriteTxnMarkers" in log or "txn marker" in log.lower(), "the coordinator's log says nothing of its markers"
+    (v,) = check_runs([res.path])
+    assert v.verdict == "pass", v.anomalies
