@@ -46,7 +46,7 @@ def family(kind: FaultKind) -> str:
         return "lasting"
     if kind.disk:
         return "disk"
-    if kind.toxic:
+    if kind.toxic or kind.loses_answers:
         return "network"
     return "process"
 
@@ -61,7 +61,7 @@ def aimed_at(kind: FaultKind) -> str:
         return "KRaft controllers"
     if kind.lasting:
         return "the whole cluster"
-    if kind.disk:
+    if kind.disk or kind.loses_answers:
         return "brokers, KRaft controllers"
     if not kind.on_nodes:
         return "brokers"

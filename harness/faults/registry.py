@@ -1008,7 +1008,8 @@ FAMILIES = {
                 "and the coordination nodes, among those, and from the host's clients. A network fault puts toxics "
                 "of its own on the links it names; a cut black-holes them (bytes stop, TCP connections stay open). "
                 "The heal takes off that fault's own toxics, so overlapping faults, even on one link, each heal "
-                "their own."),
+                "their own. Losing answers is the exception: the toxics that read Kafka's protocol are on every "
+                "Kafka link of such a cluster from its first byte, and a fault arms and disarms them."),
     "disk": ("A node's log directory", "A pass-through FUSE file system under the log directory, in the node's own "
              "container (never the machine's disk), answers as a failing disk would. A broker whose only log "
              "directory failed halts (Kafka's rule); the heal gives the disk back and starts it again. A ZooKeeper "
