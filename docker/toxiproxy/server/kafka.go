@@ -216,8 +216,19 @@ func (t *KafkaAnswers) Pipe(stub *toxics.ToxicStub) {
 			if lost {
 				s.p.lost()
 				stub.Close() // the connection goes, as it does when a network loses an answer
+				drain(stub)
 				return
 			}
+		}
+	}
+}
+
+// drain takes what still comes from the toxic before this one, until the link's end reaches it, so
+// that nothing before it waits on a stub that closed.
+func drain(stub *toxics.ToxicStub) {
+	for chunk := range stub.Input {
+		if chunk == nil {
+			return
 		}
 	}
 }
