@@ -156,6 +156,16 @@ func (t *KafkaRequests) NewState() interface{} {
 
 func (t *KafkaRequests) Pipe(stub *toxics.ToxicStub) {
 	s := stub.State.(*requestState)
+	pump(stub, func(chunk *stream.StreamChunk) bool {
+		t.read(s, chunk.Data)
+		stub.Output <- chunk
+		return true
+	})
+}
+
+// pump is a toxic's loop: each chunk until the link ends, or is interrupted to change the chain,
+// to “each“, which passes on what goes on and says whether the link goes on.
+func pump(stub *toxics.ToxicStub, each func(*stream.StreamChunk) bool) {
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -165,8 +175,9 @@ func (t *KafkaRequests) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			t.read(s, chunk.Data)
-			stub.Output <- chunk
+			if !each(chunk) {
+				return
+			}
 		}
 	}
 }
@@ -200,27 +211,18 @@ func (t *KafkaAnswers) NewState() interface{} {
 
 func (t *KafkaAnswers) Pipe(stub *toxics.ToxicStub) {
 	s := stub.State.(*answerState)
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case chunk := <-stub.Input:
-			if chunk == nil {
-				stub.Close()
-				return
-			}
-			out, lost := s.filter(chunk.Data)
-			if len(out) > 0 {
-				stub.Output <- &stream.StreamChunk{Data: out, Timestamp: chunk.Timestamp}
-			}
-			if lost {
-				s.p.lost()
-				stub.Close() // the connection goes, as it does when a network loses an answer
-				drain(stub)
-				return
-			}
+	pump(stub, func(chunk *stream.StreamChunk) bool {
+		out, lost := s.filter(chunk.Data)
+		if len(out) > 0 {
+			stub.Output <- &stream.StreamChunk{Data: out, Timestamp: chunk.Timestamp}
 		}
-	}
+		if lost {
+			s.p.lost()
+			stub.Close() // the connection goes, as it does when a network loses an answer
+			drain(stub)
+		}
+		return !lost
+	})
 }
 
 // drain takes what still comes from the toxic before this one, until the link's end reaches it, so
