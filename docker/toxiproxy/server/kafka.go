@@ -44,7 +44,7 @@ func (c *conn) mark(id int32) {
 	c.marked[id] = struct{}{}
 }
 
-// take says whether the answer “id“ is to be lost, and forgets the mark.
+// take says whether the answer id is to be lost, and forgets the mark.
 func (c *conn) take(id int32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,7 +109,7 @@ func (f *frames) between() bool {
 	return f.rest == 0 && len(f.header) == 0
 }
 
-// next takes one step into “data“: bytes of the current frame's body, or of the next header. It
+// next takes one step into data: bytes of the current frame's body, or of the next header. It
 // returns how many bytes it consumed, and the header when that step completed one.
 func (f *frames) next(data []byte, size int) (int, []byte) {
 	if f.rest > 0 {
@@ -164,7 +164,7 @@ func (t *KafkaRequests) Pipe(stub *toxics.ToxicStub) {
 }
 
 // pump is a toxic's loop: each chunk until the link ends, or is interrupted to change the chain,
-// to “each“, which passes on what goes on and says whether the link goes on.
+// to each, which passes on what goes on and says whether the link goes on.
 func pump(stub *toxics.ToxicStub, each func(*stream.StreamChunk) bool) {
 	for {
 		select {
@@ -235,7 +235,7 @@ func drain(stub *toxics.ToxicStub) {
 	}
 }
 
-// filter is what of “data“ goes on, and whether an answer was lost in it (nothing of that answer,
+// filter is what of data goes on, and whether an answer was lost in it (nothing of that answer,
 // nor anything after it, goes on). A header split across chunks is held back until it is whole.
 func (s *answerState) filter(data []byte) ([]byte, bool) {
 	out := append([]byte(nil), s.f.header...) // a header held back from the chunk before
