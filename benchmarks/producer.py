@@ -1,5 +1,7 @@
-"""Producer benchmark: kchaos's recording producer against Kafka's own kafka-producer-perf-test
-(org.apache.kafka.tools.ProducerPerformance), on the same cluster, topic and settings, in one run.
+"""Producer benchmark: kchaos's recording producer against its own library driven flat out, on the
+same cluster, topic and settings, in one run: the Java driver against Kafka's own
+kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance), the others against the library
+with nothing recorded (below).
 
 Settings for both: acks=all, idempotence on, linger.ms=5, batch.size=65536, no compression,
 no faults; both reach the brokers through the same Toxiproxy client proxies. Records are the same
@@ -18,7 +20,10 @@ from going second on a warmer cluster.
 
 A Go library's recording producer (``--client franz-go``, ``sarama``, ``kafka-go``) is measured against
 the same program with nothing recorded (``bare``: the library driven flat out with the same
-settings, each send's promise only counted), on the same cluster in turns, as above.
+settings, each send's promise only counted), on the same cluster in turns, as above; librdkafka's
+the same way, against confluent-kafka driven by the same sending loop with each delivery report
+only counted (BareProducer). The Java driver is measured against kafka-producer-perf-test, Kafka's
+own tool on the same Java client.
 
 Usage: python benchmarks/producer.py [--seconds 10] [--rounds 5] [--warmup 15] [--kafka-version 3.9.1] [--mode zk]
        [--client librdkafka|java|franz-go|sarama|kafka-go]
@@ -139,8 +144,8 @@ def main() -> None:
     theirs: list[float] = []
     memory: list[int] = []
     start_up: list[float] = []
-    # A Go library is measured against its own program driven flat out with nothing recorded (the
-    # library with the same settings); librdkafka and the Java client against kafka-producer-perf-test.
+    # A Go library and librdkafka are measured against the library driven flat out with nothing
+    # recorded (the same settings); the Java client against kafka-producer-perf-test.
     go = hasattr(driver(a.client, a.kafka_version), "bare_producer")
     ref_name = f"{a.client} unrecorded" if go else "kafka-producer-perf-test"
 

@@ -12,7 +12,13 @@ from confluent_kafka import libversion
 
 from harness.clients.groups import Group, final_offsets
 from harness.clients.librdkafka.transactions import Copier, TransactionalProducer
-from harness.clients.librdkafka.workload import BareConsumer, RecordingConsumer, RecordingProducer, final_read
+from harness.clients.librdkafka.workload import (
+    BareConsumer,
+    BareProducer,
+    RecordingConsumer,
+    RecordingProducer,
+    final_read,
+)
 from harness.cluster import KafkaCluster
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 
@@ -26,6 +32,12 @@ class ConfluentDriver:
         if spec.transactional:
             return TransactionalProducer(name, spec, cluster, topic, partitions, stop, seed)
         return RecordingProducer(name, spec, cluster, topic, partitions, stop)
+
+    def bare_producer(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
+                      stop: threading.Event) -> BareProducer:
+        """The recording producer's settings and loop recording nothing: what it is measured against
+        (benchmarks/producer.py)."""
+        return BareProducer(name, spec, cluster, topic, partitions, stop)
 
     def consumer(self, name: str, spec: ConsumerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, isolation: str) -> RecordingConsumer:

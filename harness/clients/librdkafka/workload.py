@@ -338,6 +338,26 @@ class RecordingProducer(threading.Thread):
             time.sleep(ACKS0_LINGER_S)
 
 
+class BareProducer(RecordingProducer):
+    """The recording producer's settings and sending loop with nothing recorded, each delivery report
+    only counted: librdkafka driven flat out as an application drives it, what the recording
+    producer is measured against (benchmarks/producer.py)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._ok = 0
+
+    def _delivery_callback(self) -> Callable[[KafkaError | None, Message], None]:
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            if err is None:
+                self._ok += 1
+
+        return on_delivery
+
+    def acked(self) -> int:
+        return self._ok
+
+
 class RecordingConsumer(threading.Thread):
     """Tails every partition from offset 0 at one isolation level; ``rows`` follows consumed.parquet's
     columns (v2's isolation included; the final read's rows say null, read_uncommitted).

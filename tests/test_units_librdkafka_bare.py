@@ -1,4 +1,4 @@
-"""librdkafka's recording consumer keeps each poll as the library returned it and builds the rows
+"""librdkafka's bare producer counts its delivery reports; its recording consumer keeps each poll as the library returned it and builds the rows
 when they are read: the rows built that way, on polls the test builds (the conformance test runs it
 against real Kafka)."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import threading
 
-from harness.clients.librdkafka.workload import BareConsumer, RecordingConsumer
-from harness.scenario import ConsumerSpec
+from harness.clients.librdkafka.workload import BareConsumer, BareProducer, RecordingConsumer
+from harness.scenario import ConsumerSpec, ProducerSpec
 
 
 class Conf:
-    def client_config(self, **kw):
+    def client_config(self, *name, **kw):
         return kw
 
 
@@ -73,3 +73,14 @@ def test_the_bare_consumer_counts_and_keeps_nothing():
     for _ in range(3):
         b.poll_once(c)
     assert b.read == 3 and 0 < b.first_ms <= b.last_ms and b.rows == []
+
+
+def test_the_bare_producer_counts_the_successful_delivery_reports_and_keeps_nothing():
+    from confluent_kafka import KafkaError
+
+    b = BareProducer("bare", ProducerSpec(name="bare"), Conf(), "chaos", 1, threading.Event())
+    report = b.conf["on_delivery"]
+    report(None, Msg(0, 0, b"bare-0"))
+    report(KafkaError(KafkaError._MSG_TIMED_OUT), Msg(0, -1, b"bare-1"))
+    report(None, Msg(0, 1, b"bare-2"))
+    assert b.acked() == 2 and b._dr_value == [] and b._dr_result == []
