@@ -1,6 +1,6 @@
 """librdkafka's clients as benchmarks and runs use them: the bare producer counts its delivery
 reports; the recording consumer keeps each poll as the library returned it and builds the rows when
-they are read, on polls the test builds (the conformance test runs both against real Kafka)."""
+they are read, on polls the test builds (the conformance test runs the recording clients against real Kafka)."""
 
 from __future__ import annotations
 
