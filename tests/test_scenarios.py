@@ -178,6 +178,11 @@ def test_same_seed_same_schedule_and_seed_matters(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "overrides", "message"),
     [
+        ("", ["producers.0.epoch_from=32000"],
+         r"producers\.0: epoch_from: only a transactional producer has a producer epoch that its transactions bump "
+         r"\(allowed: transactional = true\)"),
+        ("", ["producers.0.transactional=true", "producers.0.epoch_from=32767"],
+         r"producers\.0\.epoch_from: Input should be less than or equal to 32766"),
         ("", ["producers.0.transactional=true", "producers.0.acks=1"],
          r"producers\.0: transactional: a transactional producer needs acks = \"all\" \(got acks = \"1\"; "
          r"allowed: all\)"),

@@ -12,6 +12,7 @@ import pytest
 from harness.history import HistoryError, events, read_events
 from harness.history.events import (
     CommitRefused,
+    EpochsDriven,
     EventLog,
     Fault,
     FaultSkipped,
@@ -42,6 +43,7 @@ ONE_OF_EACH = [
     FaultSkipped(ts_ms=6, kind="kill", target="leader", reason="partition 0 has no leader"),
     TriggerUnfired(ts_ms=7, fault=2, kind="kill", target="leader", on="hw offset=9", armed_at_s=1),
     Note(ts_ms=8, msg="group g had not committed to the end of every partition"),
+    EpochsDriven(ts_ms=8, transactional_id="kchaos-t", producer_id=1000, epoch=32700, requests=32701, seconds=95.5),
     ToolFailed(ts_ms=8, tool="kafka-dump-log", node="kafka-1", error="exit 1", lacks="the coordinator's log"),
     IsrNotRestored(ts_ms=8, topic="t", waited_s=120, why="topic t did not reach a full ISR",
                    partitions=[{"partition": 0, "leader": 3, "replicas": [3, 1, 2], "isr": [3, 2]}]),

@@ -33,7 +33,7 @@ from harness.clients.process import (
 )
 from harness.clients.registry import BuildError
 from harness.cluster import KafkaCluster
-from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec, transactional_id
 from harness.setup.java import cache_dir
 from harness.setup.tools import build_lock, run_tool
 from harness.versions import KAFKA_VERSIONS
@@ -266,7 +266,7 @@ class GoConsumer(ConsumerProcess, GoProcess):
 def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict[str, str]:
     """A transactional client's properties under Kafka's names (each program takes the transactional
     id and timeout as its library's options)."""
-    return as_properties({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": f"kchaos-{name}",
+    return as_properties({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": transactional_id(name),
                           "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
                           "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000, **config})
 

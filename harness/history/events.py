@@ -166,6 +166,19 @@ class Note(_Record):
     msg: str
 
 
+class EpochsDriven(_Record):
+    """A transactional producer's epoch driven up before the run (its ``epoch_from``): the producer id
+    and epoch its transactional.id was left at, and the InitProducerId requests that took it there."""
+
+    type: Literal["epochs_driven"] = "epochs_driven"
+    ts_ms: int
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    requests: int
+    seconds: float
+
+
 class ToolFailed(_Record):
     """One of Kafka's own tools that the run uses to read the brokers after healing failed, or is not in
     the node's image (harness/cluster/kafka_tools.py): the tool, the node, what it said, and what the
@@ -297,12 +310,12 @@ class CommitRefused(_Record):
     generation: int
 
 
-Event = Annotated[WorkloadStart | WorkloadEnd | Note | ToolFailed | IsrNotRestored | State | FaultStart | Fault
-                  | FaultSkipped | TriggerFired | TriggerUnfired | Rebalance | CommitRefused,
+Event = Annotated[WorkloadStart | WorkloadEnd | Note | EpochsDriven | ToolFailed | IsrNotRestored | State
+                  | FaultStart | Fault | FaultSkipped | TriggerFired | TriggerUnfired | Rebalance | CommitRefused,
                   Field(discriminator="type")]
-RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, ToolFailed, IsrNotRestored, State,
-                                            FaultStart, Fault, FaultSkipped, TriggerFired, TriggerUnfired, Rebalance,
-                                            CommitRefused)
+RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, EpochsDriven, ToolFailed, IsrNotRestored,
+                                            State, FaultStart, Fault, FaultSkipped, TriggerFired, TriggerUnfired,
+                                            Rebalance, CommitRefused)
 TYPE_NAMES = tuple(t.model_fields["type"].default for t in RECORD_TYPES)
 _EVENT = TypeAdapter(Event)
 

@@ -30,6 +30,7 @@ from harness.history.events import (
     now_ms,
 )
 from harness.run.coordinator_log import partition_for
+from harness.scenario import transactional_id
 
 LOG = logging.getLogger("kchaos.nemesis")
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
@@ -156,7 +157,7 @@ class Nemesis:
         if f.stream != "both":
             a.detail["stream"] = f.stream
         if f.target.role == "txn_coordinator":
-            a.detail["transactional_id"] = f"kchaos-{f.target.client or self.first_client}"
+            a.detail["transactional_id"] = transactional_id(f.target.client or self.first_client)
         if f.target.role == "group_coordinator":
             a.detail["group"] = f.target.client or self.first_group
         if f.target.role == "share_coordinator":

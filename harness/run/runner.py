@@ -15,6 +15,7 @@ from harness.history import EVENTS
 from harness.history.events import EventLog
 from harness.run import logs, schedule
 from harness.run.directory import RunDirectory, RunError, RunResult, finish
+from harness.run.epochs import drive_epochs
 from harness.run.nemesis import Nemesis
 from harness.run.recording import Recording
 from harness.scenario import Scenario
@@ -100,8 +101,13 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
             c.runs += 1
             log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
                 f"{s.mode}, {s.brokers} brokers")
+            t_epochs = time.monotonic()
+            drive_epochs(c, s, events, log)  # before the clients are made: it fences whoever holds the id
+            epochs_s = round(time.monotonic() - t_epochs, 2)
             rec = Recording.of(c, s, events, d.path)
             rec.phases["cluster_up"] = up_s
+            if any(p.epoch_from is not None for p in s.producers):
+                rec.phases["epochs"] = epochs_s
             try:  # clients in processes of their own are started already: stopped if the run ends here
                 with rec.phases.timed("topic_ready"):
                     rec.create_topics()

@@ -38,6 +38,7 @@ from harness.scenario.tables import (
     ShareGroupSpec,
     TopicSpec,
     VersionText,
+    transactional_id,
 )
 
 __all__ = [
@@ -66,5 +67,6 @@ __all__ = [
     "kip848_broker_config",
     "load",
     "share_broker_config",
+    "transactional_id",
     "validate_tables",
 ]

@@ -99,6 +99,12 @@ class TopicSpec(ScenarioTable):
         }
 
 
+def transactional_id(instance: str) -> str:
+    """The transactional.id a run gives a transactional client instance (a producer's or the copier's),
+    whatever its library: what the nemesis looks its coordinator up by, and what kchaos-epochs drives."""
+    return f"kchaos-{instance}"
+
+
 class ProducerSpec(ClientTable):
     kind: ClassVar[str] = "producer"
     name: str = "p"
@@ -115,6 +121,10 @@ class ProducerSpec(ClientTable):
     txn_records: int = Field(10, ge=1, le=100_000, description="records per transaction, over every partition")
     abort_ratio: float = Field(0.0, ge=0, le=1, description="share of transactions aborted (seeded)")
     transaction_timeout_ms: int = Field(10000, ge=1000, description="transaction.timeout.ms")
+    epoch_from: int | None = Field(
+        None, ge=1, le=32766, description="transactional: before the run, its transactional.id's producer epoch is "
+                                          "driven to this value by InitProducerId requests (docker/epochs), so its "
+                                          "commits and aborts reach the epoch's limit (32767) within the run")
     quiet: bool = Field(False, description="send nothing on its own: only `send` steps, one record each, "
                                            "acknowledged before the step ends (a quiet pipeline)")
     # The instances a client_clock_skew aims at (the scenario marks them): a process-per-client
@@ -144,6 +154,9 @@ class ProducerSpec(ClientTable):
                              f"\"{self.acks}\"; allowed: all)")
         if self.idempotence and self.acks != "all":
             raise ValueError("idempotence requires acks = \"all\"")
+        if self.epoch_from is not None and not self.transactional:
+            raise ValueError("epoch_from: only a transactional producer has a producer epoch that its transactions "
+                             "bump (allowed: transactional = true)")
         if self.quiet and self.transactional:
             raise ValueError("quiet: send steps are for plain producers, not transactional ones (allowed: false)")
         return self

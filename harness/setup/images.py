@@ -38,6 +38,7 @@ from harness.versions import CATALOGUE_VERSION, DEFAULT_VERSION, KafkaVersion, a
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = Path(os.environ.get("KCHAOS_DOCKER_DIR", REPO_ROOT / "docker"))
 DISKFS_DIR = DOCKER_DIR / "diskfs"  # the disk faults' pass-through file system (Go)
+EPOCHS_DIR = DOCKER_DIR / "epochs"  # drives a transactional.id's producer epoch up before a run (Go)
 TOXIPROXY_SERVER_DIR = DOCKER_DIR / "toxiproxy" / "server"  # Toxiproxy's server with kchaos's Kafka toxics (Go)
 TOXIPROXY_VERSION = "v2.12.0"  # the Toxiproxy module its go.mod requires
 RECIPE_REVISION = "2"  # bump to force every image to rebuild
@@ -195,16 +196,27 @@ def diskfs_binary(log: Log) -> Path:
     """The disk faults' pass-through file system (docker/diskfs, docs/disks-and-clocks.md), a static
     Go binary: built once per machine and source, the first time a cluster with faultable disks
     needs it (no quick matrix cell does, so a new machine's set-up does not build it)."""
+    return _go_binary("kchaos-diskfs", DISKFS_DIR, log)
+
+
+def epochs_binary(log: Log) -> Path:
+    """kchaos-epochs (docker/epochs), which drives a transactional.id's producer epoch up before a run
+    (a producer's ``epoch_from``): built once per machine and source, the first time a run needs it."""
+    return _go_binary("kchaos-epochs", EPOCHS_DIR, log)
+
+
+def _go_binary(name: str, src: Path, log: Log) -> Path:
+    """A static Go binary of the module in ``src``, built into the machine's cache once per source."""
     from harness.setup.java import cache_dir
 
-    out = cache_dir() / f"kchaos-diskfs-{_digest(RECIPE_REVISION, _files_digest(DISKFS_DIR))}"
+    out = cache_dir() / f"{name}-{_digest(RECIPE_REVISION, _files_digest(src))}"
     if out.exists():
         return out
-    with build_lock("diskfs"):
+    with build_lock(name):
         if not out.exists():
-            log("building kchaos-diskfs (go build of docker/diskfs)")
+            log(f"building {name} (go build of {src.relative_to(REPO_ROOT) if src.is_relative_to(REPO_ROOT) else src})")
             tmp = out.with_name(out.name + ".tmp")
-            _run(["go", "build", "-trimpath", "-o", str(tmp), "."], "go build kchaos-diskfs", cwd=DISKFS_DIR,
+            _run(["go", "build", "-trimpath", "-o", str(tmp), "."], f"go build {name}", cwd=src,
                  env={**os.environ, "CGO_ENABLED": "0"})
             tmp.rename(out)
     return out

@@ -14,7 +14,7 @@ from harness.clients.java.process import JavaProcess
 from harness.clients.java_errors import classify
 from harness.clients.process import TxnProcess, TxnProducerProcess, bootstrap
 from harness.cluster import KafkaCluster
-from harness.scenario import CopierSpec, ProducerSpec
+from harness.scenario import CopierSpec, ProducerSpec, transactional_id
 
 READ_COMMITTED = "read_committed"
 
@@ -22,7 +22,7 @@ READ_COMMITTED = "read_committed"
 def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict:
     """kafka-clients properties of a transactional producer named ``name``, as transactions.txn_conf's
     are librdkafka's; a transactional call blocks up to max.block.ms."""
-    return {"bootstrap.servers": bootstrap(cluster, name), "transactional.id": f"kchaos-{name}",
+    return {"bootstrap.servers": bootstrap(cluster, name), "transactional.id": transactional_id(name),
             "enable.idempotence": True, "acks": "all", "transaction.timeout.ms": timeout_ms,
             "request.timeout.ms": 5000, "delivery.timeout.ms": max(timeout_ms, 10000), "max.block.ms": 10000,
             "metadata.max.age.ms": 5000, **config}

@@ -24,7 +24,7 @@ from harness.clients.groups import committed_offsets
 from harness.clients.librdkafka.workload import RecordingProducer, classify
 from harness.cluster import KafkaCluster
 from harness.history.events import now_ms
-from harness.scenario import CopierSpec, ProducerSpec
+from harness.scenario import CopierSpec, ProducerSpec, transactional_id
 
 LOG = logging.getLogger("kchaos.transactions")
 ABORT_FLUSH_S = 1.0  # a seeded abort waits this long for its records' acks, then aborts what is in flight
@@ -68,7 +68,7 @@ def _on_delivery(row: dict):
 def txn_conf(cluster: KafkaCluster, name: str, timeout_ms: int, **extra) -> dict:
     """librdkafka settings of a transactional producer named ``name``."""
     return cluster.client_config(name, **{
-        "transactional.id": f"kchaos-{name}", "enable.idempotence": True, "acks": "all",
+        "transactional.id": transactional_id(name), "enable.idempotence": True, "acks": "all",
         "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
         "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000,
         "topic.metadata.refresh.interval.ms": 2000, **extra})
