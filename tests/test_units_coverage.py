@@ -49,6 +49,12 @@ def test_each_state_is_counted_once_per_entry():
               planned_duration_s=0),
         Fault(name="kill leader (p0)", kind="kill", target="leader", partition=0, brokers=[1], nodes=["kafka-1"],
               tag="f2", links=[], start_ms=990, end_ms=1400, planned_at_s=1, planned_duration_s=0.4),
+        Fault(name="lose_answers leader (p0)", kind="lose_answers", target="leader", partition=0, brokers=[2],
+              tag="f3", links=[], start_ms=100, end_ms=200, planned_at_s=0.1, planned_duration_s=0.1,
+              answers_to="produce", answers_lost=0),  # armed, nothing lost: not the state
+        Fault(name="lose_answers leader (p0)", kind="lose_answers", target="leader", partition=0, brokers=[2],
+              tag="f4", links=[], start_ms=1500, end_ms=1600, planned_at_s=1.5, planned_duration_s=0.1,
+              answers_to="produce", answers_lost=3),
     ]
     record = [{"partition": 0, "ts_ms": 1250, "old_leader": 1, "new_leader": 3, "kind": "unclean"},
               {"partition": 0, "ts_ms": 1750, "old_leader": 3, "new_leader": 1, "kind": "preferred"}]
@@ -65,6 +71,7 @@ def test_each_state_is_counted_once_per_entry():
         "commit_refused": 1,
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
+        "answer_lost": 1,
     }
 
 

@@ -180,10 +180,17 @@ def topic_recreated(s: Sampled) -> list[int]:
             and e.recreated == "recreated"]
 
 
+def answer_lost(s: Sampled) -> list[int]:
+    """answer_lost: a request reached the side it was for and was handled, and its answer was lost with
+    its connection (a lose_answers fault that lost at least one): the asker retries what already
+    happened (a marker written twice, a commit or an append it was not told of)."""
+    return [e.start_ms for e in s.faults if (e.answers_lost or 0) > 0]
+
+
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, controller_failover,
     quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action, coordinator_lost,
-    unflushed_data_lost, disk_failing, topic_recreated,
+    unflushed_data_lost, disk_failing, topic_recreated, answer_lost,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
