@@ -1,10 +1,12 @@
 """A transactional producer started near its epoch's limit against real Kafka 4.4.0 (transactions
 version 2, Kafka's Java client): kchaos-epochs drives its transactional.id to the epoch asked
-before the run, the run's commits and aborts carry it over the limit, and no promise breaks."""
+before the run, the run's commits and aborts carry it over the limit, the coordinator gives the
+transactional.id a new producer id (the client's own log says so), and no promise breaks."""
 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pyarrow.parquet as pq
@@ -51,6 +53,11 @@ def test_a_producer_started_near_its_epochs_limit_goes_over_it_and_nothing_break
              if o in ("committed", "aborted")]
     # initTransactions bumps the epoch once, each commit or abort once more (transactions version 2)
     assert len(ended) > 32767 - START, f"{len(ended)} transactions ended: the epoch's limit was not reached"
+    # Kafka's Java client logs each producer id and epoch it is given: a new producer id at epoch 0
+    given = re.findall(r"ProducerId set to (\d+) with epoch (\d+)", (res.path / "logs" / "clients.log").read_text())
+    assert (str(driven["producer_id"]), str(START + 1)) in given, given
+    assert any(pid != str(driven["producer_id"]) and epoch == "0" for pid, epoch in given), \
+        f"the coordinator gave no new producer id at the limit: {given}"
     run = json.loads((res.path / "run.json").read_text())
     assert run["phases"]["epochs"] > 0
     (v,) = check_runs([res.path])
