@@ -165,6 +165,7 @@ def test_an_idempotent_librdkafka_producer_logs_its_idempotence_machinery_beside
         {"debug": "msg,topic,eos"}
     assert idempotence_debug(ProducerSpec(name="p", idempotence=True, config={"debug": "eos"})) == {"debug": "eos"}
     assert idempotence_debug(ProducerSpec(name="p", idempotence=False, config={"debug": "msg"})) == {}
+    assert idempotence_debug(ProducerSpec(name="t", transactional=True)) == {"debug": "eos"}, "transactional: too"
 
 @pytest.mark.parametrize(("clients", "line", "shown"), [
     (["librdkafka", "kafka-go"], "kafka-go returned a transaction marker as a record: chaos[0] offset 20", True),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.clients.groups import committed_offsets
-from harness.clients.librdkafka.workload import RecordingProducer, classify
+from harness.clients.librdkafka.workload import RecordingProducer, classify, idempotence_debug
 from harness.cluster import KafkaCluster
 from harness.history.events import now_ms
 from harness.scenario import CopierSpec, ProducerSpec, transactional_id
@@ -159,7 +159,7 @@ class TransactionalProducer(RecordingProducer):
                  stop: threading.Event, seed: int):
         super().__init__(name, spec, cluster, topic, partitions, stop)
         self.conf.update(txn_conf(cluster, name, spec.transaction_timeout_ms, **{"linger.ms": spec.linger_ms},
-                                  **spec.config))
+                                  **{**spec.config, **idempotence_debug(spec)}))
         self.conf.pop("retries", None)  # a transactional producer retries as it must
         self.log = TxnLog(name)  # its transactions; the sends are the columns below
         self.client = TxnClient(name, self.conf, spec.transaction_timeout_ms, after_call=self._mark)

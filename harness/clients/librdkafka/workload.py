@@ -62,10 +62,10 @@ def classify(err: KafkaError | None, retries: int) -> str:
 
 
 def idempotence_debug(spec: ProducerSpec) -> dict[str, str]:
-    """An idempotent producer's debug contexts: the scenario's own and "eos", its idempotence machinery
+    """An idempotent or transactional producer's debug contexts: the scenario's own and "eos", its idempotence machinery
     (producer id, drains, epoch bumps, duplicate sequences, implicit acks), a few lines a state change
     and none a message: the lines that show known issues' mechanisms (harness/checker/known_issues.py)."""
-    if not spec.idempotence:
+    if not (spec.idempotence or spec.transactional):  # a transactional producer is idempotent too
         return {}
     own = [c for c in str(spec.config.get("debug", "")).split(",") if c]
     return {"debug": ",".join([*own, "eos"] if "eos" not in own else own)}
