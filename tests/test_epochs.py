@@ -41,6 +41,7 @@ isolation_level = "both"
 """
 
 
+@pytest.mark.chaos_long  # a minute of InitProducerId requests before the run: the default suite keeps its time
 def test_a_producer_started_near_its_epochs_limit_goes_over_it_and_nothing_breaks(tmp_path):
     require_docker(["4.4.0"])
     p = tmp_path / "s.toml"
