@@ -117,7 +117,7 @@ def test_an_armed_link_loses_the_answer_after_the_request_was_handled_and_closes
     c = socket.create_connection(("127.0.0.1", listen))
     assert ask(c, marker, 1) == 1, "disarmed: answers come back on a new connection"
     toxiproxy.update_toxic("repl-1-2", KAFKA_REQUESTS_TOXIC, {"api_key": marker})
-    toxiproxy.reset()
+    toxiproxy.reset(keep_kafka_toxics=True)
     names = {t["name"]: t for t in toxiproxy.toxics("repl-1-2")}
     assert names[KAFKA_REQUESTS_TOXIC]["attributes"]["api_key"] == -1, "a reset keeps the toxics, unarmed"
     assert ask(c, marker, 2) == 2

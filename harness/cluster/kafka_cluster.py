@@ -13,6 +13,7 @@ import os
 import shlex
 import tarfile
 import time
+from pathlib import Path
 
 import docker
 from confluent_kafka.admin import AdminClient
@@ -22,6 +23,7 @@ from kazoo.client import KazooClient
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
+from docker.errors import DockerException
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
@@ -354,6 +356,18 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
     def follow_truncations(self) -> TruncationFollower:
         """Every broker's log followed from now on for the truncations it writes (close it when done)."""
         return TruncationFollower({b: self._node(b) for b in self.settings.broker_ids})
+
+    def write_logs(self, logs_dir: Path, missing_ok: bool = False) -> None:
+        """Every container's own log (but Toxiproxy's) into ``logs_dir`` as KEY.log, for whoever explains
+        an anomaly; with ``missing_ok`` a container already gone is left out (a run that failed)."""
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        for key in self.container_keys():
+            try:
+                (logs_dir / f"{key}.log").write_text(self.logs(key, tail="all"))
+            except (DockerException, ClusterError) as e:
+                if not missing_ok:
+                    raise
+                LOG.warning("no log of %s: %s", key, e)
 
     def logs(self, key: str, tail: int | str = 200, timestamps: bool = False) -> str:
         """A container's log; with ``timestamps``, each line after the engine's own RFC 3339 time of it."""

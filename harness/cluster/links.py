@@ -113,7 +113,7 @@ class LinkFaults:
 
     def heal_network(self) -> None:
         assert self.toxi is not None
-        self.toxi.reset()
+        self.toxi.reset(keep_kafka_toxics=self.settings.losable_answers)
 
     def heal(self) -> None:
         """Undo every fault: network healed, paused brokers resumed, stopped brokers started."""

@@ -91,14 +91,14 @@ class Toxiproxy:
     def toxics(self, proxy: str) -> list[dict]:
         return self._req("GET", f"/proxies/{proxy}/toxics").json()
 
-    def reset(self) -> None:
-        """Enable every proxy and remove every toxic: the 'heal everything' call. The Kafka toxics
-        stay, unarmed: taken off, they could not be put back on the connections already made."""
-        proxies = self._req("GET", "/proxies").json()
-        if not any(t["name"] == KAFKA_REQUESTS_TOXIC for p in proxies.values() for t in p.get("toxics", [])):
+    def reset(self, keep_kafka_toxics: bool = False) -> None:
+        """Enable every proxy and remove every toxic: the 'heal everything' call. With
+        ``keep_kafka_toxics`` (a cluster that may lose answers) those stay, unarmed: taken off, they
+        could not be put back on the connections already made."""
+        if not keep_kafka_toxics:
             self._req("POST", "/reset")
             return
-        for name, p in proxies.items():
+        for name, p in self._req("GET", "/proxies").json().items():
             if not p.get("enabled", True):
                 self.set_enabled(name, True)
             for t in p.get("toxics", []):

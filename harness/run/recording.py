@@ -337,9 +337,7 @@ class Recording:
             replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
             checkpoints = read_checkpoints(c, topic.name)
         with self.phases.timed("container_logs"):
-            (d / "logs").mkdir(exist_ok=True)
-            for key in c.container_keys():  # every container's own log, for whoever explains an anomaly
-                (d / "logs" / f"{key}.log").write_text(c.logs(key, tail="all"))
+            c.write_logs(d / "logs")
             if self.groups:  # the coordinator's own record of the groups' commits
                 offsets += self._write_coordinator_log(d / "logs" / coordinator_log.FILE)
         produced = self._produced()

@@ -65,10 +65,7 @@ def _container_logs_kept(c: KafkaCluster, logs_dir: Path) -> Iterator[None]:
     try:
         yield
     except NOT_CARRIED_OUT:
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        for key in c.container_keys():
-            with contextlib.suppress(*NOT_CARRIED_OUT):  # a container already gone: the others still
-                (logs_dir / f"{key}.log").write_text(c.logs(key, tail="all"))
+        c.write_logs(logs_dir, missing_ok=True)
         raise
 
 
