@@ -122,11 +122,17 @@ def _idempotent_run(client: str) -> RunConfig:
     ("java 2.8.2", "INFO ... ProducerBatch - Resetting sequence number of batch with current sequence 911 for "
      "partition chaos-0 to 0", "KAFKA-14034", True),
     ("java 2.8.2", "INFO ... ProducerId set to 0 with epoch 3", "KAFKA-14034", False),
-    ("librdkafka 2.16.0", "Resetting sequence number of batch with current sequence 911", "librdkafka#4953", None)])
-def test_a_java_producers_duplicates_are_kafka_14034_only_where_its_log_shows_batches_resequenced(
+    ("librdkafka 2.16.0", "Resetting sequence number of batch with current sequence 911", "librdkafka#4953", False),
+    ("librdkafka 2.16.0", "DRAIN [rdkafka#producer-821] [thrd:127.0.0.1:37288/1]: Beginning partition drain in state "
+     "Assigned for PID{Id:17000,Epoch:2} epoch bump for 0 partition(s) with in-flight requests: 147 message(s) timed "
+     "out on chaos-60 [1]", "librdkafka#4953", True),
+    ("librdkafka 2.16.0", "DRAIN [thrd:main]: chaos [0] beginning partition drain: drain before retrying",
+     "librdkafka#4953", False)])
+def test_a_producers_duplicates_are_named_only_where_its_log_shows_the_mechanism(
         tmp_path, client, line, issue, shown):
-    """The Java client's duplicates are named by the re-sequencing its own log shows; without the line
-    they stay unexplained; librdkafka's are its own known issue, named by configuration."""
+    """The Java client's duplicates are KAFKA-14034 where its own log shows batches re-sequenced,
+    librdkafka's are librdkafka#4953 where its own log shows the epoch bumped; without the line they
+    stay unexplained (a partition drained for a retry is not a bump)."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "clients.log").write_text(f"2026-11-28 03:58:39,923 INFO kchaos.java safe {line}\n")
     run = _idempotent_run(client)

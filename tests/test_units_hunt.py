@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from harness import scenario as scenario_mod
 from harness.checker import ANOMALIES
 from harness.checker import verdict as verdict_mod
-from harness.checker.verdict import NotHealed, Verdict
+from harness.checker.verdict import KnownIssue, NotHealed, Verdict
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.known import known_id
@@ -198,8 +198,13 @@ def test_known_results_by_the_verdicts_known_issues_or_what_permits_the_anomaly(
     v = verdict({"lost": 5})
     assert known_id(Goal.parse("lost").hits(v)[0], v) == "acks1-leader-kill"
     v = verdict({"duplicate": 1}, broken=["duplicate"], why="idempotence",
-                known_issues=[{"issue": "librdkafka#4953", "anomalies": ["duplicate"], "why": "epoch bump"}])
+                known_issues=[{"issue": "librdkafka#4953", "anomalies": ["duplicate"], "why": "epoch bump",
+                               "shown": True, "evidence": "logs/clients.log: DRAIN ... epoch bump"}])
     assert known_id(Goal().hits(v)[0], v) == "librdkafka#4953"
+    for shown in (False, None):
+        v = verdict({"lost": 3}, broken=["lost"], why="transactional",
+                    known_issues=[{"issue": "KAFKA-17754", "anomalies": ["lost"], "why": "late produce", "shown": shown}])
+        assert known_id(Goal().hits(v)[0], v) is None, "a configuration that fits a known bug is not its mechanism"
     v = verdict({"divergence": 1}, broken=["divergence"], why="leader epochs")
     assert known_id(Goal().hits(v)[0], v) is None
     v = verdict({"divergence": 9}, why="leader epochs off (inter.broker.protocol.version < 0.11): followers truncate")
@@ -278,6 +283,11 @@ def test_bug_md_speaks_the_trackers_language(tmp_path):
     (run / "run.json").write_text(json.dumps(librdkafka))
     again = bug_md(doc, hit, s, run, v)
     assert "| Client | librdkafka 2.16.0 |" in again and "| Python binding | confluent-kafka " in again
+    fits = v.model_copy(update={"known_issues": [KnownIssue(issue="KAFKA-17754", anomalies=["lost"],
+                                                             why="a late produce lands in the next transaction")]})
+    root = bug_md(doc, hit, s, run, fits).split("## Root cause")[1]
+    assert root.lstrip().startswith("Unexplained") and "KAFKA-17754 (lost)" in root and \
+        "Consistent with the configuration only" in root, "a known bug no log shows is listed, never the cause"
 
 
 def test_wilson_interval_matches_newcombes_table():

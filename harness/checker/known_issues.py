@@ -6,7 +6,8 @@ symptom in the right configuration without it is listed as unexplained, with the
 looked for, so that a stall or a regression nobody has explained does not arrive pre-labelled.
 
 A record without log evidence (``evidence=None``: nothing a broker or client logs by default shows
-the mechanism) is named by configuration alone, and says so wherever it is shown.
+the mechanism) is listed as consistent with the run's configuration, never as its cause: the anomaly
+stays unexplained, as for a record whose line the run's logs lack.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ KNOWN_ISSUES = (
         "librdkafka#4953", ("duplicate",), "librdkafka_idempotent",
         "after a produce request times out or is refused with OUT_OF_ORDER_SEQUENCE, librdkafka bumps the "
         "idempotent producer's epoch and sends the batch again with new sequence numbers, which the broker cannot "
-        "recognise as a retry: a record written twice", None),
+        "recognise as a retry: a record written twice",
+        Evidence(("logs/clients.log",), r"Beginning partition drain in state \S+ for PID\{[^}]*\} epoch bump",
+                 "librdkafka bumped the idempotent producer's epoch after in-flight requests failed (its debug "
+                 "context eos, on for kchaos's idempotent producers; the reason follows the colon: messages timed "
+                 "out, or a sequence refused), after which it sends the batches again under new sequence numbers")),
     KnownIssueRecord(
         "confluent-kafka-go#921", ("lost",), "librdkafka_idempotent",
         "librdkafka's idempotent producer takes a later batch's success as proof that the partition's earlier "

@@ -163,14 +163,16 @@ class KnownIssue(_Model):
     why: str
     # True: the run's logs hold the line that shows the mechanism (``evidence``); False: they do not,
     # so the anomalies stay unexplained (``evidence`` says what was looked for); None: no log line
-    # shows this bug's mechanism, so it is named by configuration alone
+    # shows this bug's mechanism, so the run's configuration is merely consistent with it
     shown: bool | None = None
     evidence: str | None = None
 
     @property
     def explains(self) -> bool:
-        """Whether this names the cause: its mechanism shown, or a bug no log can show."""
-        return self.shown is not False
+        """Whether this names the cause. Only a mechanism the run's own logs show does: a bug that fits
+        the configuration but that no log line shows leaves the anomaly unexplained, so a new bug with
+        a known bug's symptoms is never filed away under the known one."""
+        return self.shown is True
 
 
 class NotJudged(_Model):

@@ -94,13 +94,14 @@ def _count(anomaly: str, verdict: Verdict) -> int:
 
 def _known_line(i: KnownIssue) -> str:
     """One known issue as the write-up lists it: shown by the run's own logs, not shown (so the
-    anomaly is unexplained), or named by configuration alone."""
+    anomaly is unexplained), or consistent with the configuration alone (unexplained too)."""
     what = f"- {i.issue} ({', '.join(i.anomalies)}): {i.why}"
     if i.shown is True:
         return f"{what}. Shown by the run's logs: `{i.evidence}`"
     if i.shown is False:
         return f"{what}. **Not shown**: {i.evidence}; the anomaly is unexplained"
-    return f"{what}. Named by configuration: no log line shows this mechanism"
+    return f"{what}. Consistent with the configuration only: no log line shows this mechanism, so the anomaly is " \
+        "unexplained"
 
 
 def _observed(hit: Hit, verdict: Verdict) -> list[str]:
@@ -187,7 +188,7 @@ def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
         "to say." if logs_shown else " The brokers' and clients' own logs are attached (`minimal/logs/`)."), ""]
     others = [i for i in verdict.known_issues if not i.explains]
     if others:
-        out += ["Known issues of this configuration, not shown:", "", *[_known_line(i) for i in others], ""]
+        out += ["Known issues of this configuration, their mechanism not shown:", "", *[_known_line(i) for i in others], ""]
     return out
 
 
