@@ -203,7 +203,8 @@ def test_known_results_by_the_verdicts_known_issues_or_what_permits_the_anomaly(
     assert known_id(Goal().hits(v)[0], v) == "librdkafka#4953"
     for shown in (False, None):
         v = verdict({"lost": 3}, broken=["lost"], why="transactional",
-                    known_issues=[{"issue": "KAFKA-17754", "anomalies": ["lost"], "why": "late produce", "shown": shown}])
+                    known_issues=[{"issue": "KAFKA-17754", "anomalies": ["lost"], "why": "late produce",
+                                   "shown": shown}])
         assert known_id(Goal().hits(v)[0], v) is None, "a configuration that fits a known bug is not its mechanism"
     v = verdict({"divergence": 1}, broken=["divergence"], why="leader epochs")
     assert known_id(Goal().hits(v)[0], v) is None

@@ -188,7 +188,8 @@ def _root_cause(verdict: Verdict, logs_shown: bool) -> list[str]:
         "to say." if logs_shown else " The brokers' and clients' own logs are attached (`minimal/logs/`)."), ""]
     others = [i for i in verdict.known_issues if not i.explains]
     if others:
-        out += ["Known issues of this configuration, their mechanism not shown:", "", *[_known_line(i) for i in others], ""]
+        out += ["Known issues of this configuration, their mechanism not shown:", "",
+                *[_known_line(i) for i in others], ""]
     return out
 
 
