@@ -210,3 +210,26 @@ def test_eligible_leader_replicas_cover_one_brokers_power_loss_and_not_several()
     assert not promises(several)["lost"].promised and not promises(several)["divergence"].promised
     assert "every broker that held it lost power" in promises(several)["lost"].why
     assert one.label().endswith("+power_loss") and several.label().endswith("+power_loss(several brokers)")
+
+
+@pytest.mark.parametrize(("client", "line", "shown"), [
+    ("librdkafka 2.16.0", "ADVBASE [rdkafka#producer-2] [thrd:app]: chaos [2] advancing epoch base msgid to 448 due "
+     "to 3 message(s) in aborted transaction", True),
+    ("librdkafka 2.16.0", "TXNABORT [thrd:app]: Purging and flushing 0 outstanding message(s) prior to abort", False),
+    ("java 4.4.0", "advancing epoch base msgid to 448 due to 3 message(s) in aborted transaction", None)])
+def test_a_librdkafka_transactions_loss_is_kchaos_f3_only_where_its_log_shows_the_base_moved(tmp_path, client, line,
+                                                                                          shown):
+    """A transactional librdkafka producer's lost records are kchaos-F3 where its own log shows an abort
+    moving the partition's sequence base past purged messages; a Java producer's never are (None: not
+    listed at all)."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "clients.log").write_text(f"2026-11-29 06:41:35,410 DEBUG kchaos.librdkafka txn {line}\n")
+    name, version = client.split(" ")
+    run = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft",
+            "client": {"name": name, "version": version},
+            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True, "transactional": True}]})
+    cfgs = resolve_configs(run, {"p": {"topics": ["t"], "acks": ["all"]}}, [])
+    f3 = [k for k in known_issues(run, cfgs.producers.values(), {"lost": 3, "torn_txn": 1}, tmp_path)
+          if k.issue == "kchaos-F3"]
+    assert [k.shown for k in f3] == ([] if shown is None else [shown])

@@ -90,6 +90,17 @@ KNOWN_ISSUES = (
                  "kchaos's idempotent producers; the line follows a request that timed out with its batch written "
                  "too, so a lost record's own delivery report without an offset is what ties the two)")),
     KnownIssueRecord(
+        "kchaos-F3", ("lost", "torn_txn"), "librdkafka_transactional",
+        "librdkafka's transactional producer aborts a transaction that holds a batch whose Produce request may have "
+        "been written (its answer lost with the connection) without bumping the producer epoch: the abort purges "
+        "the batch and moves the partition's sequence base past it, so the next transaction's first batch goes out "
+        "with the purged batch's sequence numbers in the same epoch, the broker answers it as a duplicate with the "
+        "aborted batch's offsets, and the committed records are in no log (docs/findings.md F3)",
+        Evidence(("logs/clients.log",),
+                 r"advancing epoch base msgid to \d+ due to \d+ message\(s\) in aborted transaction",
+                 "librdkafka purged an aborted transaction's messages and moved the partition's sequence base past "
+                 "them (its ADVBASE line, debug context eos, on for kchaos's transactional producers)")),
+    KnownIssueRecord(
         "KAFKA-14034", ("duplicate",), "java_idempotent",
         "when Kafka's Java idempotent producer bumps its epoch (a batch expired or failed), it gives the batches "
         "still in flight new sequence numbers under the new epoch and sends them again; a batch the broker had "
@@ -161,6 +172,7 @@ def _machinery(run: RunConfig, producers: list[Config]) -> dict[str, bool]:
             "copier": bool(run.copiers),
             "librdkafka_idempotent": any(_librdkafka(c.client) and c.idempotence and not c.transactional
                                          for c in producers),
+            "librdkafka_transactional": any(_librdkafka(c.client) and c.transactional for c in producers),
             "java_idempotent": any(c.client.startswith("java") and c.idempotence and not c.transactional
                                    for c in producers),
             "zookeeper": run.mode == "zk",

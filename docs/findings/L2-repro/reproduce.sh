@@ -15,6 +15,7 @@ out=${OUT:-$here/out}
 broker=19391  # the broker's port, published on the host
 proxy=19392   # the proxy's, which the broker advertises
 mkdir -p "$out"
+rm -f "$out/librdkafka.log"
 cleanup() {
   docker logs l2-kafka > "$out/kafka.log" 2>&1 || true
   docker rm -f l2-kafka >/dev/null 2>&1 || true
@@ -23,7 +24,9 @@ cleanup
 trap cleanup EXIT INT TERM
 docker run -d --name l2-kafka -p "127.0.0.1:$broker:$broker" -v "$here:/repro:ro" --entrypoint sh "$image" -c "
   cp /repro/server.properties /tmp/server.properties
-  printf 'listeners=PLAINTEXT://0.0.0.0:$broker,CONTROLLER://localhost:9093\nadvertised.listeners=PLAINTEXT://127.0.0.1:$proxy\n' \
+  printf 'listeners=PLAINTEXT://0.0.0.0:$broker,INTERNAL://localhost:9094,CONTROLLER://localhost:9093\n' \
+    >> /tmp/server.properties
+  printf 'advertised.listeners=PLAINTEXT://127.0.0.1:$proxy,INTERNAL://localhost:9094\n' \
     >> /tmp/server.properties
   if ls /opt/kafka/libs/log4j-core-2*.jar >/dev/null 2>&1; then
     LOG=-Dlog4j2.configurationFile=/repro/log4j2.properties
