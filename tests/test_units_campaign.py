@@ -38,9 +38,11 @@ def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_r
          {"lost": 9, "nonmonotonic_send": 1}, {"lost"}, [])
     _run(b, "h0000", "librdkafka 2.16.0", "not exercised", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
     (b / "runs" / "h0001").mkdir()  # a run that could not run: no verdict, not counted
+    for investigated in ("h0000-c1", "h0000-s03", "h0000-s03-2", "h0000-m2"):  # the finding's own runs
+        _run(a, investigated, "librdkafka 2.16.0", "fail", ["kill"], 0, {}, {"lost": 3}, {"lost"}, ["lost"])
 
     acc = account([a, b])
-    assert len(acc.runs) == 3 and acc.errors == 2 and round(acc.minutes) == 60
+    assert len(acc.runs) == 3 and acc.errors == 2 and round(acc.minutes) == 60 and acc.investigations == 4
     assert acc.anomalies(broke=True) == {"lost": 1}  # h0001's loss was expected: not a broken promise
     assert acc.anomalies(broke=False) == {"divergence": 1, "lost": 1, "nonmonotonic_send": 1}
     assert acc.kinds() == {"kill": 2, "power_loss": 2, "recreate_topic": 1}

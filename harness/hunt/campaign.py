@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class Account:
     runs: list[Drawn] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)
     errors: int = 0
+    investigations: int = 0  # runs that confirmed, shrank or measured a finding: not drawn, not counted above
 
     def by(self, what: str) -> Counter:
         return Counter(getattr(r, what) for r in self.runs)
@@ -59,6 +61,11 @@ class Account:
     def anomalies(self, broke: bool) -> Counter:
         """Runs that showed each anomaly class: breaking a promise, or (``broke`` False) not."""
         return Counter(a for r in self.runs for a in (r.broken if broke else r.not_broken))
+
+
+# A run the hunt made to investigate a finding, named after the drawn run it investigates
+# (harness/hunt/loop.py): a confirmation (-c1), a shrink candidate (-s03, -s03-2) or a measurement (-m1).
+INVESTIGATION = re.compile(r"-(?:c\d+|m\d+|s\d{2}(?:-\d+)?)$")
 
 
 def drawn(run_dir: Path) -> Drawn | None:
@@ -103,7 +110,9 @@ def account(hunt_dirs: list[Path]) -> Account:
         acc.errors += doc["errors"]
         acc.findings += doc["findings"]
         for run_dir in sorted((d / "runs").iterdir()) if (d / "runs").is_dir() else []:
-            if (r := drawn(run_dir)) is not None:
+            if INVESTIGATION.search(run_dir.name):
+                acc.investigations += 1
+            elif (r := drawn(run_dir)) is not None:
                 acc.runs.append(r)
     return acc
 
@@ -125,7 +134,8 @@ def markdown(acc: Account, ground: str) -> str:
         "|---|---|---|---|---|---|---|",
         f"| {ground} | {lines} | {clients} | {len(acc.runs)} | {acc.minutes:.0f} | {_counts(broken)} | {found} |",
         "",
-        f"- hunts: {', '.join(acc.hunts)}; runs that could not run: {acc.errors}",
+        f"- hunts: {', '.join(acc.hunts)}; runs that could not run: {acc.errors}; runs that confirmed, shrank or "
+        f"measured findings (not counted here): {acc.investigations}",
         f"- verdicts: {_counts(acc.by('verdict'))}",
         f"- runs per client: {_counts(acc.by('client'))}",
         f"- faults drawn: {_counts(acc.kinds())}; {sum(r.triggered for r in acc.runs)} of "
