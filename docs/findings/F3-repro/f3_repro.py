@@ -1,4 +1,4 @@
-"""Candidate for L2: librdkafka's transactional producer reports a committed transaction's messages
+"""kchaos F3: librdkafka's transactional producer reports a committed transaction's messages
 delivered at the offsets of an aborted transaction's messages, and no log holds them.
 
 Each round, against one Kafka broker reached through a proxy this script runs: a new topic of one
@@ -12,7 +12,7 @@ partition from offset 0, read_committed and read_uncommitted, and prints B's mes
 delivered that the committed log does not hold, each with its reported offset and what that offset
 holds. Exits 1 if any round showed one.
 
-    python l2_repro.py BROKER LISTEN [--rounds 20] [--lose-s 1.5] [--wait-s 1.0] [--debug-log FILE]
+    python f3_repro.py BROKER LISTEN [--rounds 20] [--lose-s 1.5] [--wait-s 1.0] [--debug-log FILE]
 
 BROKER is the broker's host:port; LISTEN the proxy's, which the broker must advertise.
 """
@@ -113,7 +113,7 @@ def producer(bootstrap: str, debug_log: str | None) -> Producer:
     """A transactional producer with librdkafka's defaults but its transactional id (and a debug log
     of contexts eos, msg, topic, protocol and broker: epochs, sequences, purges, requests and
     disconnects)."""
-    conf = {"bootstrap.servers": bootstrap, "transactional.id": f"l2-{uuid.uuid4().hex[:8]}", "linger.ms": 5}
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": f"f3-{uuid.uuid4().hex[:8]}", "linger.ms": 5}
     if debug_log:
         log = logging.getLogger("librdkafka")
         conf |= {"debug": "eos,msg,topic,protocol,broker", "logger": log}
@@ -154,7 +154,7 @@ def one_round(bootstrap: str, proxy: AnswerLosingProxy, lose_s: float, wait_s: f
     """B's messages reported delivered (value -> offset), and those the committed log lacks, each with
     its reported offset and what the log holds there."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = f"l2-{uuid.uuid4().hex[:8]}"
+    topic = f"f3-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
     p = producer(bootstrap, debug_log)
     p.init_transactions(30)
