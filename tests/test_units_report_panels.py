@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.verdict import Coordination, Reported, Unavailability, Verdict
+from harness.checker.verdict import Coordination, KnownIssue, Reported, Unavailability, Verdict
 from harness.history import RunConfig
 from harness.history.events import from_dicts
 from harness.report import page
@@ -95,3 +95,18 @@ def test_a_runs_end_is_the_last_moment_its_typed_events_name(tmp_path):
     ])
     run = RunConfig.model_validate({})
     assert RunView(tmp_path, run, _verdict(tmp_path), events, T0).end_ms == T0 + 9000
+
+
+def test_a_known_bug_is_called_the_cause_only_where_the_runs_logs_show_it(tmp_path):
+    """The page names a known bug as what explains an anomaly only with the log line that shows its
+    mechanism; one that only fits the configuration leaves the anomaly unexplained."""
+    d = txn_history().write(tmp_path / "txn")
+    fits = KnownIssue(issue="KAFKA-17754", anomalies=["lost"], why="a late produce lands in the next transaction")
+    shown = KnownIssue(issue="kchaos-F3", anomalies=["lost"], why="the abort reuses sequences", shown=True,
+                       evidence="logs/clients.log: ADVBASE chaos [0] advancing epoch base msgid to 5")
+    v = _verdict(d).model_copy(update={"known_issues": [fits, shown],
+                                       "anomalies": {c.name: 0 for c in page.CLASSES} | {"lost": 4}})
+    text = page.render([{**page.run_section(d, v), "anchor": "run0"}], "t")
+    assert "<b>kchaos-F3</b> explains lost" in text and "advancing epoch base msgid to 5" in text
+    assert "<b>Unexplained</b> lost: the configuration is KAFKA-17754's" in text
+    assert "no log line kchaos reads shows its mechanism" in text and "may explain" not in text
