@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -103,4 +104,44 @@ func (s *Signals) FreezeIfAsked() {
 	if s.freezing.Swap(false) {
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
+}
+
+// Readers names a member's consumer column: a new name each time an assignment gives back a
+// partition this process has already returned records of, since the member then reads it again
+// from the group's committed offset, which may lie behind what it returned. The name counts the
+// member's assignments, not the group's generation: a session that ends and joins again without a
+// rebalance (sarama's Consume after an error) keeps the generation and still starts again from
+// the committed offset.
+type Readers struct {
+	mu          sync.Mutex
+	consumer    string
+	assignments int64
+	returned    map[int32]bool
+	name        string
+}
+
+// NewReaders starts with the member's own name.
+func NewReaders(consumer string) *Readers {
+	return &Readers{consumer: consumer, returned: map[int32]bool{}, name: consumer}
+}
+
+// Assigned counts an assignment and renames the reader if it gives back a partition returned from.
+func (r *Readers) Assigned(partitions []int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.assignments++
+	for _, p := range partitions {
+		if r.returned[p] {
+			r.name = r.consumer + "/" + strconv.FormatInt(r.assignments, 10)
+			return
+		}
+	}
+}
+
+// Returned records that a record of the partition was returned, and says under which name.
+func (r *Readers) Returned(partition int32) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.returned[partition] = true
+	return r.name
 }

@@ -31,3 +31,26 @@ func TestAnEmptyAssignmentIsAnEmptyList(t *testing.T) {
 		t.Fatalf("partitions in order: %s", lines[1])
 	}
 }
+
+// A member that joins again within the same generation (sarama's Consume after an error) reads a
+// partition it returned from again from the committed offset: a new reader each time, so going
+// back there is not a consumer moving backwards.
+func TestAReaderIsRenamedOnEveryAssignmentThatGivesBackAPartition(t *testing.T) {
+	r := NewReaders("g-2")
+	r.Assigned([]int32{2})
+	if got := r.Returned(2); got != "g-2" {
+		t.Fatalf("first assignment: %s", got)
+	}
+	r.Assigned([]int32{2}) // the same generation again
+	if got := r.Returned(2); got != "g-2/2" {
+		t.Fatalf("second assignment of a partition returned from: %s", got)
+	}
+	r.Assigned([]int32{0}) // a partition not returned from: the name stays
+	if got := r.Returned(0); got != "g-2/2" {
+		t.Fatalf("an assignment of new partitions: %s", got)
+	}
+	r.Assigned([]int32{2, 0})
+	if got := r.Returned(2); got != "g-2/4" {
+		t.Fatalf("third time back: %s", got)
+	}
+}

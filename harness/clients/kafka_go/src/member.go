@@ -22,20 +22,19 @@ import (
 // harness refuses "auto"). SIGTERM is a clean leave, SIGUSR1 a freeze between a record and its
 // commit, SIGKILL a crash.
 type member struct {
-	cfg          gp.MemberConfig
-	o            *options
-	out          *gp.MemberOut
-	signals      *gp.Signals
-	mu           sync.Mutex // the fields below, shared by the partitions' goroutines
-	seq          int64
-	next         map[int]int64 // per partition: the offset after the last record returned, not yet committed
-	uncommitted  int
-	lastCommit   time.Time
-	returnedFrom map[int]bool  // partitions this process returned records of
-	reader       string        // the consumer column: a new name each time the group moves a partition back
-	committed    chan struct{} // closed once the generation a stopping member was in has made its last commit
-	queue        chan pendingCommit
-	leaving      sync.Once
+	cfg         gp.MemberConfig
+	o           *options
+	out         *gp.MemberOut
+	signals     *gp.Signals
+	mu          sync.Mutex // the fields below, shared by the partitions' goroutines
+	seq         int64
+	next        map[int]int64 // per partition: the offset after the last record returned, not yet committed
+	uncommitted int
+	lastCommit  time.Time
+	readers     *gp.Readers   // the consumer column: a new name each time a partition comes back to it
+	committed   chan struct{} // closed once the generation a stopping member was in has made its last commit
+	queue       chan pendingCommit
+	leaving     sync.Once
 }
 
 // pendingCommit is a commit handed to the member's committer: the offsets, the generation they are
@@ -120,11 +119,10 @@ func (m *member) consume(ctx context.Context, gen *kafka.Generation, a kafka.Par
 		}
 		logIfMarker(msg)
 		m.mu.Lock()
-		seq, reader := m.seq, m.reader
+		seq, reader := m.seq, m.readers.Returned(int32(msg.Partition))
 		m.seq++
 		m.uncommitted++
 		m.next[msg.Partition] = msg.Offset + 1
-		m.returnedFrom[msg.Partition] = true
 		m.mu.Unlock()
 		m.out.Read(m.cfg, reader, seq, msg.Topic, int32(msg.Partition), msg.Offset, string(msg.Value), gp.NowMs(),
 			highWatermark(msg), int64(gen.ID))
@@ -138,14 +136,10 @@ func (m *member) consume(ctx context.Context, gen *kafka.Generation, a kafka.Par
 func (m *member) generation(gen *kafka.Generation) {
 	assigned := gen.Assignments[m.cfg.Topic]
 	ids := make([]int32, len(assigned))
-	m.mu.Lock()
 	for i, a := range assigned {
 		ids[i] = int32(a.ID)
-		if m.returnedFrom[a.ID] {
-			m.reader = fmt.Sprintf("%s/%d", m.cfg.Consumer, gen.ID)
-		}
 	}
-	m.mu.Unlock()
+	m.readers.Assigned(ids)
 	m.out.Rebalance("assign", ids, int64(gen.ID))
 	var wg sync.WaitGroup
 	for _, a := range assigned {
@@ -184,8 +178,8 @@ func runMember(path string) error {
 	if err != nil {
 		return err
 	}
-	m := &member{cfg: cfg, o: o, out: out, next: map[int]int64{}, lastCommit: time.Now(), returnedFrom: map[int]bool{},
-		reader: cfg.Consumer, signals: gp.WatchSignals()}
+	m := &member{cfg: cfg, o: o, out: out, next: map[int]int64{}, lastCommit: time.Now(),
+		readers: gp.NewReaders(cfg.Consumer), signals: gp.WatchSignals()}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.committed, m.queue = make(chan struct{}), make(chan pendingCommit, 1024)
 	go m.committer()

@@ -23,27 +23,19 @@ import (
 // record (harness/clients/go_program.py, docs/drivers.md). SIGTERM is a clean leave, SIGUSR1 a
 // freeze between a record and its commit, SIGKILL a crash.
 type member struct {
-	cfg          gp.MemberConfig
-	out          *gp.MemberOut
-	signals      *gp.Signals
-	mu           sync.Mutex // the counts below, shared by the claims' goroutines
-	seq          int64
-	uncommitted  int
-	lastCommit   time.Time
-	returnedFrom map[int32]bool // partitions this process returned records of
-	reader       string         // the consumer column: a new name each time the group moves a partition back
+	cfg         gp.MemberConfig
+	out         *gp.MemberOut
+	signals     *gp.Signals
+	mu          sync.Mutex // the counts below, shared by the claims' goroutines
+	seq         int64
+	uncommitted int
+	lastCommit  time.Time
+	readers     *gp.Readers // the consumer column: a new name each time a partition comes back to it
 }
 
 func (m *member) Setup(s sarama.ConsumerGroupSession) error {
 	g := int64(s.GenerationID())
-	m.mu.Lock()
-	for _, p := range s.Claims()[m.cfg.Topic] {
-		if m.returnedFrom[p] {
-			m.reader = fmt.Sprintf("%s/%d", m.cfg.Consumer, g)
-			break
-		}
-	}
-	m.mu.Unlock()
+	m.readers.Assigned(s.Claims()[m.cfg.Topic])
 	m.out.Rebalance("assign", s.Claims()[m.cfg.Topic], g)
 	return nil
 }
@@ -81,10 +73,9 @@ func (m *member) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consum
 func (m *member) record(s sarama.ConsumerGroupSession, msg *sarama.ConsumerMessage, hw int64) {
 	ts := gp.NowMs()
 	m.mu.Lock()
-	seq, reader := m.seq, m.reader
+	seq, reader := m.seq, m.readers.Returned(msg.Partition)
 	m.seq++
 	m.uncommitted++
-	m.returnedFrom[msg.Partition] = true
 	m.mu.Unlock()
 	m.out.Read(m.cfg, reader, seq, msg.Topic, msg.Partition, msg.Offset, string(msg.Value), ts, highWatermark(hw),
 		int64(s.GenerationID()))
@@ -134,7 +125,7 @@ func runMember(path string) error {
 			fmt.Fprintln(os.Stderr, "group:", err)
 		}
 	}()
-	m := &member{cfg: cfg, out: out, lastCommit: time.Now(), returnedFrom: map[int32]bool{}, reader: cfg.Consumer}
+	m := &member{cfg: cfg, out: out, lastCommit: time.Now(), readers: gp.NewReaders(cfg.Consumer)}
 	m.signals = gp.WatchSignals()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
