@@ -375,3 +375,22 @@ def test_the_zookeeper_server_a_broker_is_connected_to_is_read_from_its_establis
     assert quorum.zookeeper_server_connected(header + listening + to_broker + closing, ports) is None
     v6 = "   0: 0000000000000000FFFF00000A000003:C352 0000000000000000FFFF00000A000002:5535 01 0 0 0 0 0 4\n"
     assert quorum.zookeeper_server_connected(header + v6, ports) == 203
+
+
+def test_a_commands_output_is_its_stdout_then_its_stderr_never_a_line_cut_by_the_other():
+    """The engine interleaves a command's two streams chunk by chunk; a DumpLogSegments record cut by
+    its "Non-consecutive offsets" warning read as a record whose value held the warning (a divergence
+    kchaos counted). Kept apart, each stream's lines stay whole."""
+    from harness.cluster.kafka_cluster import joined_output
+    from harness.run.replicas import parse_dump
+
+    out = (b"Dumping /var/lib/kafka/data/chaos-copy-2/00000000000000000477.log\n"
+           b"baseOffset: 671 lastOffset: 671 partitionLeaderEpoch: 3\n"
+           b"| offset: 671 CreateTime: 1 keySize: -1 valueSize: 11 sequence: 4 headerKeys: [] payload: copier-1894\n")
+    err = b"Non-consecutive offsets in /var/lib/kafka/data/chaos-copy-0/00000000000000000477.log\n"
+    text = joined_output((out, err))
+    assert text == (out + err).decode()
+    assert [r["value"] for r in parse_dump(text, 1, "chaos-copy")] == ["copier-1894"]
+    assert joined_output((out.rstrip(b"\n"), err)).endswith("copier-1894\nNon-consecutive offsets in "
+                                                             "/var/lib/kafka/data/chaos-copy-0/00000000000000000477.log\n")
+    assert joined_output(None) == "" and joined_output((None, b"boom")) == "boom"

@@ -60,6 +60,15 @@ testcontainers_config.ryuk_disabled = True
 LOG = logging.getLogger("kchaos.cluster")
 
 
+def joined_output(demuxed: tuple[bytes | None, bytes | None] | None) -> str:
+    """A command's stdout followed by its stderr, each whole, as text."""
+    out, err = demuxed or (None, None)
+    text = (out or b"").decode(errors="replace")
+    if err:
+        text += ("" if not text or text.endswith("\n") else "\n") + err.decode(errors="replace")
+    return text
+
+
 def _image_exists(client: docker.DockerClient, tag: str) -> bool:
     try:
         client.images.get(tag)
@@ -333,9 +342,11 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
 
     # ---------------------------------------------------------------- files
     def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
-        """Run a command in a container (e.g. 'kafka-1'); returns (exit code, combined output)."""
-        res = self._containers[key].exec(cmd)
-        return res.exit_code, (res.output or b"").decode(errors="replace")
+        """Run a command in a container (e.g. 'kafka-1'); returns (exit code, its output: stdout, then
+        stderr). The two are kept apart and joined whole: the engine interleaves them chunk by chunk,
+        which can cut a line of a tool's output (a DumpLogSegments record) with a warning."""
+        res = self._containers[key].get_wrapped_container().exec_run(cmd, demux=True)
+        return res.exit_code, joined_output(res.output)
 
     def files(self, key: str, directory: str, pattern: str) -> dict[str, bytes]:
         """The files matching a shell ``pattern`` under ``directory`` of a container, by their path
