@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,26 +19,20 @@ import (
 // returned, per commit acknowledged or refused and per assignment change, and commit as the group's
 // spec says. SIGTERM is a clean leave, SIGUSR1 a freeze between a batch and its commit, SIGKILL a crash.
 type member struct {
-	cfg          gp.MemberConfig
-	cl           *kgo.Client
-	out          *gp.MemberOut
-	signals      *gp.Signals
-	seq          int64
-	generation   atomic.Int64
-	reader       atomic.Value // the consumer column: a new name each time the group moves a partition back
-	returnedFrom sync.Map     // partitions this process returned records of
-	uncommitted  int
-	lastCommit   time.Time
+	cfg         gp.MemberConfig
+	cl          *kgo.Client
+	out         *gp.MemberOut
+	signals     *gp.Signals
+	seq         int64
+	generation  atomic.Int64
+	readers     *gp.Readers // the consumer column: a new name each time a partition comes back to it
+	uncommitted int
+	lastCommit  time.Time
 }
 
 func (m *member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	g := m.generation.Add(1)
-	for _, p := range assigned[m.cfg.Topic] {
-		if _, back := m.returnedFrom.Load(p); back {
-			m.reader.Store(fmt.Sprintf("%s/%d", m.cfg.Consumer, g))
-			break
-		}
-	}
+	m.readers.Assigned(assigned[m.cfg.Topic])
 	m.out.Rebalance("assign", assigned[m.cfg.Topic], g)
 }
 
@@ -110,10 +103,9 @@ func (m *member) maybeCommit() {
 }
 
 func (m *member) record(r *kgo.Record, hw any, ts int64) {
-	m.out.Read(m.cfg, m.reader.Load().(string), m.seq, r.Topic, r.Partition, r.Offset, string(r.Value), ts, hw,
+	m.out.Read(m.cfg, m.readers.Returned(r.Partition), m.seq, r.Topic, r.Partition, r.Offset, string(r.Value), ts, hw,
 		m.generation.Load())
 	m.seq++
-	m.returnedFrom.Store(r.Partition, true)
 }
 
 func (m *member) run() {
@@ -155,8 +147,7 @@ func runMember(path string) error {
 		return err
 	}
 	defer out.Close()
-	m := &member{cfg: cfg, out: out, lastCommit: time.Now()}
-	m.reader.Store(cfg.Consumer)
+	m := &member{cfg: cfg, out: out, lastCommit: time.Now(), readers: gp.NewReaders(cfg.Consumer)}
 	opts, err := clientOptions(cfg.Conf)
 	if err != nil {
 		return err
