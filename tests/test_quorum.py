@@ -174,3 +174,17 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
             until(lambda: (q := c.quorum_state()).majority and len(q.voters) == 3
                   and all(n.lag is not None for n in q.nodes), 60, f"quorum back after {kind}")
         events.close()
+
+
+def test_the_first_active_controller_killed_while_the_cluster_forms_is_replaced_and_it_forms(tmp_path):
+    """[cluster.formation]: the quorum's first leader killed as soon as it is elected, while the
+    brokers register, and started again 3 s later: another controller is elected in a later epoch,
+    every broker registers, the run's history says so and its coverage counts it."""
+    v, events, _ = run(tmp_path, "3.9.1", "kraft",
+                       '[cluster.formation]\nkind = "kill"\ndelay_s = 0.2\nduration_s = 3\n', duration_s=6)
+    (formed,) = [e for e in events if e["type"] == "formation"]
+    assert formed["kind"] == "kill" and formed["leader"] in (101, 102, 103), formed
+    assert formed["heal_ms"] - formed["ts_ms"] >= 3000 and formed["formed_ms"] >= formed["heal_ms"], formed
+    assert formed["epoch_after"] > formed["epoch"] and formed["leader_after"] in (101, 102, 103), formed
+    assert v.coverage["formation_leader_lost"] == 1
+    assert durable(v), v.anomalies

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.checker.coverage import DEFINITIONS, STATES, coverage
 from harness.history import RunConfig
-from harness.history.events import CommitRefused, Fault, QuorumSample, Rebalance, State
+from harness.history.events import CommitRefused, Fault, Formation, QuorumSample, Rebalance, State
 
 RUN = RunConfig.model_validate({"topics": [{"name": "t", "partitions": 2, "replication_factor": 3,
                                             "config": {"min.insync.replicas": "2"}}]})
@@ -71,7 +71,7 @@ def test_each_state_is_counted_once_per_entry():
         "commit_refused": 1,
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
-        "answer_lost": 1,
+        "answer_lost": 1, "formation_leader_lost": 0,
     }
 
 
@@ -116,3 +116,10 @@ def test_the_terminal_says_what_a_run_reached_or_that_it_reached_nothing():
                                                              "commit_refused": 0}})
     assert reached(v) == "leader_change 2, isr_leader_alone 1"
     assert reached(v.model_copy(update={"coverage": {"leader_change": 0}})) == "none of the protocol states"
+
+
+def test_a_faulted_formation_is_covered_once_per_formation_event():
+    formed = Formation(ts_ms=50, kind="kill", leader=101, epoch=1, elected_after_s=4.2, delay_s=0.3, duration_s=2.0,
+                       heal_ms=2050, leader_after=102, epoch_after=2, formed_ms=6000)
+    assert coverage(RUN, [formed, state(7000, 1, [1, 2, 3])], [])["formation_leader_lost"] == 1
+    assert coverage(RUN, [state(7000, 1, [1, 2, 3])], [])["formation_leader_lost"] == 0

@@ -92,6 +92,15 @@ def test_a_candidate_that_no_longer_fails_is_not_kept():
     assert [(f.kind, f.duration_s) for f in m.faults] == [("kill", 6.0)]
 
 
+def test_shrinking_drops_a_formation_fault_the_anomaly_does_not_need_and_keeps_one_it_does():
+    formed = {"formation": {"kind": "kill", "duration_s": 2}}
+    s = scenario(cluster=formed, faults=[fault("kill", 2, 6)])
+    m = shrinking.shrink(s, lambda c: any(f.kind == "kill" for f in c.faults), 30).scenario
+    assert "formation" not in m.cluster and [f.kind for f in m.faults] == ["kill"]
+    m = shrinking.shrink(s, lambda c: "formation" in c.cluster, 30).scenario
+    assert m.cluster == formed and not m.faults
+
+
 def test_shrinking_within_its_budget_and_on_stop():
     s = scenario(faults=[fault("kill", 2), fault("pause", 3), fault("isolate", 4)])
     assert shrinking.shrink(s, lambda c: True, budget=2).judged == 2
@@ -439,6 +448,32 @@ def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
         assert not may_share_a_cluster(scenario_mod.load(SCENARIOS / f"{name}.toml")), name
     kraft = scenario_mod.load(SCENARIOS / "controller-remove.toml")
     assert not may_share_a_cluster(kraft), "a quorum change outlives its run"
+    formed = scenario(cluster={"formation": {"kind": "kill", "duration_s": 2}})
+    assert not may_share_a_cluster(formed), "a faulted formation happens once, as its cluster starts"
+
+
+def test_a_hunt_draws_a_faulted_formation_for_its_share_of_runs_and_no_draw_more_without_one():
+    import random
+
+    from harness.hunt.space import draw, vocabulary
+
+    s = scenario_mod.load(SCENARIOS / "hunt" / "controller-membership.toml")
+    with_share = s.model_copy(update={"hunt": s.hunt.model_copy(update={"formation": 0.5})})
+    rng = random.Random(7)
+    drawn = [draw(with_share, rng, vocabulary(with_share)).cluster_settings().formation for _ in range(24)]
+    faulted = [f for f in drawn if f is not None]
+    assert 4 <= len(faulted) <= 20, len(faulted)
+    assert {f.kind for f in faulted} <= {"kill", "stop", "pause"} and all(0 <= f.delay_s <= 1.5 for f in faulted)
+    lo, hi = s.hunt.fault_duration_s
+    assert all(lo <= f.duration_s <= hi for f in faulted)
+    without = s.model_copy(update={"hunt": s.hunt.model_copy(update={"formation": 0.0})})
+    never = without.model_copy(update={"cluster": {k: v for k, v in s.cluster.items() if k != "formation"}})
+    assert s.cluster_settings().formation is not None and never.cluster_settings().formation is None
+    a, b = random.Random(7), random.Random(7)
+    for _ in range(5):
+        got = draw(without, a, vocabulary(without))
+        assert got == draw(never, b, vocabulary(never)), "no formation share: no draw, the same schedule"
+        assert got.cluster_settings().formation is None, "the scenario's own formation is not a draw's"
 
 
 def test_shards_merge_into_one_finding_a_signature(tmp_path):

@@ -213,3 +213,39 @@ def test_a_triggered_fault_in_flight_when_the_run_stops_is_finished_and_healed_b
     assert c.paused == [2] and resumed == [2], "applied, then healed, before stop() returned"
     time.sleep(1.0)
     assert c.paused == [2] and resumed == [2], "nothing acts after stop()"
+
+
+def test_a_run_ending_early_leaves_no_fault_to_apply_or_heal_after_its_cluster_is_gone(tmp_path):
+    """An interrupted run removes its cluster at once: a heal timer or a delayed trigger still pending
+    then would act on containers that are gone (a SIGTERM'd hunt printed KeyError 'kafka-1' from a
+    heal after teardown). abandon() cancels them and heals nothing."""
+    import time
+
+    from harness.faults import PlannedFault
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
+
+    c = _Cluster()
+    resumed: list[int] = []
+    c.resume = resumed.append  # type: ignore[method-assign]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    timed = PlannedFault(at_s=0, duration_s=2.0, kind="pause", target="broker:3", partition=0, number=0)
+    delayed = PlannedFault(at_s=0, duration_s=0.5, kind="pause", target="broker:2", partition=1,
+                           on=Trigger("leader_change", partition=1, delay_s=0.6), number=1)
+    nem.start([timed, delayed], time.monotonic())
+    deadline = time.monotonic() + 3
+    while not c.paused and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.4)  # the trigger armed on leader 1
+    c.flip.set()
+    while '"trigger"' not in (tmp_path / "events.jsonl").read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    nem.abandon()
+    took = time.monotonic() - t0
+    time.sleep(2.5)  # past the timed fault's heal and the delayed one's start
+    events.close()
+    assert c.paused == [3], "the timed fault was applied; the delayed one never was"
+    assert resumed == [], "nothing healed after abandon(): the cluster is being removed"
+    assert took < 1.0, took

@@ -12,12 +12,12 @@ left between two samples is not seen: coverage is a lower bound.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.faults import FAULTS, TAKES_THE_LEADER
 from harness.history import RunConfig
-from harness.history.events import CommitRefused, Event, Fault, PartitionSample, Rebalance, State
+from harness.history.events import CommitRefused, Event, Fault, Formation, PartitionSample, Rebalance, State
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,14 @@ class Sampled:
     faults: list[Fault]
     min_insync: int
     elections: list[dict]  # the checker's election record (judge.elections' "list")
+    formations: list[Formation] = field(default_factory=list)
 
     @classmethod
     def of(cls, events: list[Event], min_insync: int, elections: list[dict]) -> Sampled:
         states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
         return cls(states, [e for e in events if isinstance(e, Rebalance)],
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
-                   min_insync, elections)
+                   min_insync, elections, [e for e in events if isinstance(e, Formation)])
 
     @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
@@ -187,10 +188,17 @@ def answer_lost(s: Sampled) -> list[int]:
     return [e.start_ms for e in s.faults if (e.answers_lost or 0) > 0]
 
 
+def formation_leader_lost(s: Sampled) -> list[int]:
+    """formation_leader_lost: the coordination quorum's first leader killed, stopped or frozen while the
+    cluster formed (its brokers registering, its first metadata written), and the cluster formed
+    with every broker registered all the same (the run's ``formation`` event)."""
+    return [e.ts_ms for e in s.formations]
+
+
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, controller_failover,
     quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action, coordinator_lost,
-    unflushed_data_lost, disk_failing, topic_recreated, answer_lost,
+    unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 

@@ -33,6 +33,7 @@ from harness.cluster.broker_log import TruncationFollower
 from harness.cluster.clocks import CLOCK_ENV, ClockFaults
 from harness.cluster.disks import CAPABILITIES, DEVICES, DISK_ENV, LOG_DIRS_ENV, DiskFaults
 from harness.cluster.errors import ClusterError
+from harness.cluster.formation import Formation
 from harness.cluster.links import LinkFaults
 from harness.cluster.nodes import NodeFaults
 from harness.cluster.operations import Operations
@@ -81,13 +82,14 @@ LOG_LEVELS_ENV = "KCHAOS_LOG_LEVELS"  # read by docker/kafka/kchaos-entrypoint.s
 
 
 class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, DiskFaults, LinkFaults, QuorumChanges,
-                   Upgrades):
+                   Upgrades, Formation):
     """Start, fault and inspect a cluster. Use as a context manager; ``stop`` is idempotent.
 
     This class holds the containers, networks and proxies (start, stop, clients, files); each other
     concern is a file of its own, mixed in: its state and the waits on it (state.py), topics
     (topics.py), faults on a node's process (nodes.py) and on links (links.py), KIP-853 quorum
-    changes (quorum_changes.py), rolling and feature upgrades (upgrades.py)."""
+    changes (quorum_changes.py), rolling and feature upgrades (upgrades.py), a fault while it forms
+    (formation.py)."""
 
     def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
         self.settings = settings
@@ -171,6 +173,7 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         self._start_toxiproxy(core, nets)
         env_common = {"KCHAOS_HEAP": s.heap, "KCHAOS_CLUSTER_ID": self.cluster_id, **self._node_env(),
                       **({DISK_ENV: "1"} if s.faultable_disks else {})}
+        started = time.monotonic()
         for n in s.coordination_ids:
             self._start_coordination(n, nets[n], env_common)
         if s.mode == "zk":
@@ -186,7 +189,12 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
             c.with_envs(**env_common, KCHAOS_CONFIG=broker_properties(s, b, self.client_ports[b], private),
                         **{LOG_DIRS_ENV: str(s.log_dirs)})
             c.start()
-        self.wait_ready(timeout_s)
+        self.fault_formation(started)
+        try:
+            self.wait_ready(timeout_s)
+        except ClusterError as e:
+            raise self.formation_failed(e) from e
+        self.formed()
 
     def _start_toxiproxy(self, core: Network, nets: dict[int, Network]) -> None:
         """Toxiproxy first: brokers' advertised client ports are its published ports."""

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.cluster import feature_levels
+from harness.cluster.formation import FormationFault
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, with_default_mode
 
 ELR_FEATURE = "eligible.leader.replicas.version"
@@ -106,6 +107,9 @@ class ClusterSettings(BaseModel):
     features: dict[str, int] = Field(
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/cluster/feature_levels.py); the rest get the version's defaults")
+    formation: FormationFault | None = Field(
+        None, description="a fault on the coordination quorum's first leader as soon as it is elected, while the "
+                          "brokers register (harness/cluster/formation.py); a cluster of its own per run")
     log_levels: dict[str, Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]] = Field(
         default_factory=dict, description="log4j levels of named loggers on every broker, controller and ZooKeeper "
                                           "server (e.g. {\"state.change.logger\" = \"DEBUG\"}): a finding's "

@@ -179,6 +179,26 @@ class EpochsDriven(_Record):
     seconds: float
 
 
+class Formation(_Record):
+    """The cluster's formation faulted (``[cluster.formation]``, harness/cluster/formation.py): the
+    coordination quorum's first leader (node, epoch), seconds from the first node's start to its
+    election, the fault done to it, when it was done and undone, and who led once every broker had
+    registered. Written at the start of the first run on that cluster, with the times it happened."""
+
+    type: Literal["formation"] = "formation"
+    ts_ms: int  # the fault's start
+    kind: str
+    leader: int
+    epoch: int
+    elected_after_s: float
+    delay_s: float
+    duration_s: float
+    heal_ms: int
+    leader_after: int
+    epoch_after: int
+    formed_ms: int
+
+
 class ToolFailed(_Record):
     """One of Kafka's own tools that the run uses to read the brokers after healing failed, or is not in
     the node's image (harness/cluster/kafka_tools.py): the tool, the node, what it said, and what the
@@ -310,12 +330,12 @@ class CommitRefused(_Record):
     generation: int
 
 
-Event = Annotated[WorkloadStart | WorkloadEnd | Note | EpochsDriven | ToolFailed | IsrNotRestored | State
-                  | FaultStart | Fault | FaultSkipped | TriggerFired | TriggerUnfired | Rebalance | CommitRefused,
-                  Field(discriminator="type")]
-RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, EpochsDriven, ToolFailed, IsrNotRestored,
-                                            State, FaultStart, Fault, FaultSkipped, TriggerFired, TriggerUnfired,
-                                            Rebalance, CommitRefused)
+Event = Annotated[WorkloadStart | WorkloadEnd | Note | EpochsDriven | Formation | ToolFailed | IsrNotRestored
+                  | State | FaultStart | Fault | FaultSkipped | TriggerFired | TriggerUnfired | Rebalance
+                  | CommitRefused, Field(discriminator="type")]
+RECORD_TYPES: tuple[type[_Record], ...] = (WorkloadStart, WorkloadEnd, Note, EpochsDriven, Formation, ToolFailed,
+                                            IsrNotRestored, State, FaultStart, Fault, FaultSkipped, TriggerFired,
+                                            TriggerUnfired, Rebalance, CommitRefused)
 TYPE_NAMES = tuple(t.model_fields["type"].default for t in RECORD_TYPES)
 _EVENT = TypeAdapter(Event)
 

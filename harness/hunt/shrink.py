@@ -169,6 +169,8 @@ def shrink(s: Scenario, still_fails: StillFails, budget: int, stop: type[Excepti
         label = f"keep faults {keep}" if keep else "no faults"
         return judge(label, lambda: keep_faults(current, keep)) is not None
 
+    if "formation" in current.cluster:
+        current = judge("no formation fault", lambda: _without_formation(current)) or current
     kept = ddmin(list(range(len(current.faults))), drop)
     if len(kept) < len(current.faults):
         current = keep_faults(current, kept)
@@ -221,3 +223,8 @@ def _one_partition(base: Scenario) -> Scenario:
 
 def _without_producer(base: Scenario, j: int) -> Scenario:
     return _with(base, producers=[p.model_dump(mode="json") for k, p in enumerate(base.producers) if k != j])
+
+
+def _without_formation(base: Scenario) -> Scenario:
+    """``base`` on a cluster that forms without a fault (``[cluster.formation]`` dropped)."""
+    return _with(base, cluster={k: v for k, v in base.cluster.items() if k != "formation"})

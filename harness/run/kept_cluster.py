@@ -28,8 +28,9 @@ def may_share_a_cluster(s: Scenario) -> bool:
     """Whether ``s`` may run on a cluster earlier runs healed, on a topic of its own: not when the
     cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
     committed offsets, share groups and their share state, the copier's), the faults change the
-    quorum's voters, or they leave the cluster on another version or feature level."""
-    return (not s.groups and not s.share_groups and s.copier is None
+    quorum's voters, or they leave the cluster on another version or feature level; nor when its
+    cluster's formation is faulted (that happens once, as the cluster starts)."""
+    return (not s.groups and not s.share_groups and s.copier is None and "formation" not in s.cluster
             and not any(p.transactional for p in s.producers)
             and not any(FAULTS[f.kind].quorum_change or FAULTS[f.kind].lasting for f in s.faults))
 

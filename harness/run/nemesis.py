@@ -34,6 +34,7 @@ from harness.scenario import transactional_id
 
 LOG = logging.getLogger("kchaos.nemesis")
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
+ABANDON_WAIT_S = 10.0  # what a run ending early waits for a fault being applied before its cluster goes
 
 
 def txn_state_partition(transactional_id: str, partitions: int) -> int:
@@ -364,6 +365,19 @@ class Nemesis:
             _, high = self._watermarks.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=1,
                                                              cached=False)
         return high
+
+    def abandon(self) -> None:
+        """The run ends early (an interrupt, a failure) and its cluster is about to be removed: nothing
+        of the schedule is applied or healed after this returns (a heal then would act on containers
+        that are gone), and nothing is healed now. A fault being applied is waited for briefly."""
+        self._stop.set()
+        with self._lock:
+            timers, self._timers = self._timers, []
+        for t in timers:
+            t.cancel()
+        for t in (self._thread, *self._watchers, *timers):
+            if t is not None and t.is_alive():
+                t.join(timeout=ABANDON_WAIT_S)
 
     def stop(self) -> None:
         """Stop the schedule and heal whatever is still applied; a trigger that never fired is logged."""

@@ -12,7 +12,7 @@ from docker.errors import DockerException
 
 from harness.cluster import ClusterError, KafkaCluster
 from harness.history import EVENTS
-from harness.history.events import EventLog
+from harness.history.events import EventLog, Formation
 from harness.run import logs, schedule
 from harness.run.directory import RunDirectory, RunError, RunResult, finish
 from harness.run.epochs import drive_epochs
@@ -58,6 +58,11 @@ def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides:
         raise
 
 
+def formation_event(done: dict) -> Formation:
+    """The cluster's record of its faulted formation as the history's event, stamped with the fault's start."""
+    return Formation(ts_ms=done["fault_ms"], **{k: v for k, v in done.items() if k != "fault_ms"})
+
+
 @contextlib.contextmanager
 def _container_logs_kept(c: KafkaCluster, logs_dir: Path) -> Iterator[None]:
     """A run that cannot be carried out writes every container's own log before its cluster goes
@@ -96,6 +101,8 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
                 _container_logs_kept(c, d.path / "logs"):
             up_s = round(time.monotonic() - t_cluster, 2)
             c.runs += 1
+            if c.formation is not None and c.runs == 1:
+                events.write(formation_event(c.formation))
             log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
                 f"{s.mode}, {s.brokers} brokers")
             t_epochs = time.monotonic()
@@ -124,6 +131,7 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
                     nemesis.start(plan, t0)
                     time.sleep(max(0.0, t0 + s.duration_s - time.monotonic()))
             except BaseException:
+                nemesis.abandon()  # no heal fires on the cluster as it is removed
                 rec.abort()
                 raise
             return finish(d, c, s, rec, events, plan, stop_faults, reproduce=repro, log=log)

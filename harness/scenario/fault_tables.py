@@ -147,6 +147,9 @@ class HuntSpec(ScenarioTable):
     rate: tuple[float, float] | None = Field(None, description="each producer's rate (default: as written)")
     triggers: float = Field(0.5, ge=0, le=1, description="the share of faults fired on a protocol event")
     latency_ms: tuple[int, int] = (50, 1000)
+    formation: float = Field(0.0, ge=0, le=1, description="the share of runs whose cluster has its coordination "
+                                                          "quorum's first leader faulted while it forms "
+                                                          "([cluster.formation]; each such run boots its own)")
 
     @model_validator(mode="after")
     def _check(self) -> HuntSpec:

@@ -13,7 +13,7 @@ from pydantic import (
 
 from harness.scenario import catalogue
 from harness.scenario.model import Scenario
-from harness.scenario.tables import ScenarioError
+from harness.scenario.tables import ScenarioError, unknown_key
 
 FREEFORM_MAPS = ("broker_config", "config", "controller_config", "features")
 def _set_dotted(data: dict, dotted: str, raw: str, source: str) -> None:
@@ -53,7 +53,7 @@ def _explain(e: ValidationError, source: str) -> str:
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = unknown_key(Scenario, err["loc"])
         elif err["type"] == "literal_error":
             msg = f"{err.get('input')!r} is not allowed ({err['msg'].removeprefix('Input should be ')})"
         lines.append(f"{source}: {loc + ': ' if loc else ''}{msg}")

@@ -51,6 +51,7 @@ from harness.scenario.tables import (
     ShareGroupSpec,
     TopicSpec,
     VersionText,
+    unknown_key,
 )
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, upgrades_from, with_default_mode
 
@@ -185,7 +186,8 @@ class Scenario(ScenarioTable):
         except ValidationError as e:
             err = e.errors()[0]
             key = ".".join(str(x) for x in err["loc"])
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            msg = unknown_key(ClusterSettings, err["loc"]) if err["type"] == "extra_forbidden" \
+                else err["msg"].removeprefix("Value error, ")
             raise ValueError(f"cluster.{key}: {msg}" if key else f"cluster: {msg}") from None
         return self
 

@@ -4,7 +4,7 @@ share groups, each a typed model validated on its own; ``Scenario`` checks how t
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -36,6 +36,38 @@ UNLIMITED_RATE = 1e6  # a producer rate this high means as fast as the client go
 
 class ScenarioError(ValueError):
     """Bad input: names the file, the key and what is allowed."""
+
+
+def keys_allowed(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys the table at ``loc`` takes (``loc``: a validation error's location, its last part a key
+    the table does not know), walking ``model``'s fields and the tables inside them; [] where a part
+    is not a table's (a free-form map)."""
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        inner = _table_in(field.annotation) if field is not None else None
+        if inner is None:
+            return []
+        model = inner
+    return sorted(model.model_fields)
+
+
+def _table_in(annotation: object) -> type[BaseModel] | None:
+    """The model a field's type holds (itself, or inside a list, a tuple, an Optional or Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _table_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def unknown_key(model: type[BaseModel], loc: tuple) -> str:
+    """What bad input says of a key its table does not take: the keys it does."""
+    allowed = keys_allowed(model, loc)
+    return f"unknown key (allowed: {', '.join(allowed)})" if allowed else "unknown key"
 
 
 # A version as text: `--set client_version=4.1` reads as a number.
