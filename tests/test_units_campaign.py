@@ -4,6 +4,7 @@ drawn, reached and broken, counted the way docs/findings.md's campaign entries s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from harness.hunt.campaign import account, main, markdown
@@ -30,7 +31,8 @@ def _hunt(d: Path, findings: list[dict]) -> None:
 
 def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_run_broke(tmp_path: Path):
     a, b = tmp_path / "kraft", tmp_path / "more"
-    _hunt(a, [{"signature": "lost | x", "reproduced": {"k": 0, "n": 3}}])
+    _hunt(a, [{"signature": "lost | x", "reproduced": {"k": 0, "n": 3}},
+              {"signature": "duplicate | y", "reproduced": {"k": 2, "n": 3}, "known": "librdkafka#4953"}])
     _hunt(b, [])
     _run(a, "h0000", "librdkafka 2.16.0", "fail", ["kill", "recreate_topic"], 1, {"leader_change": 1},
          {"lost": 3, "divergence": 2, "duplicate": 0}, {"lost", "divergence"}, ["lost"])
@@ -48,8 +50,11 @@ def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_r
     assert acc.kinds() == {"kill": 2, "power_loss": 2, "recreate_topic": 1}
     assert acc.states() == {"leader_change": 1, "unflushed_data_lost": 1}
     text = markdown(acc, "recreated topic")
-    row = "| recreated topic | 4.4.0 kraft | java 4.4.0, librdkafka 2.16.0 | 3 | 60 | lost 1 | lost | x (0/3) |"
+    row = ("| recreated topic | 4.4.0 kraft | java 4.4.0, librdkafka 2.16.0 | 3 | 60 | lost 1 | lost \\| x (0/3); "
+           "duplicate \\| y (2/3): known: librdkafka#4953, shown by its log |")
     assert row in text
+    (line,) = [x for x in text.splitlines() if x.startswith("| recreated")]
+    assert len(re.findall(r"(?<!\\)\|", line)) == 8, "7 cells: a signature's | is escaped"
     assert "1 of 5 fired on the protocol's events" in text
     assert "exposure: 1 of 3 runs put acknowledged records at risk (5 in all)" in text
 

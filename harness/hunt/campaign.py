@@ -121,13 +121,21 @@ def _counts(c: Counter) -> str:
     return ", ".join(f"{k} {n}" for k, n in c.most_common()) or "none"
 
 
+def _finding(f: dict) -> str:
+    """A hunt finding as the table's cell shows it: its signature (its ``|`` escaped, so the row keeps
+    its columns), its re-runs, and the known issue the run's own logs named, if any."""
+    signature = f.get("signature", "?").replace("|", "\\|")
+    again = f.get("reproduced", {})
+    known = f": known: {f['known']}, shown by its log" if f.get("known") else ""
+    return f"{signature} ({again.get('k')}/{again.get('n')}){known}"
+
+
 def markdown(acc: Account, ground: str) -> str:
     """The campaign's entry: a table row, then what it drew, reached and broke."""
     lines = " / ".join(sorted(acc.by("line")))
     clients = ", ".join(sorted(acc.by("client")))
     broken = acc.anomalies(broke=True)
-    found = "; ".join(f"{f.get('signature', '?')} ({f.get('reproduced', {}).get('k')}/"
-                      f"{f.get('reproduced', {}).get('n')})" for f in acc.findings) or "none"
+    found = "; ".join(_finding(f) for f in acc.findings) or "none"
     exposed = [r.exposed for r in acc.runs]
     return "\n".join([
         "| ground | Kafka | clients | drawn runs | minutes | broken promises (runs) | findings |",
