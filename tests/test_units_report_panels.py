@@ -73,6 +73,18 @@ def test_a_quorum_run_gets_its_lane_next_after_the_base_panels(tmp_path):
         "the span without a majority is shaded on the lane"
 
 
+def test_a_faulted_formation_is_drawn_on_the_quorum_lane_before_the_workload(tmp_path):
+    h = _quorum_history()
+    h.events.append({"type": "formation", "ts_ms": T0 - 9000, "kind": "kill", "leader": 102, "epoch": 1,
+                     "elected_after_s": 4.1, "delay_s": 0.2, "duration_s": 3.0,
+                     "heal_ms": T0 - 6000, "leader_after": 101, "epoch_after": 2, "formed_ms": T0 - 2000})
+    fig, _ = _timeline(h, tmp_path / "formed")
+    (formed,) = [t for t in fig["data"] if t["name"] == "formation"]
+    assert formed["yaxis"] == "y7" and formed["x"] == [-9.0, -6.0, -2.0]
+    assert formed["y"] == ["controller-2", "controller-2", "controller-1"]
+    assert formed["text"][0] == "kill (first leader, epoch 1)" and formed["text"][2] == "formed (epoch 2)"
+
+
 def test_a_transactional_run_gets_the_transactions_panel(tmp_path):
     fig, titles = _timeline(txn_history(), tmp_path / "txn")
     assert titles[6] == "transactions/s"

@@ -1,10 +1,11 @@
 """The report's coordination lane: who led the KRaft quorum or the ZooKeeper ensemble over time, and
-when it had no leader or no majority; and the controller failovers table's rows."""
+when it had no leader or no majority; a faulted formation before the workload (its first leader,
+the fault, who led once the cluster had formed); and the controller failovers table's rows."""
 
 from __future__ import annotations
 
 from harness.checker.verdict import Verdict
-from harness.history.events import Event, State
+from harness.history.events import Event, Formation, State
 from harness.report.panels import Panel, PanelFamily, RunView, layout_key
 
 PANEL = Panel("quorum", "quorum leader", {"type": "category"})
@@ -33,6 +34,22 @@ def quorum_traces(events: list[Event], t0: int) -> list[dict]:
              "hovertemplate": "%{y} (epoch %{customdata})", "connectgaps": False}]
 
 
+def formation_traces(events: list[Event], t0: int) -> list[dict]:
+    """A faulted formation (before the workload, so at negative times): the first leader faulted, back,
+    and who led once every broker had registered."""
+    traces = []
+    for f in (e for e in events if isinstance(e, Formation)):
+        traces.append({"type": "scatter", "mode": "lines+markers+text", "name": "formation",
+                       "x": [round((ms - t0) / 1000, 2) for ms in (f.ts_ms, f.heal_ms, f.formed_ms)],
+                       "y": [node_label(f.leader), node_label(f.leader),
+                             node_label(f.leader_after) if f.leader_after >= 0 else None],
+                       "text": [f"{f.kind} (first leader, epoch {f.epoch})", "back",
+                                f"formed (epoch {f.epoch_after})"],
+                       "textposition": "top center", "yaxis": PANEL.key, "line": {"dash": "dot"},
+                       "hovertemplate": "%{text}"})
+    return traces
+
+
 def shade_no_majority(layout: dict, ids: dict[str, str], run: RunView) -> None:
     """Each span without a majority in touch, shaded on the coordination lane."""
     lo, hi = layout[layout_key(ids[PANEL.key])]["domain"]
@@ -53,4 +70,5 @@ def failover_rows(verdict: Verdict) -> list[dict]:
 
 
 FAMILY = PanelFamily(panels=(PANEL,), shown=lambda run: has_quorum(run.events),
-                     traces=lambda run: quorum_traces(run.events, run.t0), decorate=shade_no_majority)
+                     traces=lambda run: quorum_traces(run.events, run.t0) + formation_traces(run.events, run.t0),
+                     decorate=shade_no_majority)
