@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import docker
 import pytest
 
 from harness.cluster import reaper
+from harness.run.directory import could_not_run_dir
 from harness.setup import engine, images
 from tests.conftest import as_a_terminal_starts_it, require_docker
 
@@ -75,7 +77,7 @@ def test_a_cluster_that_cannot_come_up_fails_at_once_with_the_brokers_own_reason
     (KafkaConfig.validateValues: replica.socket.timeout.ms, 30 s by default, must be at least
     replica.fetch.wait.max.ms) is left to the broker: it exits at start, and the run stops there
     with the broker's own words, exit 3, no container and no run directory left, long before the
-    boot's bound."""
+    boot's bound; what is kept (OUT.could-not-run) has every container's own log."""
     require_docker(["3.9.1"])
     out = Path(f"/tmp/kchaos-never-up-{os.getpid()}")
     t0 = time.monotonic()
@@ -89,6 +91,13 @@ def test_a_cluster_that_cannot_come_up_fails_at_once_with_the_brokers_own_reason
     assert "exited (code 1)" in said and "replica.socket.timeout.ms should always be at least" in said, said[-3000:]
     assert took < 60, f"{took:.0f} s: a broker that exits is noticed at once, not at the boot's bound"
     assert not out.exists(), "no run directory for a run that never started"
+    kept = could_not_run_dir(out)
+    try:
+        logs = {f.name: f.read_text() for f in (kept / "logs").glob("kafka-*.log")}
+        assert any("replica.socket.timeout.ms should always be at least" in x for x in logs.values()), \
+            f"the brokers' own logs are kept with the error: {sorted(logs)}"
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
     assert [x.name for x in reaper.inventory(engine.client()) if x.pid == str(p.pid)] == []
 
 

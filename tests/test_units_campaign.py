@@ -59,6 +59,29 @@ def test_a_campaigns_account_counts_runs_faults_states_and_only_the_promises_a_r
     assert "exposure: 1 of 3 runs put acknowledged records at risk (5 in all)" in text
 
 
+def test_formation_faults_are_counted_formed_or_not(tmp_path: Path):
+    a = tmp_path / "controllers"
+    _hunt(a, [])
+    _run(a, "h0000", "java 4.4.0", "pass", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
+    _run(a, "h0001", "java 4.4.0", "pass", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
+    run_json = a / "runs" / "h0001" / "run.json"
+    run_json.write_text(json.dumps({**json.loads(run_json.read_text()),
+                                    "cluster": {"settings": {"formation": {"kind": "pause", "duration_s": 2.0}}}}))
+    unformed = a / "runs" / "h0002-x.could-not-run"
+    unformed.mkdir(parents=True)
+    (unformed / "error.txt").write_text("ClusterError: the cluster did not form after its first quorum leader (node "
+                                        "101, epoch 1) was faulted (kill for 3 s, 0 s after its election): ...\n")
+    other = a / "runs" / "h0003-x.could-not-run"
+    other.mkdir(parents=True)
+    (other / "error.txt").write_text("ClusterError: brokers did not all register within 120 s\n")
+    text = markdown(account([a]), "controllers")
+    assert "- formation faults (runs): pause 1 formed; 1 did not form (h0002-x.could-not-run)" in text
+    plain = tmp_path / "plain"
+    _hunt(plain, [])
+    _run(plain, "h0000", "java 4.4.0", "pass", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
+    assert "formation" not in markdown(account([plain]), "plain"), "no line where no formation was drawn"
+
+
 def test_a_directory_that_is_not_a_hunts_exits_2_naming_its_file(tmp_path: Path, capsys):
     assert main([str(tmp_path)]) == 2
     assert f"{tmp_path}/hunt.json" in capsys.readouterr().err

@@ -91,8 +91,13 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
     changes (quorum_changes.py), rolling and feature upgrades (upgrades.py), a fault while it forms
     (formation.py)."""
 
-    def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None):
+    def __init__(self, settings: ClusterSettings, images: ClusterImages, name: str | None = None,
+                 logs_on_failure: Path | None = None):
         self.settings = settings
+        # where a start that fails writes every container's log before the cluster is removed (a run's
+        # logs/): a cluster that did not come up, or did not form after its formation fault, is explained
+        # by its nodes' own logs
+        self.logs_on_failure = logs_on_failure
         self.topo = Topology(self.settings.broker_ids, self.settings.mode, tuple(self.settings.private_clients),
                              tuple(self.settings.coordination_ids))
         self.name = name or f"kc{reaper.SESSION_ID}{os.urandom(2).hex()}"
@@ -161,6 +166,9 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         try:
             self._start(timeout_s)
         except BaseException:
+            if self.logs_on_failure is not None:
+                with contextlib.suppress(Exception):
+                    self.write_logs(self.logs_on_failure, missing_ok=True)
             self.stop()
             raise
         return self

@@ -35,6 +35,7 @@ class Drawn:
     exposed: int
     broken: dict[str, int]  # the anomaly classes that broke a promise (the verdict's), with their counts
     not_broken: dict[str, int]  # every other class counted: not promised, or held to be something else
+    formation: str = ""  # the kind of fault its cluster's formation had ("" none)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Account:
     findings: list[dict] = field(default_factory=list)
     errors: int = 0
     investigations: int = 0  # runs that confirmed, shrank or measured a finding: not drawn, not counted above
+    unformed: list[str] = field(default_factory=list)  # runs whose cluster did not form after its formation fault
 
     def by(self, what: str) -> Counter:
         return Counter(getattr(r, what) for r in self.runs)
@@ -84,9 +86,18 @@ def drawn(run_dir: Path) -> Drawn | None:
                 side[name] = side.get(name, 0) + n
     faults = run.get("faults") or []
     client = ",".join(sorted({c["version"] for c in run.get("clients") or []})) or "-"
+    formation = ((run.get("cluster") or {}).get("settings") or {}).get("formation") or {}
     return Drawn(f"{run['kafka_version']} {run['mode']}", client, verdict["verdict"], [f["kind"] for f in faults],
                  sum(1 for f in faults if f.get("on")), [k for k, v in (verdict.get("coverage") or {}).items() if v],
-                 sum(e.get("exposed") or 0 for e in verdict.get("exposure") or []), broken, not_broken)
+                 sum(e.get("exposed") or 0 for e in verdict.get("exposure") or []), broken, not_broken,
+                 formation.get("kind", ""))
+
+
+def did_not_form(run_dir: Path) -> bool:
+    """Whether a run set aside as not carried out is one whose cluster did not form after its formation
+    fault (the cluster's own error, harness/cluster/formation.py)."""
+    error = run_dir / "error.txt"
+    return error.is_file() and "the cluster did not form after its first quorum leader" in error.read_text()
 
 
 def read_progress(d: Path) -> dict:
@@ -114,6 +125,8 @@ def account(hunt_dirs: list[Path]) -> Account:
                 acc.investigations += 1
             elif (r := drawn(run_dir)) is not None:
                 acc.runs.append(r)
+            elif did_not_form(run_dir):
+                acc.unformed.append(run_dir.name)
     return acc
 
 
@@ -152,7 +165,18 @@ def markdown(acc: Account, ground: str) -> str:
         f"- exposure: {sum(1 for x in exposed if x)} of {len(exposed)} runs put acknowledged records at risk "
         f"({sum(exposed)} in all)",
         f"- anomalies that broke no promise (runs): {_counts(acc.anomalies(broke=False))}",
+        *_formation_line(acc),
     ])
+
+
+def _formation_line(acc: Account) -> list[str]:
+    """The runs whose cluster's first quorum leader was faulted while it formed, where the campaign drew any."""
+    formed = acc.by("formation")
+    formed.pop("", None)
+    if not formed and not acc.unformed:
+        return []
+    return [f"- formation faults (runs): {_counts(formed)} formed; {len(acc.unformed)} did not form"
+            + (f" ({', '.join(acc.unformed)})" if acc.unformed else "")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,11 +75,13 @@ def _container_logs_kept(c: KafkaCluster, logs_dir: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _cluster(s: Scenario, given: KafkaCluster | None) -> Iterator[KafkaCluster]:
+def _cluster(s: Scenario, given: KafkaCluster | None, logs_dir: Path) -> Iterator[KafkaCluster]:
+    """The cluster to run on: ``given``, or one of the scenario's own (its containers' logs written to
+    ``logs_dir`` if it does not come up, before it is removed)."""
     if given is None:
         settings = s.cluster_settings()
         images = cluster_images(s.kafka_version, upgrades=s.upgrades, disks=settings.faultable_disks)
-        with KafkaCluster(settings, images) as c:
+        with KafkaCluster(settings, images, logs_on_failure=logs_dir) as c:
             yield c
         return
     if given.settings != s.cluster_settings():
@@ -97,7 +99,7 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
     events = EventLog(d.path / EVENTS)
     t_cluster = time.monotonic()
     try:
-        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given) as c, \
+        with logs.clients_to(d.path / "logs" / logs.CLIENTS_LOG), _cluster(s, given, d.path / "logs") as c, \
                 _container_logs_kept(c, d.path / "logs"):
             up_s = round(time.monotonic() - t_cluster, 2)
             c.runs += 1
