@@ -79,7 +79,7 @@ def test_formation_faults_are_counted_formed_or_not(tmp_path: Path):
     plain = tmp_path / "plain"
     _hunt(plain, [])
     _run(plain, "h0000", "java 4.4.0", "pass", ["kill"], 0, {}, {"lost": 0}, {"lost"}, [])
-    assert "formation" not in markdown(account([plain]), "plain"), "no line where no formation was drawn"
+    assert "formation faults" not in markdown(account([plain]), "plain"), "no line where none was drawn"
 
 
 def test_a_directory_that_is_not_a_hunts_exits_2_naming_its_file(tmp_path: Path, capsys):
