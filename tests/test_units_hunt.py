@@ -700,6 +700,28 @@ def test_a_run_that_could_not_run_is_not_run_again_when_the_hunt_resumes(tmp_pat
     assert json.loads((tmp_path / "hunt" / "hunt.json").read_text())["errors"] == doc["errors"] == 1
 
 
+def test_clusters_that_did_not_form_do_not_give_the_hunt_up_but_three_other_failures_do(tmp_path):
+    """A cluster that did not form after its formation fault is what that run looked for (Kafka's
+    result, not the machine's): five in a row leave the hunt going. Three runs in a row that could
+    not be carried out for any other reason stop it (exit 3)."""
+    from harness.cluster.formation import FORMATION_FAILED
+    from harness.hunt.trials import CannotRun, RunFailed
+
+    def unformed(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        raise RunFailed(f"{FORMATION_FAILED} (node 101, epoch 1) was faulted (kill for 3 s, ...): brokers did not "
+                        "all register within 120 s")
+
+    hunt(options(tmp_path / "a", runs=5, confirm=0), announce=lambda m: None, go=unformed)
+    doc = json.loads((tmp_path / "a" / "hunt" / "hunt.json").read_text())
+    assert doc["errors"] == 5
+
+    def broken(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        raise RunFailed("container kafka-3 exited (code 1)")
+
+    with pytest.raises(CannotRun, match="three runs in a row"):
+        hunt(options(tmp_path / "b", runs=5, confirm=0), announce=lambda m: None, go=broken)
+
+
 def test_a_hunt_begun_before_failed_runs_were_kept_does_not_run_them_again(tmp_path):
     """hunt.json's record of a run that could not run is enough when nothing of it was kept."""
     hunt(options(tmp_path, runs=3, confirm=0), announce=lambda m: None, go=rule([]))

@@ -24,6 +24,8 @@ from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
 
+# How a cluster that did not form after its formation fault says so (hunts and campaigns look for it).
+FORMATION_FAILED = "the cluster did not form after its first quorum leader"
 FIRST_LEADER_TIMEOUT_S = 60.0  # a quorum that elects nobody in this long did not start: a ClusterError
 # Each kind of formation fault: the node fault (nodes.py) that does it and the one that undoes it.
 DONE_AND_UNDONE = {"kill": ("kill", "start_broker"), "stop": ("stop_broker", "start_broker"),
@@ -83,7 +85,7 @@ class Formation:
         f = self.formation
         if f is None:
             return e
-        return ClusterError(f"the cluster did not form after its first quorum leader (node {f['leader']}, epoch "
+        return ClusterError(f"{FORMATION_FAILED} (node {f['leader']}, epoch "
                             f"{f['epoch']}) was faulted ({f['kind']} for {f['duration_s']:g} s, "
                             f"{f['delay_s']:g} s after its election): {e}")
 

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.cluster.formation import FORMATION_FAILED
 from harness.hunt.merge import HUNT_JSON
 from harness.hunt.trials import HuntError
 
@@ -97,7 +98,7 @@ def did_not_form(run_dir: Path) -> bool:
     """Whether a run set aside as not carried out is one whose cluster did not form after its formation
     fault (the cluster's own error, harness/cluster/formation.py)."""
     error = run_dir / "error.txt"
-    return error.is_file() and "the cluster did not form after its first quorum leader" in error.read_text()
+    return error.is_file() and FORMATION_FAILED in error.read_text()
 
 
 def read_progress(d: Path) -> dict:

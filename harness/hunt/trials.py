@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.checker.verdict import Verdict
 from harness.checker.verdict import read as read_verdict
+from harness.cluster.formation import FORMATION_FAILED
 from harness.history import HistoryError, read_run_config
 from harness.run.directory import could_not_run_dir, read_could_not_run
 from harness.run.kept_cluster import KeptCluster
@@ -201,7 +202,9 @@ class Trials:
         try:
             verdict = self.go(path, s, reuse)
         except RunFailed as e:
-            self.consecutive_errors += 1
+            # A cluster that did not form after its formation fault is what such a run looks for
+            # (Kafka's, not the machine's): it does not count toward giving the hunt up.
+            self.consecutive_errors += 0 if FORMATION_FAILED in str(e) else 1
             kept = could_not_run_dir(path)
             self.log(f"{path.name}: could not run: {str(e).splitlines()[0][:200]}"
                      + (f" (its logs: {kept})" if kept.exists() else ""))
