@@ -92,6 +92,30 @@ def test_a_candidate_that_no_longer_fails_is_not_kept():
     assert [(f.kind, f.duration_s) for f in m.faults] == [("kill", 6.0)]
 
 
+def test_a_jbod_hunt_draws_which_directory_a_disk_fault_fails_and_a_one_directory_hunt_draws_none():
+    """A JBOD broker's first directory holds KRaft's metadata log (its failure stops the broker); only
+    another's failure leaves the broker serving the rest, KIP-858's own path. A hunt that always
+    failed directory 1 never drew it (a JBOD campaign's 45 log_dir_failure faults all on dir 1)."""
+    import collections
+    import random
+
+    from harness.faults import FAULTS
+
+    s = scenario_mod.load(SCENARIOS / "hunt" / "jbod-kraft.toml")
+    rng = random.Random(1)
+    seen: collections.Counter = collections.Counter()
+    for _ in range(60):
+        for f in draw(s, rng, vocabulary(s)).faults:
+            if "dir" in FAULTS[f.kind].takes:
+                seen[(f.kind, f.dir)] += 1
+    assert {d for k, d in seen if k == "log_dir_failure"} == {1, 2}, seen
+    for kind in ("disk_error", "disk_full", "slow_disk"):
+        assert {d for k, d in seen if k == kind} == {None, 1, 2}, (kind, seen)
+    one_dir = s.model_copy(update={"log_dirs": 1, "hunt": s.hunt.model_copy(
+        update={"kinds": ["disk_error", "disk_full", "slow_disk", "kill"]})})
+    assert all(f.dir is None for _ in range(20) for f in draw(one_dir, rng, vocabulary(one_dir)).faults)
+
+
 def test_shrinking_drops_a_formation_fault_the_anomaly_does_not_need_and_keeps_one_it_does():
     formed = {"formation": {"kind": "kill", "duration_s": 2}}
     s = scenario(cluster=formed, faults=[fault("kill", 2, 6)])

@@ -127,10 +127,20 @@ def draw_fault(s: Scenario, rng: random.Random, move: Move, number: int, spec: H
         f["stream"] = rng.choice(["upstream", "downstream"])
     if kind.draw is not None:  # the settings of its kind: a latency, a rate, an offset, ...
         f.update(kind.draw(rng, spec))
+    if "dir" in kind.takes and s.log_dirs > 1 and not move.target.on_coordination(s.mode):
+        f.update(_directory(rng, s.log_dirs, optional="dir" not in kind.defaults))
     if rng.random() < spec.triggers:
         f["on"] = _trigger(s, rng, f, number)
         f["at_s"] = round(min(f["at_s"], rng.uniform(0, 3)), 1)  # triggered: "after at_s" arms it early
     return f
+
+
+def _directory(rng: random.Random, log_dirs: int, optional: bool) -> dict:
+    """Which of a JBOD broker's ``log_dirs`` directories a disk fault acts on: any one of them (the
+    first holds KRaft's metadata log, whose failure stops the broker; another's failure leaves it
+    serving the rest), or, for a kind that can (``optional``), every one (no ``dir``)."""
+    chosen = rng.randint(0 if optional else 1, log_dirs)
+    return {"dir": chosen} if chosen else {}
 
 
 def _trigger(s: Scenario, rng: random.Random, f: dict, number: int) -> dict:
