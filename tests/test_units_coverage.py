@@ -35,7 +35,7 @@ def test_each_state_is_counted_once_per_entry():
         state(750, 1, [1]),             # the same state again: not a new entry
         state(1000, -1, [1], controller=2),  # the leader died: offline; the controller moved
         state(1250, 3, [3], controller=2, majority=False),  # 3 leads from outside the last ISR; no majority
-        state(1400, 3, [3], controller=2, majority=False),  # for two samples in a row
+        state(1400, 3, [3], controller=2, majority=False),  # for two samples in a row, but 250 ms: a probe
         state(1500, 3, [3, 1, 2], controller=2),
         state(1600, 3, [3, 1, 2], controller=2, majority=False),  # one sample alone: a probe that timed out
         state(1750, 1, [1, 2, 3], controller=2, other_leader=3),  # preferred leader back on 0; partition 1 moved too
@@ -65,7 +65,7 @@ def test_each_state_is_counted_once_per_entry():
         "leader_change": 3,  # 1 -> 3 on partition 0, 3 -> 1 on partition 0, 2 -> 3 on partition 1
         "unclean_election": 1,  # as the election record says
         "controller_failover": 1,
-        "quorum_no_majority": 1,
+        "quorum_no_majority": 0,  # no majority for 250 ms only (1250 to 1500): probes that timed out
         "group_rebalance": 2,  # generations 1 and 2
         "partitions_lost": 1,
         "commit_refused": 1,
@@ -123,3 +123,11 @@ def test_a_faulted_formation_is_covered_once_per_formation_event():
                        heal_ms=2050, leader_after=102, epoch_after=2, formed_ms=6000)
     assert coverage(RUN, [formed, state(7000, 1, [1, 2, 3])], [])["formation_leader_lost"] == 1
     assert coverage(RUN, [state(7000, 1, [1, 2, 3])], [])["formation_leader_lost"] == 0
+
+
+def test_a_quorum_without_a_majority_counts_once_it_lasts_a_second_not_for_two_slow_probes():
+    lost = [state(t, 1, [1, 2, 3], majority=False) for t in (0, 250, 500, 750, 1000)] + [state(1250, 1, [1, 2, 3])]
+    slow = [state(t, 1, [1, 2, 3], majority=False) for t in (2000, 2220)] + [state(2400, 1, [1, 2, 3])]
+    ending = [state(t, 1, [1, 2, 3], majority=False) for t in (3000, 3500, 4100)]  # the run ends without one
+    assert coverage(RUN, lost + slow + ending, [])["quorum_no_majority"] == 2
+    assert coverage(RUN, slow, [])["quorum_no_majority"] == 0

@@ -109,17 +109,23 @@ def controller_failover(s: Sampled) -> list[int]:
     return out
 
 
+QUORUM_LOSS_MIN_MS = 1000  # a quorum without a majority for less than this is a probe that timed out
+
+
 def quorum_no_majority(s: Sampled) -> list[int]:
     """quorum_no_majority: the coordination quorum (KRaft controllers, ZooKeeper servers) without a
-    majority of its voters in touch, in two samples or more in a row: metadata cannot change. One
-    sample alone is a probe that timed out on a loaded machine as often as a quorum that failed."""
+    majority of its voters in touch, in two samples or more in a row spanning at least a second (to
+    the next sample with a majority, or the last): metadata cannot change. Shorter is a probe that
+    timed out on a loaded machine (the leader not answering within 0.5 s twice, under disk faults on
+    the brokers, none on the quorum) as often as a quorum that failed."""
     out: list[int] = []
     run: list[int] = []
     for e in [x for x in s.states if x.quorum is not None] + [None]:
         if e is not None and not e.quorum.majority:
             run.append(e.ts_ms)
             continue
-        if len(run) >= 2:
+        until = e.ts_ms if e is not None else (run[-1] if run else 0)
+        if len(run) >= 2 and until - run[0] >= QUORUM_LOSS_MIN_MS:
             out.append(run[0])
         run = []
     return out
