@@ -176,14 +176,20 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
         events.close()
 
 
-def test_the_first_active_controller_killed_while_the_cluster_forms_is_replaced_and_it_forms(tmp_path):
-    """[cluster.formation]: the quorum's first leader killed as soon as it is elected, while the
-    brokers register, and started again 3 s later: another controller is elected in a later epoch,
-    every broker registers, the run's history says so and its coverage counts it."""
-    v, events, _ = run(tmp_path, "3.9.1", "kraft",
-                       '[cluster.formation]\nkind = "kill"\ndelay_s = 0.2\nduration_s = 3\n', duration_s=6)
+@pytest.mark.parametrize("after", [
+    "registering",
+    # at its election (KRaft's bootstrap records), the path a hunt's formation draws took first
+    pytest.param("elected", marks=pytest.mark.chaos_long),
+])
+def test_the_first_active_controller_killed_while_the_cluster_forms_is_replaced_and_it_forms(tmp_path, after):
+    """[cluster.formation]: the quorum's first leader killed once the first broker registered (or as
+    soon as it is elected) and started again 3 s later: another controller is elected in a later
+    epoch, every broker registers, the run's history says so and its coverage counts it."""
+    v, events, _ = run(tmp_path, "3.9.1", "kraft", f'[cluster.formation]\nkind = "kill"\nafter = "{after}"\n'
+                       'delay_s = 0.2\nduration_s = 3\n', duration_s=6)
     (formed,) = [e for e in events if e["type"] == "formation"]
-    assert formed["kind"] == "kill" and formed["leader"] in (101, 102, 103), formed
+    assert formed["kind"] == "kill" and formed["after"] == after and formed["leader"] in (101, 102, 103), formed
+    assert (formed["brokers_serving"] >= 1) == (after == "registering"), formed
     assert formed["heal_ms"] - formed["ts_ms"] >= 3000 and formed["formed_ms"] >= formed["heal_ms"], formed
     assert formed["epoch_after"] > formed["epoch"] and formed["leader_after"] in (101, 102, 103), formed
     assert v.coverage["formation_leader_lost"] == 1

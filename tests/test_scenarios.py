@@ -73,7 +73,7 @@ def write(tmp_path, text: str) -> Path:
         ('[cluster]\nreplica_lag = 5\n',
          r"s\.toml: cluster\.replica_lag: unknown key \(allowed: auto_leader_rebalance, "),
         ('[cluster.formation]\ndelay = 1\n',
-         r"cluster\.formation\.delay: unknown key \(allowed: delay_s, duration_s, kind\)"),
+         r"cluster\.formation\.delay: unknown key \(allowed: after, delay_s, duration_s, kind\)"),
         ('[cluster.formation]\nkind = "crash"\n',
          r"cluster\.formation\.kind: Input should be 'kill', 'stop' or 'pause'"),
         ('[[producers]]\nname = "x"\nspeed = 3\n', r"producers\.1\.speed: unknown key \(allowed: .*acks, .*rate"),

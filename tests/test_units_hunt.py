@@ -488,6 +488,7 @@ def test_a_hunt_draws_a_faulted_formation_for_its_share_of_runs_and_no_draw_more
     faulted = [f for f in drawn if f is not None]
     assert 4 <= len(faulted) <= 20, len(faulted)
     assert {f.kind for f in faulted} <= {"kill", "stop", "pause"} and all(0 <= f.delay_s <= 1.5 for f in faulted)
+    assert {f.after for f in faulted} == {"elected", "registering"}
     lo, hi = s.hunt.fault_duration_s
     assert all(lo <= f.duration_s <= hi for f in faulted)
     without = s.model_copy(update={"hunt": s.hunt.model_copy(update={"formation": 0.0})})

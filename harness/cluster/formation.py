@@ -1,13 +1,15 @@
 """A fault while the cluster forms: the coordination quorum's first leader (the first active KRaft
-controller, or the first ZooKeeper ensemble leader) killed, stopped or frozen as soon as it is
-elected, while the brokers are still registering and the first metadata is being written.
+controller, or the first ZooKeeper ensemble leader) killed, stopped or frozen at one of two moments:
+as soon as it is elected (``after = "elected"``), when it writes the cluster's first metadata (KRaft:
+the bootstrap records, the feature levels among them) and before any broker has registered; or once
+the first broker has registered and serves while the others may still be registering
+(``after = "registering"``).
 
-Faults drawn during a workload find a cluster that has formed. Formation is its own ground: the
-first leader writes the bootstrap records (KRaft: the feature levels, and with a dynamic quorum
-the voters), the brokers register with it, and a cluster that loses that leader there must still
-form with another. The fault is a cluster setting (``[cluster.formation]``), applied by the
-cluster's start between electing its first leader and every broker registering; what happened is
-kept in ``KafkaCluster.formation`` for the run's history (a ``formation`` event).
+Faults drawn during a workload find a cluster that has formed. Formation is its own ground: a
+cluster that loses its first leader there must still form with another. The fault is a cluster
+setting (``[cluster.formation]``), applied by the cluster's start before every broker is seen
+registered; what happened is kept in ``KafkaCluster.formation`` for the run's history (a
+``formation`` event).
 
 Mixed into KafkaCluster (kafka_cluster.py), whose quorum reads and node faults it uses."""
 
@@ -27,19 +29,23 @@ LOG = logging.getLogger("kchaos.cluster")
 # How a cluster that did not form after its formation fault says so (hunts and campaigns look for it).
 FORMATION_FAILED = "the cluster did not form after its first quorum leader"
 FIRST_LEADER_TIMEOUT_S = 60.0  # a quorum that elects nobody in this long did not start: a ClusterError
+FIRST_BROKER_TIMEOUT_S = 120.0  # the cluster's whole start has this long (KafkaCluster.start)
 # Each kind of formation fault: the node fault (nodes.py) that does it and the one that undoes it.
 DONE_AND_UNDONE = {"kill": ("kill", "start_broker"), "stop": ("stop_broker", "start_broker"),
                    "pause": ("pause", "resume")}
 
 
 class FormationFault(BaseModel):
-    """``[cluster.formation]``: what is done to the quorum's first leader once it is elected."""
+    """``[cluster.formation]``: what is done to the quorum's first leader, and when."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["kill", "stop", "pause"] = Field(
         "kill", description="kill -9 its process, stop it cleanly (SIGTERM), or freeze it")
-    delay_s: float = Field(0.0, ge=0, le=10, description="seconds after the first leader is seen before the fault")
+    after: Literal["elected", "registering"] = Field(
+        "elected", description="the moment delay_s counts from: the first leader seen elected, or the first broker "
+                               "seen registered and serving")
+    delay_s: float = Field(0.0, ge=0, le=10, description="seconds after that moment before the fault")
     duration_s: float = Field(3.0, gt=0, le=60, description="seconds it stays killed, stopped or frozen")
 
 
@@ -63,6 +69,10 @@ class Formation:
               0.05, error=ClusterError)
         leader, epoch = seen[0]
         elected_s = round(time.monotonic() - started, 2)
+        brokers: list[int] = []
+        if f.after == "registering":
+            until(lambda: self._first_brokers(brokers), FIRST_BROKER_TIMEOUT_S, "no broker registered", 0.1,
+                  error=ClusterError)
         time.sleep(f.delay_s)
         LOG.info("formation: %s the first leader, node %d (epoch %d), for %g s", f.kind, leader, epoch, f.duration_s)
         fault_ms = _ms()
@@ -70,8 +80,19 @@ class Formation:
         getattr(self, apply)(leader)
         time.sleep(f.duration_s)
         getattr(self, heal)(leader)
-        self.formation = {"kind": f.kind, "leader": leader, "epoch": epoch, "elected_after_s": elected_s,
-                          "delay_s": f.delay_s, "duration_s": f.duration_s, "fault_ms": fault_ms, "heal_ms": _ms()}
+        self.formation = {"kind": f.kind, "after": f.after, "leader": leader, "epoch": epoch,
+                          "elected_after_s": elected_s, "brokers_serving": len(brokers), "delay_s": f.delay_s,
+                          "duration_s": f.duration_s, "fault_ms": fault_ms, "heal_ms": _ms()}
+
+    def _first_brokers(self, seen: list[int]) -> bool:
+        """Whether a broker has registered and serves (its metadata names the brokers it knows); if so
+        ``seen`` holds them."""
+        try:
+            brokers = sorted(self.admin.list_topics(timeout=0.5).brokers)
+        except Exception:  # no broker answers yet
+            return False
+        seen[:] = brokers
+        return bool(brokers)
 
     def _first_leader(self, seen: list[tuple[int, int]]) -> bool:
         """Whether the quorum has elected a leader; if so its (node, epoch) is appended to ``seen``."""
@@ -85,9 +106,9 @@ class Formation:
         f = self.formation
         if f is None:
             return e
-        return ClusterError(f"{FORMATION_FAILED} (node {f['leader']}, epoch "
-                            f"{f['epoch']}) was faulted ({f['kind']} for {f['duration_s']:g} s, "
-                            f"{f['delay_s']:g} s after its election): {e}")
+        moment = "its election" if f["after"] == "elected" else "the first broker registered"
+        return ClusterError(f"{FORMATION_FAILED} (node {f['leader']}, epoch {f['epoch']}) was faulted ({f['kind']} "
+                            f"for {f['duration_s']:g} s, {f['delay_s']:g} s after {moment}): {e}")
 
     def formed(self) -> None:
         """Complete the record once the cluster has formed: who leads the quorum now, in which epoch."""

@@ -108,8 +108,8 @@ class ClusterSettings(BaseModel):
         default_factory=dict, description="feature levels the KRaft controllers format the cluster with "
                                           "(harness/cluster/feature_levels.py); the rest get the version's defaults")
     formation: FormationFault | None = Field(
-        None, description="a fault on the coordination quorum's first leader as soon as it is elected, while the "
-                          "brokers register (harness/cluster/formation.py); a cluster of its own per run")
+        None, description="a fault on the coordination quorum's first leader as soon as it is elected or once the "
+                          "first broker registered (harness/cluster/formation.py); a cluster of its own per run")
     log_levels: dict[str, Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]] = Field(
         default_factory=dict, description="log4j levels of named loggers on every broker, controller and ZooKeeper "
                                           "server (e.g. {\"state.change.logger\" = \"DEBUG\"}): a finding's "

@@ -182,12 +182,16 @@ class EpochsDriven(_Record):
 class Formation(_Record):
     """The cluster's formation faulted (``[cluster.formation]``, harness/cluster/formation.py): the
     coordination quorum's first leader (node, epoch), seconds from the first node's start to its
-    election, the fault done to it, when it was done and undone, and who led once every broker had
-    registered. Written at the start of the first run on that cluster, with the times it happened."""
+    election, the moment the fault counted from (its election, or the first broker registered, and
+    how many brokers served then), the fault done to it, when it was done and undone, and who led
+    once every broker had registered. Written at the start of the first run on that cluster, with the
+    times it happened."""
 
     type: Literal["formation"] = "formation"
     ts_ms: int  # the fault's start
     kind: str
+    after: str = "elected"
+    brokers_serving: int = 0
     leader: int
     epoch: int
     elected_after_s: float

@@ -22,7 +22,8 @@ TRIGGER_DELAY_S = (0.0, 2.0)
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
 QUIET_TAIL_S = 3.0  # a drawn fault ends at least this long before the workload does
 FORMATION_KINDS = ("kill", "stop", "pause")  # what a drawn formation fault does to the first quorum leader
-FORMATION_DELAY_S = (0.0, 1.5)  # after its election: before the brokers have all registered
+FORMATION_MOMENTS = ("elected", "registering")  # its election; the first broker registered and serving
+FORMATION_DELAY_S = (0.0, 1.5)  # after that moment: before the brokers have all registered
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,13 @@ def draw(s: Scenario, rng: random.Random, moves: list[Move]) -> Scenario:
 
 def _formation(s: Scenario, rng: random.Random, spec: HuntSpec) -> dict:
     """The drawn cluster's table: for the [hunt] table's share of draws, the cluster's first quorum
-    leader faulted while it forms, killed, stopped or frozen up to 1.5 s after its election, for a
-    drawn fault's length; the other draws without (the scenario's own ``[cluster.formation]`` is its
-    schedule's, replaced as its faults are). Nothing drawn from ``rng`` when the table asks for no
-    formation faults: other hunts' schedules stay as they were."""
+    leader faulted while it forms, killed, stopped or frozen up to 1.5 s after its election or after
+    the first broker registered, for a drawn fault's length; the other draws without (the scenario's
+    own ``[cluster.formation]`` is its schedule's, replaced as its faults are). Nothing drawn from
+    ``rng`` when the table asks for no formation faults: other hunts' schedules stay as they were."""
     cluster = {k: v for k, v in s.cluster.items() if k != "formation"}  # the scenario's own is not a draw's
     if spec.formation and rng.random() < spec.formation:
-        cluster["formation"] = {"kind": rng.choice(FORMATION_KINDS),
+        cluster["formation"] = {"kind": rng.choice(FORMATION_KINDS), "after": rng.choice(FORMATION_MOMENTS),
                                 "delay_s": round(rng.uniform(*FORMATION_DELAY_S), 1),
                                 "duration_s": round(rng.uniform(*spec.fault_duration_s), 1)}
     return {"cluster": cluster}

@@ -106,9 +106,11 @@ def _execute(s: Scenario, d: RunDirectory, repro: str, log: Callable[[str], None
             if c.formation is not None and c.runs == 1:
                 formed = formation_event(c.formation)
                 events.write(formed)
+                moment = "its election" if formed.after == "elected" else \
+                    f"the first broker registered ({formed.brokers_serving} serving)"
                 log(f"formation: the first quorum leader, node {formed.leader} (epoch {formed.epoch}, elected "
                     f"{formed.elected_after_s:g} s after the first node's start), {formed.kind} for "
-                    f"{formed.duration_s:g} s from {formed.delay_s:g} s after its election; once every broker had "
+                    f"{formed.duration_s:g} s from {formed.delay_s:g} s after {moment}; once every broker had "
                     f"registered, node {formed.leader_after} led in epoch {formed.epoch_after}")
             log(f"cluster {c.name} {'up' if given is None else 'reused'} in {up_s:g} s: Kafka {s.kafka_version} "
                 f"{s.mode}, {s.brokers} brokers")
