@@ -394,3 +394,48 @@ def test_a_commands_output_is_its_stdout_then_its_stderr_never_a_line_cut_by_the
     assert joined_output((out.rstrip(b"\n"), err)).endswith("copier-1894\nNon-consecutive offsets in "
                                                              "/var/lib/kafka/data/chaos-copy-0/00000000000000000477.log\n")
     assert joined_output(None) == "" and joined_output((None, b"boom")) == "boom"
+
+
+class _Quorum:
+    """Just enough of a cluster for QuorumChanges: its settings, topology and an exec that answers
+    with the tool's outputs in turn."""
+
+    def __init__(self, answers: list[tuple[int, str]]):
+        from harness.cluster.settings import ClusterSettings
+
+        self.settings = ClusterSettings(kafka_version="4.4.0", dynamic_quorum=True, spare_controllers=1)
+        self.topo = Topology(self.settings.broker_ids, "kraft", (), tuple(self.settings.coordination_ids))
+        self.answers, self.asked = answers, 0
+        self.directory_ids = {1: "dir-1"}
+
+    def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
+        self.asked += 1
+        return self.answers.pop(0)
+
+
+def test_a_voter_change_kafka_refuses_for_now_is_asked_again_and_any_other_refusal_fails_at_once(monkeypatch):
+    """Kafka refuses to add a controller that has not caught up yet, and the tool gives up when no
+    active controller is known before its timeout; an operator asks again (two campaign runs failed
+    for want of it). Anything else is not asked again."""
+    from harness.cluster import quorum_changes
+    from harness.cluster.kafka_tools import ToolError
+    from harness.cluster.quorum_changes import QuorumChanges
+
+    monkeypatch.setattr(quorum_changes, "RETRY_PAUSE_S", 0.0)
+    lagging = (1, "Caused by: org.apache.kafka.common.errors.TimeoutException: Aborted add voter operation for "
+                  "ReplicaKey(id=101, directoryId=x) since it is lagging behind")
+    unassigned = (1, "TimeoutException: Timed out waiting for a node assignment. Call: removeRaftVoter")
+    c = type("C", (_Quorum, QuorumChanges), {})([lagging, unassigned, (0, "Added controller 101")])
+    c.add_controller(101)
+    assert c.asked == 3
+    refused = (1, "org.apache.kafka.common.errors.DuplicateVoterException: The voter id for ReplicaKey(id=101) is "
+                  "already part of the set of voters")
+    c = type("C", (_Quorum, QuorumChanges), {})([refused, (0, "")])
+    with pytest.raises(ToolError, match="DuplicateVoterException"):
+        c.add_controller(101)
+    assert c.asked == 1
+    monkeypatch.setattr(quorum_changes, "RETRY_S", 0.0)
+    c = type("C", (_Quorum, QuorumChanges), {})([lagging, (0, "")])
+    with pytest.raises(ToolError, match="lagging behind"):
+        c.remove_controller(101)
+    assert c.asked == 1, "not past its time"

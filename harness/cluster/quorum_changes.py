@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 
 from harness.cluster import kafka_tools
 from harness.cluster.errors import ClusterError
@@ -15,14 +16,32 @@ from harness.cluster.settings import CONTROLLER_ID_BASE, controller_port
 LOG = logging.getLogger("kchaos.cluster")
 
 
+# What Kafka answers a voter change it refuses for now, as an operator sees it: the controller to
+# add has not caught up with the leader yet ("Aborted add voter operation ... since it is lagging
+# behind"), or the tool found no active controller to send it to before its timeout (a leader being
+# elected). The operator asks again; so does kchaos, until RETRY_S have passed.
+RETRIABLE = ("since it is lagging behind", "Timed out waiting for a node assignment")
+RETRY_S = 90.0
+RETRY_PAUSE_S = 2.0
+
+
 class QuorumChanges:
 
     def _quorum_tool(self, n: int, args: list[str]) -> str:
         """Kafka's metadata-quorum tool, run in coordination node n's own container (so it reaches
-        the other controllers through that node's links); its output, or ClusterError."""
+        the other controllers through that node's links), asked again while Kafka refuses the change
+        for now (RETRIABLE); its output, or ClusterError."""
         boot = ",".join(f"controller-{k}:{controller_port(k)}" for k in range(1, self.settings.quorum_size + 1))
-        return kafka_tools.run(self.exec, self.topo.node_key(n), "kafka-metadata-quorum",
-                               ["--bootstrap-controller", boot, *args])
+        deadline = time.monotonic() + RETRY_S
+        while True:
+            try:
+                return kafka_tools.run(self.exec, self.topo.node_key(n), "kafka-metadata-quorum",
+                                       ["--bootstrap-controller", boot, *args])
+            except kafka_tools.ToolError as e:
+                if not any(why in e.output for why in RETRIABLE) or time.monotonic() + RETRY_PAUSE_S > deadline:
+                    raise
+                LOG.info("quorum change on node %d refused for now, asked again: %s", n, e.output.strip()[-200:])
+                time.sleep(RETRY_PAUSE_S)
 
     def remove_controller(self, n: int) -> None:
         """Take controller n (node id) out of the voters; it goes on as an observer. Removing the
