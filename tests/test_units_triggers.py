@@ -249,3 +249,33 @@ def test_a_run_ending_early_leaves_no_fault_to_apply_or_heal_after_its_cluster_i
     assert c.paused == [3], "the timed fault was applied; the delayed one never was"
     assert resumed == [], "nothing healed after abandon(): the cluster is being removed"
     assert took < 1.0, took
+
+
+def test_a_triggered_faults_heal_that_fails_fails_the_run_as_a_timed_ones_does(tmp_path):
+    """A heal on a timer that raised was a thread's traceback on the terminal and nothing more (a
+    campaign's voter changes refused at the heal): the run went on as if healed."""
+    import time
+
+    from harness.faults import PlannedFault
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
+
+    c = _Cluster()
+
+    def refuses(b):
+        raise RuntimeError("the heal was refused")
+
+    c.resume = refuses  # type: ignore[method-assign]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    f = PlannedFault(at_s=0, duration_s=0.2, kind="pause", target="broker:2", partition=1,
+                     on=Trigger("leader_change", partition=1, delay_s=0.0), number=0)
+    nem.start([f], time.monotonic())
+    time.sleep(0.4)  # armed on leader 1
+    c.flip.set()
+    deadline = time.monotonic() + 5
+    while nem.error is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    nem.stop()
+    events.close()
+    assert c.paused == [2] and isinstance(nem.error, RuntimeError), nem.error

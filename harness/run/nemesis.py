@@ -321,8 +321,18 @@ class Nemesis:
         self._timer(f.on.delay_s, go)  # type: ignore[union-attr]
 
     def _timer(self, delay_s: float, action: Callable[[], object]) -> None:
-        """``action`` after ``delay_s``, on a timer stop() cancels, or waits for if it is running."""
-        timer = threading.Timer(delay_s, action)
+        """``action`` after ``delay_s``, on a timer stop() cancels, or waits for if it is running. What it
+        raises fails the run as the schedule's own errors do (``error``), not only a thread's traceback."""
+
+        def act() -> None:
+            try:
+                action()
+            except BaseException as e:
+                if self.error is None:
+                    self.error = e
+                LOG.error("a triggered fault's step failed: %r", e)
+
+        timer = threading.Timer(delay_s, act)
         timer.daemon = True
         with self._lock:
             self._timers.append(timer)
