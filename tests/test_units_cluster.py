@@ -407,10 +407,14 @@ class _Quorum:
         self.topo = Topology(self.settings.broker_ids, "kraft", (), tuple(self.settings.coordination_ids))
         self.answers, self.asked = answers, 0
         self.directory_ids = {1: "dir-1"}
+        self.voters: tuple[int, ...] = (101, 102, 103)  # what the quorum's leader says after the tool ran
 
     def exec(self, key: str, cmd: list[str]) -> tuple[int, str]:
         self.asked += 1
         return self.answers.pop(0)
+
+    def quorum_state(self, timeout_s: float = 0.5) -> quorum.QuorumState:
+        return quorum.QuorumState(102, 3, self.voters)
 
 
 def test_a_voter_change_kafka_refuses_for_now_is_asked_again_and_any_other_refusal_fails_at_once(monkeypatch):
@@ -426,11 +430,13 @@ def test_a_voter_change_kafka_refuses_for_now_is_asked_again_and_any_other_refus
                   "ReplicaKey(id=101, directoryId=x) since it is lagging behind")
     unassigned = (1, "TimeoutException: Timed out waiting for a node assignment. Call: removeRaftVoter")
     c = type("C", (_Quorum, QuorumChanges), {})([lagging, unassigned, (0, "Added controller 101")])
+    c.voters = (102, 103)  # 101 is not a voter until the third answer
     c.add_controller(101)
     assert c.asked == 3
     refused = (1, "org.apache.kafka.common.errors.DuplicateVoterException: The voter id for ReplicaKey(id=101) is "
                   "already part of the set of voters")
     c = type("C", (_Quorum, QuorumChanges), {})([refused, (0, "")])
+    c.voters = (102, 103)
     with pytest.raises(ToolError, match="DuplicateVoterException"):
         c.add_controller(101)
     assert c.asked == 1
@@ -439,3 +445,18 @@ def test_a_voter_change_kafka_refuses_for_now_is_asked_again_and_any_other_refus
     with pytest.raises(ToolError, match="lagging behind"):
         c.remove_controller(101)
     assert c.asked == 1, "not past its time"
+
+
+def test_a_voter_change_whose_tool_timed_out_after_the_leader_committed_it_counts_as_made():
+    """A campaign run: remove-controller failed with `The request timed out`, the removal was
+    committed all the same, and kchaos, taking it for not made, never added the controller back."""
+    from harness.cluster.quorum_changes import QuorumChanges
+
+    timed_out = (1, "Caused by: org.apache.kafka.common.errors.TimeoutException: The request timed out.")
+    c = type("C", (_Quorum, QuorumChanges), {})([timed_out])
+    c.voters = (102, 103)  # 101 is out: the leader committed the removal
+    c.remove_controller(101)
+    assert c.asked == 1
+    c = type("C", (_Quorum, QuorumChanges), {})([timed_out])  # still a voter: not made
+    with pytest.raises(Exception, match="The request timed out"):
+        c.remove_controller(101)
