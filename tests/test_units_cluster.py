@@ -429,10 +429,12 @@ def test_a_voter_change_kafka_refuses_for_now_is_asked_again_and_any_other_refus
     lagging = (1, "Caused by: org.apache.kafka.common.errors.TimeoutException: Aborted add voter operation for "
                   "ReplicaKey(id=101, directoryId=x) since it is lagging behind")
     unassigned = (1, "TimeoutException: Timed out waiting for a node assignment. Call: removeRaftVoter")
-    c = type("C", (_Quorum, QuorumChanges), {})([lagging, unassigned, (0, "Added controller 101")])
-    c.voters = (102, 103)  # 101 is not a voter until the third answer
+    fencing = (1, "TimeoutException: Request timed out waiting for leader to establish HWM and fence previous voter "
+                  "changes")
+    c = type("C", (_Quorum, QuorumChanges), {})([lagging, fencing, unassigned, (0, "Added controller 101")])
+    c.voters = (102, 103)  # 101 is not a voter until the last answer
     c.add_controller(101)
-    assert c.asked == 3
+    assert c.asked == 4
     refused = (1, "org.apache.kafka.common.errors.DuplicateVoterException: The voter id for ReplicaKey(id=101) is "
                   "already part of the set of voters")
     c = type("C", (_Quorum, QuorumChanges), {})([refused, (0, "")])

@@ -18,9 +18,12 @@ LOG = logging.getLogger("kchaos.cluster")
 
 # What Kafka answers a voter change it refuses for now, as an operator sees it: the controller to
 # add has not caught up with the leader yet ("Aborted add voter operation ... since it is lagging
-# behind"), or the tool found no active controller to send it to before its timeout (a leader being
-# elected). The operator asks again; so does kchaos, until RETRY_S have passed.
-RETRIABLE = ("since it is lagging behind", "Timed out waiting for a node assignment")
+# behind"), a new leader has not yet committed its epoch's start ("... waiting for leader to
+# establish HWM and fence previous voter changes"), or the tool found no active controller to send
+# it to before its timeout (a leader being elected). The operator asks again; so does kchaos, until
+# RETRY_S have passed.
+RETRIABLE = ("since it is lagging behind", "waiting for leader to establish HWM",
+             "Timed out waiting for a node assignment")
 RETRY_S = 90.0
 RETRY_PAUSE_S = 2.0
 VOTERS_WAIT_S = 10.0  # how long a failed change waits for a leader to say whether it was made
