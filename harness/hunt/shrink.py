@@ -227,4 +227,4 @@ def _without_producer(base: Scenario, j: int) -> Scenario:
 
 def _without_formation(base: Scenario) -> Scenario:
     """``base`` on a cluster that forms without a fault (``[cluster.formation]`` dropped)."""
-    return _with(base, cluster={k: v for k, v in base.cluster.items() if k != "formation"})
+    return _with(base, cluster=base.cluster_unfaulted)

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import get_args
 
 from pydantic import ValidationError
 
+from harness.cluster.formation import FormationFault
 from harness.faults import FAULT_KINDS, FAULTS, Target
 from harness.scenario import HuntSpec, Scenario
 
 TRIGGER_DELAY_S = (0.0, 2.0)
 FIRST_FAULT_S = 1.0  # the earliest a timed fault starts: the workload is running by then
 QUIET_TAIL_S = 3.0  # a drawn fault ends at least this long before the workload does
-FORMATION_KINDS = ("kill", "stop", "pause")  # what a drawn formation fault does to the first quorum leader
-FORMATION_MOMENTS = ("elected", "registering")  # its election; the first broker registered and serving
+# What a drawn formation fault does to the first quorum leader, and the moments it counts from: the
+# values [cluster.formation] takes.
+FORMATION_KINDS = get_args(FormationFault.model_fields["kind"].annotation)
+FORMATION_MOMENTS = get_args(FormationFault.model_fields["after"].annotation)
 FORMATION_DELAY_S = (0.0, 1.5)  # after that moment: before the brokers have all registered
 
 
@@ -102,7 +106,7 @@ def _formation(s: Scenario, rng: random.Random, spec: HuntSpec) -> dict:
     the first broker registered, for a drawn fault's length; the other draws without (the scenario's
     own ``[cluster.formation]`` is its schedule's, replaced as its faults are). Nothing drawn from
     ``rng`` when the table asks for no formation faults: other hunts' schedules stay as they were."""
-    cluster = {k: v for k, v in s.cluster.items() if k != "formation"}  # the scenario's own is not a draw's
+    cluster = s.cluster_unfaulted  # the scenario's own formation fault is not a draw's
     if spec.formation and rng.random() < spec.formation:
         cluster["formation"] = {"kind": rng.choice(FORMATION_KINDS), "after": rng.choice(FORMATION_MOMENTS),
                                 "delay_s": round(rng.uniform(*FORMATION_DELAY_S), 1),

@@ -531,6 +531,11 @@ class Scenario(ScenarioTable):
         sessions = [g.session_timeout_ms for g in self.groups if g.protocol == "consumer"]
         return {**(kip848_broker_config(min(sessions)) if sessions else {}), **share_broker_config(self.share_groups)}
 
+    @property
+    def cluster_unfaulted(self) -> dict:
+        """The ``[cluster]`` table without its ``formation`` fault: the same cluster, formed unfaulted."""
+        return {k: v for k, v in self.cluster.items() if k != "formation"}
+
     def cluster_settings(self) -> ClusterSettings:
         extra = {**self.cluster, "private_clients": self.private_clients}
         if self.dynamic_quorum:
