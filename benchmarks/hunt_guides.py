@@ -6,7 +6,10 @@ finding and the protocol coverage reached over time, several hunts per answer an
 
 Each hunt is ``kchaos hunt SCENARIO ... --guide G --seed S --budget B --until-found`` into
 ``OUT/ANSWER/G/sS`` (a directory already there is resumed, so a stopped benchmark carries on), with no
-confirmation beyond one re-run and no shrinking: what is measured is the search. The time to the
+confirmation beyond one re-run and no shrinking: what is measured is the search. A finished hunt's
+hunt.json is copied to ``benchmarks/results/hunt-guides/ANSWER/G/sS.json``, which is committed: the
+table is read from there, and a hunt with a result there is not run again, so the benchmark, a day of
+this machine, accumulates across sessions and machines (a machine's ``OUT`` does not outlive it). The time to the
 first finding is the hunt's wall time (its runs, their checks) when it looked at the drawn run that
 showed it (hunt.json's ``timeline``); a hunt that found nothing in its budget counts as the budget,
 censored, and the median says so when half or more were. Coverage is the distinct features the
@@ -18,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "hunt-guides"
 NO_POWER_LOSS = ('hunt.kinds=["kill", "restart", "pause", "isolate", "cut_fetch", "slow_fetch", "cut_coordination", '
                  '"cut_replication"]')
 # The known answers (benchmarks/README.md, "Coverage-guided hunting"): the scenario and goal of each.
@@ -40,13 +45,25 @@ def hunt_dir(out: Path, answer: str, guide: str, seed: int) -> Path:
     return out / answer / guide / f"s{seed}"
 
 
+def result_path(answer: str, guide: str, seed: int) -> Path:
+    """Where a finished hunt's hunt.json is kept (committed with the code it measured)."""
+    return RESULTS / answer / guide / f"s{seed}.json"
+
+
 def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None:
+    """One hunt, unless its result is kept already; its hunt.json kept once the hunt ended by itself."""
+    if result_path(answer, guide, seed).exists():
+        return
     d = hunt_dir(out, answer, guide, seed)
     cmd = [sys.executable, "-m", "harness", "hunt", *ANSWERS[answer], "--guide", guide, "--seed", str(seed),
            "--budget", budget, "--until-found", "--confirm", "1", "--measure", "0", "--shrink-runs", "0",
            "--out", str(d)]
     print(" ".join(cmd[2:]), flush=True)
-    subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+    r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+    if r.returncode in (0, 1):  # found, or spent its budget; a stopped or failed hunt is run again
+        kept = result_path(answer, guide, seed)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(d / "hunt.json", kept)
 
 
 def first_finding_s(doc: dict) -> float | None:
@@ -74,7 +91,7 @@ def budget_seconds(text: str) -> float:
     return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
 
 
-def report(out: Path, answers: list[str], guides: list[str], seeds: int, budget: str) -> None:
+def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> None:
     budget_s = budget_seconds(budget)
     print("| answer | guide | hunts | found | time to the first finding, median (each) | "
           + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
@@ -82,7 +99,7 @@ def report(out: Path, answers: list[str], guides: list[str], seeds: int, budget:
     for answer in answers:
         for guide in guides:
             docs = [json.loads(p.read_text()) for s in range(1, seeds + 1)
-                    if (p := hunt_dir(out, answer, guide, s) / "hunt.json").exists()]
+                    if (p := result_path(answer, guide, s)).exists()]
             if not docs:
                 continue
             times = [first_finding_s(d) for d in docs]
@@ -110,7 +127,7 @@ def main() -> None:
             for answer in answers:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)
-    report(a.out, answers, guides, a.seeds, a.budget)
+    report(answers, guides, a.seeds, a.budget)
 
 
 if __name__ == "__main__":
