@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import checker
 from harness import scenario as scenario_mod
-from harness.checker import warm
 from harness.cluster import reaper
 from harness.run import logs, runner
 
@@ -37,7 +37,7 @@ def timed_check(run_dir: Path, *args: str) -> float:
 
 def one_run(path: Path, out: Path) -> dict[str, float]:
     s = scenario_mod.load(path)
-    starting = warm.prestart()  # as `kchaos run` does
+    starting = checker.prestart()  # as `kchaos run` does
     t0 = time.monotonic()
     res = runner.execute(s, out, scenario_file=str(path), log=lambda m: None)
     run_s = time.monotonic() - t0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import time
 from pathlib import Path
@@ -205,19 +206,23 @@ def _print_quorum(c) -> None:
 
 @contextlib.contextmanager
 def _refusing_bad_input():
-    """Bad scenarios and paths exit 2 and a missing engine exits 3, all before any container starts."""
-    from harness import scenario as scenario_mod
-    from harness.hunt.affected import FindingError
-    from harness.setup import engine
-
+    """Bad scenarios and paths exit 2 and a missing engine exits 3, all before any container starts.
+    The modules that define those exceptions are loaded once one is raised: a command that goes well
+    does not wait for them before its run starts."""
     try:
         yield
-    except (scenario_mod.ScenarioError, BadOption, FindingError) as e:
-        _said("bad input", e)
-        raise typer.Exit(EXIT_BAD_INPUT) from e
-    except engine.EngineError as e:
-        _said("cannot run", e)
-        raise typer.Exit(EXIT_NOT_RUN) from e
+    except Exception as e:
+        from harness import scenario as scenario_mod
+        from harness.hunt.affected import FindingError
+        from harness.setup import engine
+
+        if isinstance(e, (scenario_mod.ScenarioError, BadOption, FindingError)):
+            _said("bad input", e)
+            raise typer.Exit(EXIT_BAD_INPUT) from e
+        if isinstance(e, engine.EngineError):
+            _said("cannot run", e)
+            raise typer.Exit(EXIT_NOT_RUN) from e
+        raise
 
 
 def _ensure_images(versions: list[str]) -> None:
@@ -258,7 +263,7 @@ def run(
     4: a triggered fault never fired (the run did not test what it is for)."""
     from harness import scenario as scenario_mod
     from harness.cluster import reaper
-    from harness.run import runner
+    from harness.run.result import default_out
 
     overrides = list(set_ or [])
     with _refusing_bad_input():
@@ -267,14 +272,12 @@ def run(
         s = scenario_mod.load(scenario, overrides, seed=seed, kafka_version=kafka_version, mode=mode)
         _ensure_images([s.kafka_version])
     reaper.install_signal_handlers()
-    out_dir = out or runner.default_out(s)
-    if not no_check and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER")):
-        from harness.checker import warm
-
-        warm.prestart()  # up by the time the run directory is complete
+    warm_up = not no_check and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER"))
     try:
-        res = _execute_here_or_kept(s, out_dir, str(scenario), overrides)
-    except runner.NOT_CARRIED_OUT as e:
+        res = _execute_here_or_kept(s, out or default_out(s), str(scenario), overrides, warm_up)
+    except Exception as e:
+        if not _not_carried_out(e):
+            raise
         _said("the run could not be carried out", e)
         raise typer.Exit(EXIT_NOT_RUN) from e
     _log(f"run directory {res.path}: {res.produced} sent, {res.acked} acknowledged, {res.consumed_live} read live, "
@@ -291,21 +294,41 @@ def run(
     raise typer.Exit(_exit_code(verdicts))
 
 
-def _execute_here_or_kept(s, out_dir: Path, scenario_file: str, overrides: list[str]):
+def _execute_here_or_kept(s, out_dir: Path, scenario_file: str, overrides: list[str], warm_up: bool):
     """The run on the cluster a ``kchaos up`` of the same settings keeps, when one is up; else on a
-    cluster of its own. A kept cluster's process that fails the run fails it here too (RunError)."""
-    from harness.run import kept_service, runner
+    cluster of its own. A kept cluster's process that fails the run fails it here too
+    (ServedRunFailed). With ``warm_up`` the warm Spark server is started beside the run, once the run
+    is handed over: up by the time the run directory is complete, without slowing the hand-over."""
+    from harness.run import kept_service
 
     served = kept_service.find(s)
     if served is not None:
         _log(f"on the kept cluster {served.cluster} (kchaos up, process {served.pid}), on a topic of its own")
         try:
-            return kept_service.run_on(served, s, out_dir, scenario_file, overrides, _log)
+            return kept_service.run_on(served, s, out_dir, scenario_file, overrides, _log,
+                                       on_started=_warm_checker if warm_up else None)
         except (ConnectionRefusedError, FileNotFoundError, EOFError) as e:
             _log(f"the kept cluster's process did not answer ({e}); booting a cluster of this run's own")
         except kept_service.ServedRunFailed as e:
-            raise runner.RunError(f"the kept cluster's process: {e}") from e
+            raise kept_service.ServedRunFailed(f"the kept cluster's process: {e}") from e
+    if warm_up:
+        _warm_checker()
+    from harness.run import runner
+
     return runner.execute(s, out_dir, scenario_file=scenario_file, overrides=overrides, log=_log)
+
+
+def _warm_checker() -> None:
+    from harness import checker
+
+    checker.prestart()
+
+
+def _not_carried_out(e: BaseException) -> bool:
+    """Whether ``e`` says that a run could not be carried out (exit 3) rather than that kchaos failed."""
+    from harness.run import kept_service, runner
+
+    return isinstance(e, (kept_service.ServedRunFailed, *runner.NOT_CARRIED_OUT))
 
 
 @app.command()
@@ -494,9 +517,9 @@ def _run_matrix_cells(p, out: Path, done: int, fresh: bool, prefetch, spark_mast
     from harness.run import matrix as matrix_mod
 
     if done < len(p.cells) and not (spark_master or os.environ.get("KCHAOS_SPARK_MASTER")):
-        from harness.checker import warm
+        from harness import checker
 
-        warm.prestart()  # up by the time the first run ends: its check then finds it warm
+        checker.prestart()  # up by the time the first run ends: its check then finds it warm
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar:
         task = bar.add_task("matrix", total=len(p.cells), completed=done)
@@ -752,4 +775,10 @@ def spark(action: str = typer.Argument("status", help="status | stop")) -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        # Whatever the command loaded (Spark's client, pandas, the engine's SDK) stays until the
+        # process exits; frozen, the interpreter's last collections skip it: a tenth of the time
+        # to exit after a check.
+        gc.freeze()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.run import kept_service
-from harness.run.directory import RunResult
+from harness.run.result import RunResult
 from harness.scenario import Scenario
 from tests.test_units_hunt import scenario
 

@@ -181,6 +181,29 @@ def test_a_moved_away_replicas_directory_is_no_partition_of_the_topic():
     assert parse_epoch_caches(text, "chaos") == {"chaos-0": [[0, 0], [3, 120]], "chaos-10": [[5, 7]]}
 
 
+def test_one_commands_checkpoint_files_split_back_into_each_file_and_directory():
+    """A broker's checkpoint files come back as one command's output: each offset file of each log
+    directory under its path, then the partitions' epoch caches. A file that could not be read (a
+    failed directory) has no lines; another topic's partitions and a topic whose name starts with
+    this one's are left out."""
+    from harness.run.replicas import parse_checkpoints
+
+    text = ("=== /var/lib/kafka/data/replication-offset-checkpoint\n0\n3\nchaos 0 120\nchaos-copy 0 9\n"
+            "__consumer_offsets 1 4\n"
+            "=== /var/lib/kafka/data-2/replication-offset-checkpoint\n0\n1\nchaos 1 77\n"
+            "=== /var/lib/kafka/data/recovery-point-offset-checkpoint\n0\n1\nchaos 0 100\n"
+            "=== /var/lib/kafka/data-2/recovery-point-offset-checkpoint\n"  # unreadable: no lines
+            "=== /var/lib/kafka/data/log-start-offset-checkpoint\n0\n1\nchaos 0 0\n"
+            "=== /var/lib/kafka/data-2/log-start-offset-checkpoint\n0\n0\n"
+            "=== leader-epoch-checkpoints\n== chaos-0\n0\n2\n0 0\n3 120\n== chaos-copy-0\n0\n1\n0 0\n"
+            "== chaos-1\n0\n1\n2 5\n")
+    assert parse_checkpoints(text, "chaos") == {
+        "high_watermark": {"chaos-0": 120, "chaos-1": 77}, "recovery_point": {"chaos-0": 100},
+        "log_start": {"chaos-0": 0}, "leader_epochs": {"chaos-0": [[0, 0], [3, 120]], "chaos-1": [[2, 5]]}}
+    assert parse_checkpoints("", "chaos") == {"high_watermark": {}, "recovery_point": {}, "log_start": {},
+                                               "leader_epochs": {}}
+
+
 def test_dump_log_segments_records_of_a_moved_away_replica_are_no_partitions():
     from harness.run.replicas import parse_dump
 

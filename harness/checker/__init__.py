@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from harness.checker.anomaly import ANOMALIES
@@ -12,7 +13,23 @@ from harness.history import RunDir, find_run_dirs, validate
 
 DEFAULT_UNAVAILABLE_MS = 1000
 
-__all__ = ["ANOMALIES", "Config", "check_runs", "promise_table_markdown", "promises", "summarize"]
+__all__ = ["ANOMALIES", "Config", "check_runs", "prestart", "promise_table_markdown", "promises", "summarize"]
+
+
+def prestart() -> threading.Thread:
+    """The warm Spark server started (warm.ensure_up) and the check's own modules loaded, in a thread:
+    a run calls it while its cluster boots or its workload goes on, so the check that follows finds
+    both ready."""
+
+    def ready() -> None:
+        from harness.checker import warm
+
+        warm.ensure_up()
+        from harness.checker import analysis, judge  # noqa: F401  (loaded here, off the check's clock)
+
+    t = threading.Thread(target=ready, name="checker-prestart", daemon=True)
+    t.start()
+    return t
 
 
 def check_runs(paths: list[Path], master: str | None = None, threshold_ms: int = DEFAULT_UNAVAILABLE_MS,

@@ -276,14 +276,6 @@ def ensure_up() -> None:
         session().stop()
 
 
-def prestart() -> threading.Thread:
-    """ensure_up in the background: a run starts the server while its cluster boots, so the check
-    that follows finds it warm."""
-    t = threading.Thread(target=ensure_up, name="spark-connect-prestart", daemon=True)
-    t.start()
-    return t
-
-
 @contextlib.contextmanager
 def held() -> Iterator[None]:
     """While a check runs, the idle watcher leaves the server alone."""

@@ -20,7 +20,6 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import history
@@ -30,6 +29,7 @@ from harness.faults import FAULTS, PlannedFault
 from harness.history import EVENTS, RUN_JSON, read_events, write_json_atomic
 from harness.history.events import EventLog, Fault, ToolFailed
 from harness.run.recording import Recording, RecordingError
+from harness.run.result import RunResult
 from harness.scenario import Scenario
 from harness.versions import leader_epochs_on
 
@@ -45,19 +45,6 @@ def could_not_run_dir(out: Path) -> Path:
 
 class RunError(RuntimeError):
     """The run itself could not be carried out (exit 3)."""
-
-
-@dataclass
-class RunResult:
-    path: Path
-    produced: int
-    acked: int
-    consumed_live: int
-    final: int
-    replicas: int
-    faults: int
-    phases: dict[str, float]  # seconds per phase, as in run.json
-    unsettled: list[str] = field(default_factory=list)  # topics without a full ISR after the heal
 
 
 class RunDirectory:

@@ -21,7 +21,7 @@ from harness.scenario import Scenario
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
-    from harness.run.directory import RunResult
+    from harness.run.result import RunResult
 
 
 def may_share_a_cluster(s: Scenario) -> bool:

@@ -32,8 +32,8 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
 from harness.cluster.settings import ClusterSettings
-from harness.run.directory import RunResult
 from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
+from harness.run.result import RunResult
 from harness.scenario import Scenario
 from harness.setup.java import cache_dir
 
@@ -88,12 +88,15 @@ def find(s: Scenario) -> Served | None:
 
 
 def run_on(served: Served, s: Scenario, out: Path, scenario_file: str | None, overrides: list[str],
-           log: Log) -> RunResult:
+           log: Log, on_started: Callable[[], None] | None = None) -> RunResult:
     """Hand run ``s`` (into ``out``) to the serving process and relay its log; its result, or
-    ServedRunFailed with the reason it gave."""
+    ServedRunFailed with the reason it gave. ``on_started`` is called once the run is handed over
+    (this process then only waits)."""
     with Client(served.socket, family="AF_UNIX", authkey=served.authkey.encode()) as conn:
         conn.send({"scenario": s.model_dump(mode="json"), "out": str(Path(out).resolve()),
                    "scenario_file": scenario_file, "overrides": overrides})
+        if on_started is not None:
+            on_started()
         while True:
             msg = conn.recv()
             if "log" in msg:

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ from harness.history.events import (
 )
 from harness.run import coordinator_log
 from harness.run.nemesis import StateSampler
-from harness.run.replicas import read_checkpoints, read_replica_logs
+from harness.run.replicas import read_replicas
 from harness.scenario import (
     UNLIMITED_RATE,
     ConsumerSpec,
@@ -314,9 +315,10 @@ class Recording:
         if self.sampler.is_alive():  # its last sample written before the run's events.jsonl is closed
             self.sampler.join(timeout=5)
 
-    def read_back(self, d: Path) -> Recorded:
-        """The final read, the replica logs and checkpoints, and every container's log, written to ``d``
-        with the live history."""
+    def _final_read(self) -> tuple[list[dict], list[dict], list[tuple[list[dict], list[dict], list]]]:
+        """Every partition read from offset 0, the groups' offsets (the copier's and each group's,
+        live and final) and each group's history (consumed rows, live commits, events; its events
+        written)."""
         c, topic = self.cluster, self.topic
         with self.phases.timed("final_read"):
             final = [r for name in self.topics for r in self.reader.final_read(c, name, topic.partitions)]
@@ -331,11 +333,25 @@ class Recording:
             for _, _, events in grouped:
                 for e in events:
                     self.events.write(e)
+        return final, offsets, grouped
+
+    def _read_replicas(self) -> tuple[list[dict], dict[int, dict]]:
+        """Every replica's log and every broker's checkpoints, from the brokers' own files."""
+        c = self.cluster
         with self.phases.timed("replica_logs"):
             if c.settings.faultable_disks:  # a broker Kafka halted for its disks since the heal: started again
                 c.wait_ready(120)
-            replica_rows = [r for name in self.topics for r in read_replica_logs(c, name)]
-            checkpoints = read_checkpoints(c, topic.name)
+            return read_replicas(c, self.topics, self.topic.name)
+
+    def read_back(self, d: Path) -> Recorded:
+        """The final read, the replica logs and checkpoints (read from the brokers' files while the final
+        read goes on: neither changes what the other reads), and every container's log, written to
+        ``d`` with the live history."""
+        c = self.cluster
+        with ThreadPoolExecutor(max_workers=1) as side:
+            from_files = side.submit(self._read_replicas)
+            final, offsets, grouped = self._final_read()
+            replica_rows, checkpoints = from_files.result()
         with self.phases.timed("container_logs"):
             c.write_logs(d / "logs")
             if self.groups:  # the coordinator's own record of the groups' commits

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 
 from kafka.record import MemoryRecords
 
@@ -109,32 +110,61 @@ def dumped_log(cluster: KafkaCluster, b: int, topic: str) -> list[dict]:
     return [] if out is None else parse_dump(out, b, topic)
 
 
-def read_replica_logs(cluster: KafkaCluster, topic: str) -> list[dict]:
-    """Every broker's replicas of ``topic``, one broker after another."""
-    return [row for b in cluster.settings.broker_ids for row in replica_log(cluster, b, topic)]
+def read_replicas(cluster: KafkaCluster, topics: list[str], topic: str) -> tuple[list[dict], dict[int, dict]]:
+    """Every broker's replicas of ``topics`` (rows topic by topic, broker by broker) and its checkpoints
+    for ``topic``. The brokers are read at once: each read is a command in the broker's own container,
+    mostly waiting on the engine, so together they take about as long as the slowest."""
+    brokers = cluster.settings.broker_ids
+    with ThreadPoolExecutor(max_workers=len(brokers)) as pool:
+        logs = {(name, b): pool.submit(replica_log, cluster, b, name) for name in topics for b in brokers}
+        files = {b: pool.submit(checkpoints, cluster, b, topic) for b in brokers}
+        rows = [row for name in topics for b in brokers for row in logs[(name, b)].result()]
+        return rows, {b: files[b].result() for b in brokers}
 
 
-def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[int, dict]:
-    """Per broker: high watermark, recovery point and log start per partition; leader epochs per partition."""
-    return {b: checkpoints(cluster, b, topic) for b in cluster.settings.broker_ids}
+# Each broker's checkpoint files: per log directory, the offsets Kafka checkpoints for every partition
+# there, under the key run.json's checkpoints give them; then each partition's leader-epoch cache.
+OFFSET_CHECKPOINTS = {"replication-offset-checkpoint": "high_watermark",
+                      "recovery-point-offset-checkpoint": "recovery_point",
+                      "log-start-offset-checkpoint": "log_start"}
+SECTION = "=== "  # heads each file's text in what ``checkpoints`` reads
+EPOCH_CACHES = "leader-epoch-checkpoints"
 
 
 def checkpoints(cluster: KafkaCluster, b: int, topic: str) -> dict:
-    """One broker's checkpoint files for ``topic``."""
-    info: dict = {}
-    for name, key in (("replication-offset-checkpoint", "high_watermark"),
-                      ("recovery-point-offset-checkpoint", "recovery_point"),
-                      ("log-start-offset-checkpoint", "log_start")):
-        info[key] = {}
-        for path in cluster.settings.log_dir_paths:  # each directory's checkpoint covers its own partitions
-            code, text = cluster.exec(f"kafka-{b}", ["cat", f"{path}/{name}"])
-            if code == 0:
-                info[key] |= {f"{t}-{p}": v for (t, p), v in parse_checkpoint(text).items() if t == topic}
-    code, text = cluster.exec(f"kafka-{b}", ["sh", "-c",
-                                             f"for d in {DATA_ROOT}/{LOG_DIRS}/{shlex.quote(topic)}-*; do "
-                                             "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint; done"])
-    info["leader_epochs"] = parse_epoch_caches(text if code == 0 else "", topic)
+    """One broker's checkpoint files for ``topic``, read by one command in its container (a file
+    that cannot be read, as in a failed log directory, reads as empty)."""
+    paths = " ".join(shlex.quote(f"{d}/{name}") for name in OFFSET_CHECKPOINTS for d in cluster.settings.log_dir_paths)
+    script = (f"for f in {paths}; do echo \"{SECTION}$f\"; cat \"$f\" 2>/dev/null; done; "
+              f"echo \"{SECTION}{EPOCH_CACHES}\"; "
+              f"for d in {DATA_ROOT}/{LOG_DIRS}/{shlex.quote(topic)}-*; do "
+              "echo \"== $(basename $d)\"; cat $d/leader-epoch-checkpoint 2>/dev/null; done; true")
+    _, text = cluster.exec(f"kafka-{b}", ["sh", "-c", script])
+    return parse_checkpoints(text, topic)
+
+
+def parse_checkpoints(text: str, topic: str) -> dict:
+    """``checkpoints``' dict from its command's output: a ``SECTION`` line heads each offset
+    checkpoint file (by its path) and then the partitions' leader-epoch caches."""
+    info: dict = {key: {} for key in OFFSET_CHECKPOINTS.values()}
+    info["leader_epochs"] = {}
+    for head, body in _sections(text):
+        if head == EPOCH_CACHES:
+            info["leader_epochs"] = parse_epoch_caches(body, topic)
+        elif (key := OFFSET_CHECKPOINTS.get(head.rsplit("/", 1)[-1])) is not None:
+            info[key] |= {f"{t}-{p}": v for (t, p), v in parse_checkpoint(body).items() if t == topic}
     return info
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(head, body) for each ``SECTION`` line of ``text`` and the lines up to the next one."""
+    out: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith(SECTION):
+            out.append((line[len(SECTION):].strip(), []))
+        elif out:
+            out[-1][1].append(line)
+    return [(head, "\n".join(lines)) for head, lines in out]
 
 
 def parse_epoch_caches(text: str, topic: str) -> dict[str, list[list[int]]]:

@@ -18,6 +18,7 @@ from harness.run.directory import RunDirectory, RunError, RunResult, finish
 from harness.run.epochs import drive_epochs
 from harness.run.nemesis import Nemesis
 from harness.run.recording import Recording
+from harness.run.result import default_out
 from harness.scenario import Scenario
 from harness.setup import cluster_images
 from harness.setup.engine import EngineError
@@ -36,10 +37,6 @@ def reproduce_command(scenario_file: str | None, s: Scenario, overrides: list[st
     for o in overrides:
         parts += ["--set", o]
     return " ".join(shlex.quote(p) for p in parts)
-
-
-def default_out(s: Scenario) -> Path:
-    return Path("runs") / f"{s.name}-{s.kafka_version}-{s.mode}-s{s.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def execute(s: Scenario, out: Path, scenario_file: str | None = None, overrides: list[str] | None = None,
