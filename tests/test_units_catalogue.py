@@ -78,6 +78,64 @@ def test_elections_follow_ar_order_among_live_isr_members():
     assert (e["unclean"], e["violations"], e["list"][0]["kind"]) == (0, 0, "reassigned"), e
 
 
+# Lines as a Kafka 4.4 controller writes them (shortened after what is read), at 12:00:00 UTC on
+# 2026-11-29 = 1795953600000 ms.
+T_ID, COPY_ID = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"
+
+
+def _elected(second: str, topic_id: str, leader: int, how: str) -> str:
+    return (f"[2026-11-29 12:00:{second}] INFO Setting new leader for topicId {topic_id}, partition 0 to {leader} "
+            f"using {how}. Previous partition: PartitionRegistration(replicas=[1, 2, 3], isr=[], leader=-1), change "
+            "record: ... (org.apache.kafka.controller.PartitionChangeBuilder)\n")
+
+
+CONTROLLER_LOG = "".join([
+    *(f"[2026-11-29 12:00:00,100] INFO [QuorumController id=101] Replayed TopicRecord for topic {name} with topic "
+      f"ID {topic_id}. (org.apache.kafka.controller.ReplicationControlManager)\n"
+      for name, topic_id in (("t", T_ID), ("t-copy", COPY_ID))),
+    _elected("01,500", T_ID, 2, "ELR"), _elected("03,000", COPY_ID, 3, "an unclean election"),
+    _elected("05,000", T_ID, 2, "an unclean election")])
+T0 = 1795953600000
+
+
+def logged(tmp_path, text: str = CONTROLLER_LOG):
+    from harness.checker.elections_logged import controller_account
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "controller-1.log").write_text(text)
+    return controller_account(tmp_path, "t")
+
+
+def test_the_controllers_logged_elections_are_read_by_the_topics_id(tmp_path):
+    """Only topic t's lines count (t-copy's id is another), each with its time, partition, leader and
+    how the controller elected it; a log that never names the topic knows nothing either way."""
+    a = logged(tmp_path)
+    assert a.known and [(e.ts_ms - T0, e.partition, e.leader, e.how) for e in a.elections] == [
+        (1500, 0, 2, "elr"), (5000, 0, 2, "unclean")]
+    assert a.near(0, 2, T0 + 1000, T0 + 2000).how == "elr" and a.near(0, 3, T0, T0 + 9000) is None
+    zk = tmp_path / "zk"
+    zk.mkdir()
+    assert not logged(zk, "[2026-11-29 12:00:00,100] INFO [KafkaServer id=1] started\n").known
+
+
+def test_kafkas_own_word_decides_what_the_samples_cannot_show(tmp_path):
+    """From the samples alone, 2 leading after an ISR of [1] is unclean. The controller logged it as
+    an election from the eligible leader replicas: elr. Not logged at all: 2 joined the ISR between
+    two samples (Kafka logs every unclean election). With the controllers' clocks moved, or no
+    account of the topic, the samples' reading stands. The last known leader elected back (logged
+    unclean, no leader change in the samples) is added from the log."""
+    ev = from_dicts([_state(T0, 1, [1], [1, 2, 3]), _state(T0 + 250, -1, [], [2, 3]),
+                     _state(T0 + 1750, 2, [2], [2, 3])])
+    a = logged(tmp_path)
+    e = elections(ev, a)
+    assert [(x["kind"], x["ok"], x["old_leader"]) for x in e["list"]] == [("elr", True, 1), ("unclean", False, None)]
+    assert (e["count"], e["unclean"], e["violations"]) == (2, 1, 0)
+    later = from_dicts([_state(T0 + 8000, 1, [1], [1, 2, 3]), _state(T0 + 8250, 2, [2, 1], [1, 2, 3])])
+    assert [x["kind"] for x in elections(later, a)["list"]][-1] == "isr_joined"
+    assert [x["kind"] for x in elections(later, a, clocks_moved=True)["list"]][-1] == "unclean"
+    assert elections(ev)["list"][0]["kind"] == "unclean", "no account: the samples decide"
+
+
 def test_matrix_plan_crosses_versions_modes_acks_and_seeds():
     p = matrix.plan(["smoke"], ["3.9.1", "4.1.2"], None, ["1", "all"], [1, 2])
     ids = [c.run_id for c, *_ in p.cells]

@@ -64,6 +64,7 @@ def test_each_state_is_counted_once_per_entry():
         "partition_offline": 1,
         "leader_change": 3,  # 1 -> 3 on partition 0, 3 -> 1 on partition 0, 2 -> 3 on partition 1
         "unclean_election": 1,  # as the election record says
+        "elr_election": 0,
         "controller_failover": 1,
         "quorum_no_majority": 0,  # no majority for 250 ms only (1250 to 1500): probes that timed out
         "group_rebalance": 2,  # generations 1 and 2

@@ -91,9 +91,15 @@ def leader_change(s: Sampled) -> list[int]:
 def unclean_election(s: Sampled) -> list[int]:
     """unclean_election: a leader elected from outside the ISR, as the checker's election record
     tells elections apart (verdict.json's ``elections``: the ISR before, the replicas alive, the
-    assignment's order), where the samples alone cannot tell a replica that joined the ISR and took
-    the lead between two of them."""
+    assignment's order, and where the controllers' logs name the topic, Kafka's own word: an
+    election it logged as unclean, KIP-966's last known leader elected back among them)."""
     return [e["ts_ms"] for e in s.elections if e.get("kind") == "unclean"]
+
+
+def elr_election(s: Sampled) -> list[int]:
+    """elr_election: a leader elected from the eligible leader replicas (KIP-966) when no ISR member
+    could lead, as the controller logged it (the samples do not show the ELR)."""
+    return [e["ts_ms"] for e in s.elections if e.get("kind") == "elr"]
 
 
 def controller_failover(s: Sampled) -> list[int]:
@@ -202,9 +208,9 @@ def formation_leader_lost(s: Sampled) -> list[int]:
 
 
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
-    isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, controller_failover,
-    quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action, coordinator_lost,
-    unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
+    isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
+    controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
+    coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 

@@ -9,6 +9,7 @@ from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALI
 from harness.checker.capabilities import not_judged
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.coverage import coverage
+from harness.checker.elections_logged import ControllerAccount, controller_account
 from harness.checker.excuses import (
     Config,
     Promise,
@@ -35,6 +36,7 @@ from harness.checker.verdict import (
     Unavailability,
     Verdict,
 )
+from harness.faults import FAULTS
 from harness.history import ProducerConfig, RunConfig, RunDir, read_events
 from harness.history.events import Event, Fault, IsrNotRestored, State, ToolFailed, TriggerUnfired
 from harness.versions import leader_epochs_on
@@ -179,8 +181,12 @@ def unavailability(buckets: list[dict], lo: int | None, hi: int | None, threshol
     return {"threshold_ms": threshold_ms, "windows": overall, "partitions": partitions, "faults": recovery}
 
 
-def elections(events: list[Event]) -> dict:
-    """Every leader change seen in the state samples, checked against Kafka's election rule.
+LOGGED_SLACK_MS = 2000  # a controller's line against the samples around the leader change it made
+
+
+def elections(events: list[Event], account: ControllerAccount | None = None, clocks_moved: bool = False) -> dict:
+    """Every leader change seen in the state samples, checked against Kafka's election rule, and
+    every election the controllers logged that the samples could not show.
 
     Rule: the new leader is the first replica in assignment (AR) order that was in the ISR sampled
     last under the old leader and is alive when the new leader is first seen. A new leader outside
@@ -189,9 +195,19 @@ def elections(events: list[Event]) -> dict:
     are reassigned ones: a new leader outside the assignment last sampled is a replica a
     reassignment added, which joined the ISR and took the lead between two samples (Kafka moves the
     leadership off a replica the reassignment removes, to one of the new assignment's ISR).
+
+    Where the controllers' logs name the topic (``account``, KRaft: harness/checker/elections_logged.py),
+    Kafka's own word decides what the samples cannot: a change the controller logged as made from the
+    eligible leader replicas is ``elr``, one it logged as unclean is ``unclean``, and a leader from
+    outside the sampled ISR that the controller did not log as unclean joined the ISR between two
+    samples (``isr_joined``; Kafka logs every unclean election it makes). That last reading needs
+    the controllers' clocks to be the samples' (no clock fault in the run). An unclean election the
+    samples cannot show (the partition's last leader elected back after its ISR and ELR emptied:
+    KIP-966's last known leader) is added from the log with ``old_leader`` None.
     """
     last: dict[int, dict] = {}  # partition -> last sample with a live leader
     out: list[dict] = []
+    matched: set = set()
     for e in events:
         if not isinstance(e, State) or e.partitions is None:
             continue
@@ -204,22 +220,46 @@ def elections(events: list[Event]) -> dict:
             last[part] = {"leader": leader, "isr": p.isr, "replicas": p.replicas, "ts_ms": e.ts_ms}
             if before is None or before["leader"] == leader:
                 continue
-            ar, isr = before["replicas"], before["isr"]
-            live_isr = [r for r in ar if r in isr and r in alive and r != before["leader"]]
-            if before["leader"] in alive and leader == ar[0]:
-                kind, expected = "preferred", ar[0]
-            elif leader not in ar:
-                kind, expected = "reassigned", leader
-            elif leader not in isr:
-                kind, expected = "unclean", (live_isr[0] if live_isr else None)
-            else:
-                kind, expected = "clean", (live_isr[0] if live_isr else leader)
+            kind, expected = _sampled_kind(before, leader, alive)
+            logged = account.near(part, leader, before["ts_ms"] - LOGGED_SLACK_MS, e.ts_ms + LOGGED_SLACK_MS) \
+                if account is not None and account.known else None
+            if logged is not None:
+                matched.add(logged)
+                kind, expected = logged.how, leader
+            elif kind == "unclean" and account is not None and account.known and not clocks_moved:
+                kind, expected = "isr_joined", leader
             out.append({"partition": part, "ts_ms": e.ts_ms, "old_leader": before["leader"],
-                        "new_leader": leader, "replicas": ar, "isr_before": isr, "alive": sorted(alive),
-                        "kind": kind, "expected": expected,
-                        "ok": kind in ("preferred", "reassigned") or (kind == "clean" and leader == expected)})
+                        "new_leader": leader, "replicas": before["replicas"], "isr_before": before["isr"],
+                        "alive": sorted(alive), "kind": kind, "expected": expected,
+                        "ok": kind in ("preferred", "reassigned", "elr", "isr_joined")
+                        or (kind == "clean" and leader == expected)})
+    for logged in account.elections if account is not None else ():
+        if logged not in matched and logged.how == "unclean":
+            out.append({"partition": logged.partition, "ts_ms": logged.ts_ms, "old_leader": None,
+                        "new_leader": logged.leader, "kind": "unclean", "expected": logged.leader, "ok": False,
+                        "source": "controller log"})
+    out.sort(key=lambda x: x["ts_ms"])
     return {"count": len(out), "violations": sum(not x["ok"] and x["kind"] == "clean" for x in out),
             "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
+
+
+def _first_topic(run: RunConfig) -> str:
+    """The topic the run's state samples follow: its first (the scenario's own)."""
+    topics = run.topics or ([run.topic] if run.topic is not None else [])
+    return topics[0].name if topics else ""
+
+
+def _sampled_kind(before: dict, leader: int, alive: set[int]) -> tuple[str, int | None]:
+    """A leader change's kind by Kafka's rule on the samples alone, and the leader the rule expects."""
+    ar, isr = before["replicas"], before["isr"]
+    live_isr = [r for r in ar if r in isr and r in alive and r != before["leader"]]
+    if before["leader"] in alive and leader == ar[0]:
+        return "preferred", ar[0]
+    if leader not in ar:
+        return "reassigned", leader
+    if leader not in isr:
+        return "unclean", (live_isr[0] if live_isr else None)
+    return "clean", (live_isr[0] if live_isr else leader)
 
 
 # Reads counted by a contract rule that is no evidence against the promise on its own: the anomaly,
@@ -388,7 +428,9 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     unfired = [f"fault {e.fault} ({e.kind} {e.target}) on {e.on}" for e in events if isinstance(e, TriggerUnfired)]
     not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
-    election_record = Elections.model_validate(elections(events))
+    account = controller_account(rd.path, _first_topic(rd.config)) if rd.config.mode == "kraft" else None
+    election_record = Elections.model_validate(elections(
+        events, account, clocks_moved=any(FAULTS[e.kind].clock for e in faults if e.kind in FAULTS)))
     outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.start_ms if wl.start_ms is not None else lo,
                                              wl.end_ms if wl.end_ms is not None else hi,
                                              threshold_ms, faults))
