@@ -130,6 +130,7 @@ def test_kafkas_own_word_decides_what_the_samples_cannot_show(tmp_path):
     e = elections(ev, a)
     assert [(x["kind"], x["ok"], x["old_leader"]) for x in e["list"]] == [("elr", True, 1), ("unclean", False, None)]
     assert (e["count"], e["unclean"], e["violations"]) == (2, 1, 0)
+    assert {frozenset(x) - {"source"} for x in e["list"]} == {frozenset(e["list"][0])}, "one shape: the report's table"
     later = from_dicts([_state(T0 + 8000, 1, [1], [1, 2, 3]), _state(T0 + 8250, 2, [2, 1], [1, 2, 3])])
     assert [x["kind"] for x in elections(later, a)["list"]][-1] == "isr_joined"
     assert [x["kind"] for x in elections(later, a, clocks_moved=True)["list"]][-1] == "unclean"

@@ -236,8 +236,8 @@ def elections(events: list[Event], account: ControllerAccount | None = None, clo
     for logged in account.elections if account is not None else ():
         if logged not in matched and logged.how == "unclean":
             out.append({"partition": logged.partition, "ts_ms": logged.ts_ms, "old_leader": None,
-                        "new_leader": logged.leader, "kind": "unclean", "expected": logged.leader, "ok": False,
-                        "source": "controller log"})
+                        "new_leader": logged.leader, "replicas": None, "isr_before": None, "alive": None,
+                        "kind": "unclean", "expected": logged.leader, "ok": False, "source": "controller log"})
     out.sort(key=lambda x: x["ts_ms"])
     return {"count": len(out), "violations": sum(not x["ok"] and x["kind"] == "clean" for x in out),
             "unclean": sum(x["kind"] == "unclean" for x in out), "list": out}
