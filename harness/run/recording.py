@@ -80,6 +80,11 @@ class Phases(dict):
         finally:
             self[name] = round(self.get(name, 0.0) + time.monotonic() - t0, 2)
 
+    def together(self, *names: str) -> None:
+        """Phases about to run at once: listed in this order whichever ends first."""
+        for name in names:
+            self.setdefault(name, 0.0)
+
 
 class RecordingError(RuntimeError):
     """A producer, a consumer or the final read failed: the history would be incomplete."""
@@ -348,6 +353,7 @@ class Recording:
         read goes on: neither changes what the other reads), and every container's log, written to
         ``d`` with the live history."""
         c = self.cluster
+        self.phases.together("final_read", "replica_logs")
         with ThreadPoolExecutor(max_workers=1) as side:
             from_files = side.submit(self._read_replicas)
             final, offsets, grouped = self._final_read()
