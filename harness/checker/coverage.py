@@ -217,7 +217,7 @@ DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) f
 
 def run_min_insync(run: RunConfig) -> int:
     """The run's topic's min.insync.replicas (its own config, else the brokers', else Kafka's 1)."""
-    topics = run.topics or ([run.topic] if run.topic is not None else [])
+    topics = run.topic_list()
     own = topics[0].config.get("min.insync.replicas") if topics else None
     value = own if own is not None else run.broker_config.get("min.insync.replicas", 1)
     return int(value)

@@ -245,7 +245,7 @@ def elections(events: list[Event], account: ControllerAccount | None = None, clo
 
 def _first_topic(run: RunConfig) -> str:
     """The topic the run's state samples follow: its first (the scenario's own)."""
-    topics = run.topics or ([run.topic] if run.topic is not None else [])
+    topics = run.topic_list()
     return topics[0].name if topics else ""
 
 

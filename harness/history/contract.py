@@ -236,6 +236,10 @@ class RunConfig(_Shape):
         """The client libraries the run used (``client`` alone in a run.json from before ``clients``)."""
         return self.clients or ([self.client] if self.client else [])
 
+    def topic_list(self) -> list[TopicConfig]:
+        """The run's topics, its own first (``topic`` alone in a run.json from before ``topics``)."""
+        return self.topics or ([self.topic] if self.topic is not None else [])
+
 
 def check_run_config(run_file: Path, run: object) -> RunConfig:
     """``run`` as read from (or about to be written to) ``run_file``, typed, if its keys have the
