@@ -279,3 +279,75 @@ def test_a_triggered_faults_heal_that_fails_fails_the_run_as_a_timed_ones_does(t
     nem.stop()
     events.close()
     assert c.paused == [2] and isinstance(nem.error, RuntimeError), nem.error
+
+
+def test_an_undo_the_cluster_does_not_answer_is_asked_again_while_the_other_heals_go_on(tmp_path, monkeypatch):
+    """A hunt's run was set aside as could-not-run: an alter_config's heal (retention.ms back) timed
+    out while a latency fault was on. The undo is asked again, as an operator would, on a thread of its
+    own: the other fault heals on time, and then the undo is answered."""
+    import json
+    import time
+
+    from harness.faults import PlannedFault
+    from harness.history.events import EventLog
+    from harness.run import nemesis
+    from harness.run.nemesis import Nemesis
+
+    monkeypatch.setattr(nemesis, "HEAL_RETRY_PAUSE_S", 0.05)
+    c = _Cluster()
+    configs: list[tuple[str, str | None]] = []
+    resumed: list[float] = []
+
+    def alter_topic_config(topic, config, value):
+        if c.paused and not resumed:
+            raise TimeoutError("KafkaError{code=_TIMED_OUT}: Failed while waiting for response from broker")
+        configs.append((config, value))
+
+    c.topic_config = lambda topic, config: None  # type: ignore[attr-defined]
+    c.alter_topic_config = alter_topic_config  # type: ignore[attr-defined]
+    c.resume = lambda b: resumed.append(time.monotonic())  # type: ignore[method-assign]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    pause = PlannedFault(at_s=0.1, duration_s=0.6, kind="pause", target="broker:2", partition=0, number=0)
+    alter = PlannedFault(at_s=0.0, duration_s=0.3, kind="alter_config", target="broker:1", partition=0,
+                         config="retention.ms", value="10000", number=1)
+    t0 = time.monotonic()
+    nem.start([pause, alter], t0)
+    time.sleep(1.2)
+    nem.stop()
+    events.close()
+    assert nem.error is None
+    assert resumed and resumed[0] - t0 < 0.9, "the pause healed on time, not held back by the undo's retries"
+    assert configs == [("retention.ms", "10000"), ("retention.ms", None)], "applied, then undone once answered"
+    healed = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    retries = next(e for e in healed if e["type"] == "fault" and e["kind"] == "alter_config")["heal_retries"]
+    assert retries and "_TIMED_OUT" in retries[0]
+
+
+def test_an_undo_never_answered_fails_the_run_with_its_error(tmp_path, monkeypatch):
+    import time
+
+    from harness.faults import PlannedFault
+    from harness.history.events import EventLog
+    from harness.run import nemesis
+    from harness.run.nemesis import Nemesis
+
+    monkeypatch.setattr(nemesis, "HEAL_RETRY_PAUSE_S", 0.05)
+    monkeypatch.setattr(nemesis, "HEAL_RETRY_S", 0.3)
+    c = _Cluster()
+    c.topic_config = lambda topic, config: "5"  # type: ignore[attr-defined]
+    answered = iter([True])
+
+    def alter_topic_config(topic, config, value):
+        if not next(answered, False):
+            raise TimeoutError("never answered")
+
+    c.alter_topic_config = alter_topic_config  # type: ignore[attr-defined]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    nem.start([PlannedFault(at_s=0, duration_s=0.1, kind="alter_config", target="broker:1", partition=0,
+                            config="retention.ms", value="10000", number=0)], time.monotonic())
+    time.sleep(0.8)
+    nem.stop()
+    events.close()
+    assert isinstance(nem.error, TimeoutError) and "never answered" in str(nem.error)

@@ -301,6 +301,9 @@ class FaultKind:
     log_dirs_needed: int = 1  # the log directories each broker must have (one failing while the others serve)
     adds_voter: bool = False  # a spare controller (controller:K past the voters) joins the KRaft quorum
     operation: bool = False  # an operator's action through the Admin API on the fault's partition, not a failure
+    # Its heal is an operator's undo through the Admin API, asked again until it is answered (another
+    # fault may hold the answer back), on a thread of its own so the other faults' heals go on.
+    heal_retried: bool = False
     # Why a fault of this kind cannot run on the scenario's cluster ("KEY: why (allowed: ...)"), or
     # None: what a scenario's validation asks of the kind beyond its settings.
     refuses: Callable[[FaultSettings, ClusterShape], str | None] | None = None
@@ -881,7 +884,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
                       "topic in the new one's log is old_topic_read."),
     FaultKind("alter_config", "a config of the run's topic changed through the Admin API (kafka-configs --alter): "
               "`config` set to `value` until the heal, which gives the topic its own value back",
-              "#bcbddc", _alter_config, _restore_config, operation=True,
+              "#bcbddc", _alter_config, _restore_config, operation=True, heal_retried=True,
               guide="operations.md", on_nodes=False, sets_topic_config=True,
               summary="a topic config (min.insync.replicas, unclean election, retention) changed until the heal",
               details="`config` and `value` are required. The promise table judges the run by the weakest setting "

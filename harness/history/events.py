@@ -113,6 +113,8 @@ class FaultDetail(_Record):
     config: str | None = None
     value_before: str | None = None
     value: str | None = None
+    # an undo asked again while the cluster did not answer it (alter_config's heal): when, and what each refusal said
+    heal_retries: list[str] | None = None
     unregistered: dict[str, str] | None = None  # decommission: broker -> what kafka-cluster unregister said
     # reset_offsets: where the offsets went, and Kafka's answer: "reset" when it moved them, else
     # "refused: " and why (a group with members is refused: only an inactive group's offsets move)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from harness.cluster import KafkaCluster
 from harness.cluster.broker_log import Truncation, TruncationFollower
 from harness.faults import FAULTS, Applied, PlannedFault, Target
+from harness.faults.registry import Action
 from harness.faults.triggers import POLL_S, Observation, fired
 from harness.history.events import (
     EventLog,
@@ -34,6 +35,8 @@ from harness.scenario import transactional_id
 
 LOG = logging.getLogger("kchaos.nemesis")
 _TAGS = itertools.count(1)  # process-wide: the pytest plugin makes a Nemesis per fault
+HEAL_RETRY_S = 60.0  # how long an operator's undo is asked again while the cluster does not answer it
+HEAL_RETRY_PAUSE_S = 1.0
 ABANDON_WAIT_S = 10.0  # what a run ending early waits for a fault being applied before its cluster goes
 
 
@@ -68,6 +71,7 @@ class Nemesis:
         self._watchers: list[threading.Thread] = []
         self._timers: list[threading.Timer] = []  # triggered faults' delays and heals: stop() waits for them
         self._stop = threading.Event()
+        self._gone = threading.Event()  # abandon(): the cluster is about to go, an undo is not asked again
         self._thread: threading.Thread | None = None
         self._active: list[Applied] = []
         self.error: BaseException | None = None
@@ -207,7 +211,7 @@ class Nemesis:
             kind.off_client(self.clients(f.target.client), f)
         elif kind.heal is not None:
             for b in a.brokers:
-                kind.heal(self.c, a, b)
+                self._retried(kind.heal, a, b) if kind.heal_retried else kind.heal(self.c, a, b)
         if a.links:
             self.c.restore(sorted(set(a.links)), only=kind.toxic, tag=a.tag)
         end = now_ms()
@@ -217,6 +221,20 @@ class Nemesis:
             nodes=self.node_names(a.brokers), tag=a.tag, links=sorted(set(a.links)), start_ms=a.start_ms, end_ms=end,
             planned_at_s=f.at_s, planned_duration_s=f.duration_s, **a.detail))
         self._mark(self.ended, f)
+
+    def _retried(self, undo: Action, a: Applied, b: int) -> None:
+        """An operator's undo, asked again every HEAL_RETRY_PAUSE_S until it is answered; after
+        HEAL_RETRY_S, or once the run is abandoned, its last error fails the run as any heal's does.
+        Each refusal is kept in the fault's account (``heal_retries``)."""
+        deadline = time.monotonic() + HEAL_RETRY_S
+        while True:
+            try:
+                undo(self.c, a, b)
+                return
+            except Exception as e:
+                if time.monotonic() >= deadline or self._gone.wait(HEAL_RETRY_PAUSE_S):
+                    raise
+                a.detail.setdefault("heal_retries", []).append(f"{now_ms()}: {str(e)[:200]}")
 
     # ------------------------------------------------------------ schedule
     def start(self, plan: list[PlannedFault], t0: float) -> None:
@@ -245,6 +263,8 @@ class Nemesis:
                     a = self._start_fault(item)  # type: ignore[arg-type]
                     if a is not None:
                         agenda.append((at + item.duration_s, 0, "heal", a))  # type: ignore[attr-defined]
+                elif FAULTS[item.fault.kind].heal_retried:  # type: ignore[attr-defined]
+                    self._timer(0, lambda a=item: self.heal_active(a))  # its retries hold back no other heal
                 else:
                     self.heal_active(item)  # type: ignore[arg-type]
         except BaseException as e:
@@ -381,6 +401,7 @@ class Nemesis:
         of the schedule is applied or healed after this returns (a heal then would act on containers
         that are gone), and nothing is healed now. A fault being applied is waited for briefly."""
         self._stop.set()
+        self._gone.set()
         with self._lock:
             timers, self._timers = self._timers, []
         for t in timers:
@@ -395,6 +416,11 @@ class Nemesis:
         for t in (self._thread, *self._watchers):
             if t is not None:
                 t.join(timeout=60)
+        # Every fault still on is healed first, so an undo being asked again on a timer meets the
+        # cluster healed; the undos still on are left for last.
+        for a in self.applied():
+            if not FAULTS[a.fault.kind].heal_retried:
+                self.heal_active(a)
         # A triggered fault still in its delay is cancelled; one being applied (a clean stop takes
         # seconds) is waited for, and heals itself on seeing the stop: nothing it does outlives the run.
         while True:
