@@ -4,6 +4,7 @@ the nemesis and the triggers ask of every driver's clients (harness/clients/).""
 from __future__ import annotations
 
 import inspect
+import threading
 
 import pytest
 
@@ -13,6 +14,7 @@ from harness.clients.groups import Group, Member
 from harness.clients.java.driver import JavaConsumer, JavaDriver, JavaProducer
 from harness.clients.librdkafka.transactions import Copier, TransactionalProducer
 from harness.clients.librdkafka.workload import RecordingConsumer, RecordingProducer
+from harness.run.recording import acknowledged_ends, read_to
 from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec
 
 
@@ -143,3 +145,43 @@ def test_no_grpc_fork_handler_runs_when_kchaos_forks_a_client():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-1000:]
     assert "fork" not in out.stderr, out.stderr[-1000:]
+
+
+def test_the_live_read_after_the_heal_ends_once_every_reader_has_read_what_was_acknowledged():
+    sends = [{"topic": ["t", "t", "t", "t", "u"], "partition": [0, 0, 1, 1, 0],
+              "status": ["ok", "ok", "ok", "err", "ok"], "offset": [4, 9, 2, None, 50]},
+             {"topic": ["t"], "partition": [1], "status": ["info"], "offset": [None]}]
+    ends = acknowledged_ends(sends, "t")
+    assert ends == {0: 9, 1: 2}  # the other topic's, and sends not acknowledged, are not waited for
+    assert read_to({0: 9, 1: 3}, ends)
+    assert not read_to({0: 8, 1: 3}, ends)  # partition 0's last acknowledged record not read yet
+    assert not read_to({0: 9}, ends)  # nothing read on partition 1
+    assert not read_to(None, ends)  # a reader that tells only at its end is waited for
+
+
+class Message:
+    """A consumed message as confluent-kafka returns it."""
+
+    def __init__(self, partition: int, offset: int):
+        self.p, self.o = partition, offset
+
+    def error(self) -> None:
+        return None
+
+    def partition(self) -> int:
+        return self.p
+
+    def offset(self) -> int:
+        return self.o
+
+    def value(self) -> bytes:
+        return b"v"
+
+
+def test_a_consumer_tells_the_highest_offset_it_has_read_on_each_partition():
+    c = RecordingConsumer.__new__(RecordingConsumer)  # its polls as the thread keeps them, without a cluster
+    c._polls_lock, c._rows, c._highest = threading.Lock(), [], {}
+    c.cname, c.topic, c.phase, c.isolation = "c0", "t", "live", "read_uncommitted"
+    c._polls = [(1, [10, 10], [Message(0, 3), Message(1, 7)]), (2, [10, 10], [Message(0, 5)])]
+    assert c.highest_read() == {0: 5, 1: 7}
+    assert [r["offset"] for r in c.rows] == [3, 7, 5]

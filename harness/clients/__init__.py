@@ -77,6 +77,10 @@ class ConsumerClient(Protocol):
 
     def start(self) -> None: ...
     def join(self, timeout: float | None = None) -> None: ...
+    def highest_read(self) -> dict[int, int] | None:
+        """The highest offset read so far on each partition it read from; None where the client tells
+        what it read only once it has ended (a process's history). The live read after the heal ends
+        as soon as every reader that tells has read what was acknowledged."""
 
 
 class CopierClient(Protocol):

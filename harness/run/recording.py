@@ -65,7 +65,8 @@ GROUP_CATCH_UP_S = 30.0  # how long the heal waits for each group to commit to t
 REPLICAS_WITH_EPOCH = history.REPLICAS_SCHEMA.append(pa.field("leader_epoch", pa.int32(), True))
 SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names when both levels read
 SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
-READ_AFTER_HEAL_S = 1.0  # after healing, how long live consumers keep reading so they see the healed high watermark
+READ_AFTER_HEAL_S = 1.0  # after healing, the longest live consumers keep reading so they see the healed high watermark
+READ_CHECK_S = 0.05  # how often that read is asked whether every reader has read what was acknowledged
 
 
 class Phases(dict):
@@ -101,6 +102,21 @@ class Recorded:
     replicas: int
     start_ms: int
     end_ms: int
+
+
+def acknowledged_ends(sends: list[dict[str, list]], topic: str) -> dict[int, int]:
+    """The highest acknowledged offset on each of ``topic``'s partitions, from producers' columns."""
+    ends: dict[int, int] = {}
+    for cols in sends:
+        for t, p, status, offset in zip(cols["topic"], cols["partition"], cols["status"], cols["offset"], strict=True):
+            if t == topic and status == "ok" and offset is not None:
+                ends[p] = max(ends.get(p, -1), offset)
+    return ends
+
+
+def read_to(highest: dict[int, int] | None, ends: dict[int, int]) -> bool:
+    """Whether a reader's highest offsets reach every partition's end (None: a reader that cannot tell)."""
+    return highest is not None and all(highest.get(p, -1) >= o for p, o in ends.items())
 
 
 class Recording:
@@ -257,7 +273,7 @@ class Recording:
             except Exception as e:  # recorded: the final read still tells what survived
                 self.unsettled.append(name)
                 self.events.write(self._isr_not_restored(name, e))
-        time.sleep(READ_AFTER_HEAL_S)
+        self._read_after_heal()
         for g in self.groups:
             if not g.wait_caught_up(GROUP_CATCH_UP_S):
                 self.events.write(Note(ts_ms=now_ms(), msg=f"group {g.spec.name} had not committed to the end of every "
@@ -281,6 +297,17 @@ class Recording:
         for g in [*self.groups, *self.share_groups]:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
+
+    def _read_after_heal(self) -> None:
+        """Live consumers read on after the heal until each has read, on every partition, the highest
+        offset a plain producer had acknowledged there, or for READ_AFTER_HEAL_S where one has not (a
+        record lost, a reader that tells only at its end, nothing to wait for)."""
+        deadline = time.monotonic() + READ_AFTER_HEAL_S
+        acked = acknowledged_ends([p.columns() for p in self.producers if not p.spec.transactional], self.topic.name)
+        while time.monotonic() < deadline:
+            if acked and self.consumers and all(read_to(c.highest_read(), acked) for c in self.consumers):
+                return
+            time.sleep(READ_CHECK_S)
 
     def _write_coordinator_log(self, path: Path) -> list[dict]:
         """logs/group-coordinator.log; a tool that could not read a group's commits is an event. The

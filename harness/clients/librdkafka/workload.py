@@ -392,6 +392,7 @@ class RecordingConsumer(threading.Thread):
         self._polls: list[tuple[int, list[int], list]] = []  # (returned at, hw per partition, messages)
         self._polls_lock = threading.Lock()  # a poll kept while ``rows`` takes the kept ones
         self._rows: list[dict] = []
+        self._highest: dict[int, int] = {}  # partition -> the highest offset in ``_rows``
 
     def run(self) -> None:
         try:
@@ -424,7 +425,13 @@ class RecordingConsumer(threading.Thread):
             for m in messages:
                 if m.error() is None:
                     self._rows.append(self._row(m, len(self._rows), returned_ms, hws))
+                    p = m.partition()
+                    self._highest[p] = max(self._highest.get(p, -1), m.offset())
         return self._rows
+
+    def highest_read(self) -> dict[int, int]:
+        self.rows  # noqa: B018 (the polls kept so far become rows)
+        return dict(self._highest)
 
     def _row(self, m, seq: int, returned_ms: int, hws: list[int]) -> dict:
         hw = hws[m.partition()] if m.partition() < len(hws) else None
