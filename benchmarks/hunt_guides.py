@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -61,9 +60,16 @@ def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None
     print(" ".join(cmd[2:]), flush=True)
     r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
     if r.returncode in (0, 1):  # found, or spent its budget; a stopped or failed hunt is run again
-        kept = result_path(answer, guide, seed)
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(d / "hunt.json", kept)
+        keep(d / "hunt.json", result_path(answer, guide, seed))
+
+
+def keep(hunt_json: Path, kept: Path) -> None:
+    """A finished hunt's hunt.json, with the commit of the code that ran it (``measured_with``)."""
+    doc = json.loads(hunt_json.read_text())
+    doc["measured_with"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                          text=True).stdout.strip()
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(doc, indent=1))
 
 
 def first_finding_s(doc: dict) -> float | None:
@@ -91,22 +97,30 @@ def budget_seconds(text: str) -> float:
     return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
 
 
+def kept(answer: str, guide: str, seeds: int) -> dict[int, dict]:
+    """The kept hunts of an answer and guide, by seed."""
+    return {s: json.loads(p.read_text()) for s in range(1, seeds + 1) if (p := result_path(answer, guide, s)).exists()}
+
+
 def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> None:
+    """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
+    nothing in the budget), the code that ran them, and the median coverage at fixed times."""
     budget_s = budget_seconds(budget)
-    print("| answer | guide | hunts | found | time to the first finding, median (each) | "
+    print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | code | "
           + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
+    print("|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
     for answer in answers:
         for guide in guides:
-            docs = [json.loads(p.read_text()) for s in range(1, seeds + 1)
-                    if (p := result_path(answer, guide, s)).exists()]
+            docs = kept(answer, guide, seeds)
             if not docs:
                 continue
-            times = [first_finding_s(d) for d in docs]
-            each = ", ".join("-" if t is None else f"{t / 60:.1f}" for t in times)
-            cov = [statistics.median(features_at(d, m) for d in docs) for m in COVERAGE_AT_MIN]
-            print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times)} | "
-                  f"{median_censored(times, budget_s)} ({each}) | " + " | ".join(f"{c:g}" for c in cov) + " |")
+            times = {s: first_finding_s(d) for s, d in docs.items()}
+            each = ", ".join(f"s{s} " + ("-" if t is None else f"{t / 60:.1f}") for s, t in times.items())
+            code = ", ".join(sorted({d.get("measured_with", "?") for d in docs.values()}))
+            cov = [statistics.median(features_at(d, m) for d in docs.values()) for m in COVERAGE_AT_MIN]
+            print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times.values())} | "
+                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {code} | "
+                  + " | ".join(f"{c:g}" for c in cov) + " |")
 
 
 def main() -> None:
