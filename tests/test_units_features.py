@@ -142,6 +142,35 @@ def test_a_producers_duplicates_are_named_only_where_its_log_shows_the_mechanism
 
 
 
+def _kill(broker: int, start_ms: int) -> Fault:
+    return Fault(kind="kill", brokers=[broker], start_ms=start_ms, end_ms=start_ms + 5000)
+
+
+def test_eligible_leader_replicas_do_not_cover_a_power_loss_beside_another_brokers_kill():
+    """The replica that kept the records, killed (kill -9: its files intact, no clean-shutdown marker),
+    is taken out of the eligible replicas when it registers again; once none is left the controllers
+    elect the last known leader, the one that lost power and its unflushed records (Kafka 4.x
+    PartitionChangeBuilder.canElectLastKnownLeader, an "unclean election" with unclean election off).
+    Kafka documents it, so the loss is excused; a kill of the same broker, or a clean restart of
+    another, leaves the promise standing."""
+    run = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft", "eligible_leader_replicas": True,
+            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
+    seen = {"p": {"topics": ["t"], "acks": ["all"]}}
+    beside_kill = resolve_configs(run, seen, [_kill(2, 1000), _power_loss(1, 3000)]).producers["p"]
+    same_broker = resolve_configs(run, seen, [_kill(1, 1000), _power_loss(1, 9000)]).producers["p"]
+    clean_restart = resolve_configs(run, seen, [Fault(kind="restart", brokers=[2], start_ms=1000, end_ms=6000),
+                                                _power_loss(1, 3000)]).producers["p"]
+    assert not promises(beside_kill)["lost"].promised and not promises(beside_kill)["divergence"].promised
+    assert "last known leader" in promises(beside_kill)["lost"].why
+    assert beside_kill.label().endswith("+power_loss(beside another unclean shutdown)")
+    for kept in (same_broker, clean_restart):
+        assert promises(kept)["lost"].promised and kept.label().endswith("+power_loss")
+    no_elr = RunConfig.model_validate({**run.model_dump(), "eligible_leader_replicas": False})
+    assert resolve_configs(no_elr, seen, [_kill(2, 1000), _power_loss(1, 3000)]).producers["p"].label().endswith(
+        "+power_loss"), "without ELR the label needs no reach: the power loss is excused however far it reached"
+
+
 @pytest.mark.parametrize(("client", "line", "shown"), [
     ("librdkafka 2.16.0", "IMPLICITACK [thrd:127.0.0.1:19092/1]: chaos [0] 1 message(s) implicitly acked by "
      "subsequent batch success (msgids 2003..2003, last acked 2002)", True),

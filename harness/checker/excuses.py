@@ -31,6 +31,9 @@ class Config:
     # the kinds of ``faults`` that hit two or more brokers (a power loss of several brokers is not
     # what eligible leader replicas cover: see partition_excuse)
     on_several: frozenset[str] = field(default_factory=frozenset)
+    # how many distinct brokers shut down uncleanly (kill -9, power loss) over the run: beside a power
+    # loss, another's takes that replica out of the eligible leader replicas (see elr_covers)
+    unclean_shutdowns: int = 0
     transactional: bool = False  # writes in transactions (a copier's producer always is)
     client: str = ""  # the client library and its version (client_label), "" where run.json names none
     # a group's: where an operator's reset moved its committed offsets during the run ("earliest",
@@ -54,9 +57,17 @@ class Config:
                 + (" elr=on" if self.eligible_leader_replicas else "")
                 + (" txn-aborted-by-hand" if self.txn_aborted_by_hand else "")
                 + (" topic-recreated" if self.topic_recreated else "")
-                + (" +" + ",".join(k + ("(several brokers)" if k in self.on_several else "")
-                                   for k in sorted(self.faults & BEYOND_KAFKA_FAULTS))
+                + (" +" + ",".join(k + self._reach(k) for k in sorted(self.faults & BEYOND_KAFKA_FAULTS))
                    if self.faults & BEYOND_KAFKA_FAULTS else ""))
+
+
+    def _reach(self, kind: str) -> str:
+        """What the label says of a kind's reach, where the reach changes what eligible leader replicas cover."""
+        if kind in self.on_several:
+            return "(several brokers)"
+        if self.eligible_leader_replicas and FAULTS[kind].elr_covers and self.unclean_shutdowns > 1:
+            return "(beside another unclean shutdown)"
+        return ""
 
 
 def client_label(client: ClientLibrary | dict | None) -> str:
@@ -91,11 +102,17 @@ def partition_excuse(c: Config) -> str | None:
 
 def elr_covers(kind: str, c: Config) -> bool:
     """Whether eligible leader replicas (KIP-966) keep ``kind`` from losing or diverging what the
-    ISR acknowledged: only where the kind hit one broker. KIP-966 keeps a replica that lost data
-    in an unclean shutdown from being elected over one that kept it; when several brokers lose power,
-    a record every holder of which lost power before another replica copied it is on no disk at all
-    (Kafka acknowledges before any fsync), which no election can bring back."""
-    return FAULTS[kind].elr_covers and c.eligible_leader_replicas and kind not in c.on_several
+    ISR acknowledged: only where the kind hit one broker and no other broker shut down uncleanly.
+    KIP-966 keeps a replica that lost data in an unclean shutdown from being elected over one that
+    kept it; when several brokers lose power, a record every holder of which lost power before
+    another replica copied it is on no disk at all (Kafka acknowledges before any fsync), which no
+    election can bring back. And a replica killed with its data intact shut down uncleanly too:
+    the controllers take it out of the eligible replicas when it registers again, and once none is
+    left they elect the last known leader, whatever it lost (PartitionChangeBuilder's
+    canElectLastKnownLeader, logged as an unclean election; Kafka's operations guide: "similar
+    behavior prior to the 4.0 when all the replicas are offline")."""
+    return (FAULTS[kind].elr_covers and c.eligible_leader_replicas and kind not in c.on_several
+            and c.unclean_shutdowns <= 1)
 
 
 def loss_excuse(c: Config) -> str | None:

@@ -77,6 +77,12 @@ def kinds_on_several_brokers(events: list[Event]) -> frozenset[str]:
     return frozenset(k for k, brokers in hit.items() if len(brokers) > 1)
 
 
+def brokers_shut_down_uncleanly(events: list[Event]) -> int:
+    """How many distinct brokers a fault that ends the broker's process uncleanly hit over the run."""
+    return len({b for e in events if isinstance(e, Fault) and e.kind in FAULTS and FAULTS[e.kind].unclean_shutdown
+                for b in e.brokers})
+
+
 def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str]]],
                     events: list[Event]) -> RunConfigs:
     """The Config of every topic and producer, from run.json, with stated assumptions where it is silent."""
@@ -87,6 +93,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     elr = eligible_leader_replicas(run)
     faults = fault_kinds(run, events)
     several = kinds_on_several_brokers(events)
+    unclean = brokers_shut_down_uncleanly(events)
     recreated = topics_recreated(events)
 
     topics_declared = run.topics if run.topics is not None else [run.topic] if run.topic is not None else []
@@ -103,6 +110,7 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
             eligible_leader_replicas=elr,
             faults=faults,
             on_several=several,
+            unclean_shutdowns=unclean,
             topic_recreated=t.name in recreated,
         ), t.name)
     # A topic run.json does not list takes the brokers' settings, as Kafka gives it (Kafka's defaults
@@ -110,7 +118,8 @@ def resolve_configs(run: RunConfig, producers_seen: dict[str, dict[str, list[str
     default_topic = weakest_during(run, Config(
         min_insync=int(broker_cfg.get("min.insync.replicas", 1)),
         unclean_election=_bool(broker_cfg.get("unclean.leader.election.enable", False)),
-        leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults, on_several=several))
+        leader_epochs=epochs, eligible_leader_replicas=elr, faults=faults, on_several=several,
+        unclean_shutdowns=unclean))
     if not topics:
         notes.append(f"run.json names no topics: assumed the brokers' settings (min.insync.replicas="
                      f"{default_topic.min_insync}, unclean "
@@ -339,7 +348,8 @@ def config_verdicts(idx: int, job: JobResult, cfgs: RunConfigs) -> list[ConfigVe
                       "unclean_election": cfg.unclean_election, "idempotence": cfg.idempotence,
                       "leader_epochs": cfg.leader_epochs, "eligible_leader_replicas": cfg.eligible_leader_replicas,
                       "transactional": cfg.transactional, "client": cfg.client,
-                      "faults": sorted(cfg.faults), "faults_on_several_brokers": sorted(cfg.on_several)},
+                      "faults": sorted(cfg.faults), "faults_on_several_brokers": sorted(cfg.on_several),
+                      "brokers_shut_down_uncleanly": cfg.unclean_shutdowns},
             producers=sorted(members), counts=counts, promises=outcomes,
             broken=broken, expected=expected, verdict="fail" if broken else "pass"))
     return rows

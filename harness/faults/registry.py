@@ -263,6 +263,9 @@ class FaultKind:
     # while it is in a run), and whether eligible leader replicas (KIP-966) take that excuse away.
     excuse: str = ""
     elr_covers: bool = False
+    # The broker's process ends without Kafka's clean-shutdown marker (kill -9, a power loss): when it
+    # registers again, the KRaft controllers take it out of the eligible leader replicas (KIP-966).
+    unclean_shutdown: bool = False
     on_client: ClientAction | StepAction | None = None  # a fault on a client (target client:NAME), not on brokers
     off_client: StepAction | None = None  # its heal on the client, where the client itself must undo it
     client_links: bool = False  # a network fault on one client's own links (target client:NAME)
@@ -739,14 +742,16 @@ def _unskew_client(client: object, f: PlannedFault) -> None:
 
 
 FAULTS: dict[str, FaultKind] = {f.name: f for f in (
-    FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start,
+    FaultKind("kill", "kill -9, restart after duration_s", "#d62728", _kill, _start, unclean_shutdown=True,
               summary="kill -9, started again after duration_s",
               effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("power_loss", "kill -9 and lose everything past each partition's recovery point, restart after "
               "duration_s", "#7f0000", _power_loss, _start,
               excuse="power loss drops unflushed data; before eligible leader replicas (KIP-966) the last ISR member "
                      "may lead, and with them a record is gone once every broker that held it lost power (several "
-                     "brokers' power losses)", elr_covers=True,
+                     "brokers' power losses, or one broker's beside another's unclean shutdown: the controllers take a "
+                     "replica that shut down uncleanly out of the eligible ones, and elect the last known leader "
+                     "once none is left)", elr_covers=True, unclean_shutdown=True,
               summary="kill -9 losing what was not flushed, started again after duration_s",
               details="The recovery point is the one each partition last checkpointed "
                       "(`recovery-point-offset-checkpoint`)."),

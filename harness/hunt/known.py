@@ -37,8 +37,10 @@ def known_id(hit: Hit, v: Verdict, kinds: Iterable[str] = ()) -> str | None:
         return None
     elr = any(c.settings.get("eligible_leader_replicas") for c in v.by_config)
     several = {k for c in v.by_config for k in c.settings.get("faults_on_several_brokers", [])}
+    unclean = max((c.settings.get("brokers_shut_down_uncleanly", 0) for c in v.by_config), default=0)
+    covered = {k for k in FAULTS if FAULTS[k].elr_covers and elr and k not in several and unclean <= 1}
     ids = [first] + [_excused_by(FAULTS[k].excuse, hit.anomaly) for k in sorted(set(kinds))
-                     if k in FAULTS and FAULTS[k].excuse and not (FAULTS[k].elr_covers and elr and k not in several)]
+                     if k in FAULTS and FAULTS[k].excuse and k not in covered]
     return ", ".join(dict.fromkeys(i for i in ids if i))
 
 
