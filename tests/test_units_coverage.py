@@ -72,7 +72,7 @@ def test_each_state_is_counted_once_per_entry():
         "commit_refused": 1,
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
-        "answer_lost": 1, "formation_leader_lost": 0,
+        "answer_lost": 1, "formation_leader_lost": 0, "replica_truncated": 0, "truncated_below_hw": 0,
     }
 
 
@@ -132,3 +132,47 @@ def test_a_quorum_without_a_majority_counts_once_it_lasts_a_second_not_for_two_s
     ending = [state(t, 1, [1, 2, 3], majority=False) for t in (3000, 3500, 4100)]  # the run ends without one
     assert coverage(RUN, lost + slow + ending, [])["quorum_no_majority"] == 2
     assert coverage(RUN, slow, [])["quorum_no_majority"] == 0
+
+
+def _broker_log(tmp_path, broker: int, lines: list[str]) -> None:
+    (tmp_path / "logs").mkdir(exist_ok=True)
+    (tmp_path / "logs" / f"kafka-{broker}.log").write_text("\n".join(lines) + "\n")
+
+
+def _truncating(stamp: str, topic: str, partition: int, offset: int) -> str:
+    return (f"[2026-11-29 10:00:{stamp}] INFO [UnifiedLog partition={topic}-{partition}, dir=/var/lib/kafka/data] "
+            f"Truncating to offset {offset} (kafka.log.UnifiedLog)")
+
+
+def _live_reads(tmp_path, rows: list[tuple[str, int, int, int | None, str]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.history import CONSUMED
+    topic, partition, ts, hw, phase = (list(c) for c in zip(*rows, strict=True))
+    pq.write_table(pa.table({"phase": phase, "topic": topic, "partition": partition, "poll_ts_ms": ts, "hw": hw}),
+                   tmp_path / CONSUMED)
+
+
+def test_a_replica_truncated_below_what_readers_had_seen_committed_is_told_from_one_that_dropped_its_tail(tmp_path):
+    """The brokers' own `Truncating to offset N` lines, for the run's topic only (a kept cluster's logs
+    hold earlier runs'), against the highest high watermark a live read had returned before each."""
+    from harness.checker.truncations_logged import logged_truncations
+
+    t0 = 1795946400000  # 2026-11-29 10:00:00 UTC
+    _broker_log(tmp_path, 1, [_truncating("02,000", "chaos-7", 0, 120),  # above the 100 seen: its own tail
+                              _truncating("01,000", "chaos-6", 0, 5)])  # an earlier run's topic
+    _broker_log(tmp_path, 2, ["[2026-11-29 10:00:03,000] INFO unrelated line",
+                              _truncating("04,000", "chaos-7", 1, 40)])  # below the 90 seen before it
+    _live_reads(tmp_path, [("chaos-7", 0, t0 + 1500, 100, "live"), ("chaos-7", 1, t0 + 3500, 90, "live"),
+                           ("chaos-7", 1, t0 + 3900, 60, "live"),  # an older high watermark: the highest counts
+                           ("chaos-7", 1, t0 + 4500, 200, "live"),  # after the truncation: not before it
+                           ("chaos-7", 0, t0 + 1000, 500, "final")])  # the final read's are not live reads
+    found = logged_truncations(tmp_path, ["chaos-7"], clocks_moved=False)
+    assert [(t.truncation.broker, t.truncation.partition, t.truncation.offset, t.hw_seen, t.below_hw)
+            for t in found] == [(1, 0, 120, 100, False), (2, 1, 40, 90, True)]
+    counts = coverage(RunConfig(), [], [], found)
+    assert counts["replica_truncated"] == 2 and counts["truncated_below_hw"] == 1
+    moved = logged_truncations(tmp_path, ["chaos-7"], clocks_moved=True)
+    assert [t.below_hw for t in moved] == [False, False], "clocks moved: a truncation and a read cannot be ordered"
+    assert logged_truncations(tmp_path, ["other"], clocks_moved=False) == []

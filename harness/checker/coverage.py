@@ -14,10 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from harness.faults import FAULTS, TAKES_THE_LEADER
 from harness.history import RunConfig
 from harness.history.events import CommitRefused, Event, Fault, Formation, PartitionSample, Rebalance, State
+
+if TYPE_CHECKING:  # the brokers' lines are read by the judge; the report loads this module's definitions alone
+    from harness.checker.truncations_logged import LoggedTruncation
 
 
 @dataclass(frozen=True)
@@ -32,13 +36,15 @@ class Sampled:
     min_insync: int
     elections: list[dict]  # the checker's election record (judge.elections' "list")
     formations: list[Formation] = field(default_factory=list)
+    truncations: list[LoggedTruncation] = field(default_factory=list)  # the brokers' own (truncations_logged)
 
     @classmethod
-    def of(cls, events: list[Event], min_insync: int, elections: list[dict]) -> Sampled:
+    def of(cls, events: list[Event], min_insync: int, elections: list[dict],
+           truncations: list[LoggedTruncation] | None = None) -> Sampled:
         states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
         return cls(states, [e for e in events if isinstance(e, Rebalance)],
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
-                   min_insync, elections, [e for e in events if isinstance(e, Formation)])
+                   min_insync, elections, [e for e in events if isinstance(e, Formation)], truncations or [])
 
     @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
@@ -207,10 +213,27 @@ def formation_leader_lost(s: Sampled) -> list[int]:
     return [e.ts_ms for e in s.formations]
 
 
+def replica_truncated(s: Sampled) -> list[int]:
+    """replica_truncated: a replica removed records from its log (its broker's own `Truncating to
+    offset N` line for the run's topic): a follower dropped what its new leader did not have, records
+    its old leader had acknowledged alone among them, or a replica went back to the high watermark it
+    had checkpointed."""
+    return [t.truncation.ts_ms for t in s.truncations]
+
+
+def truncated_below_hw(s: Sampled) -> list[int]:
+    """truncated_below_hw: a replica truncated below the highest high watermark a live reader had seen
+    on that partition before: committed records removed from a replica, which its election would
+    lose (with leader epochs off, a restarted follower back at its checkpointed high watermark:
+    KIP-101's case). Not judged where a fault moved the brokers' clocks."""
+    return [t.truncation.ts_ms for t in s.truncations if t.below_hw]
+
+
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
     controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
     coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
+    replica_truncated, truncated_below_hw,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
@@ -223,8 +246,9 @@ def run_min_insync(run: RunConfig) -> int:
     return int(value)
 
 
-def coverage(run: RunConfig, events: list[Event], elections: list[dict]) -> dict[str, int]:
+def coverage(run: RunConfig, events: list[Event], elections: list[dict],
+             truncations: list[LoggedTruncation] | None = None) -> dict[str, int]:
     """How often the run entered each protocol state (STATES' order; 0: never), given the checker's
-    election record of the same events."""
-    s = Sampled.of(events, run_min_insync(run), elections)
+    election record of the same events and the truncations the brokers logged."""
+    s = Sampled.of(events, run_min_insync(run), elections, truncations)
     return {f.__name__: len(f(s)) for f in STATES}

@@ -22,6 +22,7 @@ from harness.checker.excuses import (
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
+from harness.checker.truncations_logged import logged_truncations
 from harness.checker.verdict import (
     NOT_HEALED,
     BrokenOutside,
@@ -439,8 +440,9 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
     account = controller_account(rd.path, _first_topic(rd.config)) if rd.config.mode == "kraft" else None
-    election_record = Elections.model_validate(elections(
-        events, account, clocks_moved=any(FAULTS[e.kind].clock for e in faults if e.kind in FAULTS)))
+    clocks_moved = any(FAULTS[e.kind].clock for e in faults if e.kind in FAULTS)
+    election_record = Elections.model_validate(elections(events, account, clocks_moved=clocks_moved))
+    truncations = logged_truncations(rd.path, [t.name for t in rd.config.topic_list()], clocks_moved)
     outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.start_ms if wl.start_ms is not None else lo,
                                              wl.end_ms if wl.end_ms is not None else hi,
                                              threshold_ms, faults))
@@ -476,7 +478,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
         not_judged=not_judged(rd.config),
-        coverage=coverage(rd.config, events, election_record.changes),
+        coverage=coverage(rd.config, events, election_record.changes, truncations),
         exposure=fault_exposure(sorted(faults, key=lambda f: f.start_ms), job.exposure.get(idx, {})),
     )
 
