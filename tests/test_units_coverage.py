@@ -73,6 +73,7 @@ def test_each_state_is_counted_once_per_entry():
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
         "answer_lost": 1, "formation_leader_lost": 0, "replica_truncated": 0, "truncated_below_hw": 0,
+        "producer_epoch_bumped": 0,
     }
 
 
@@ -176,3 +177,31 @@ def test_a_replica_truncated_below_what_readers_had_seen_committed_is_told_from_
     moved = logged_truncations(tmp_path, ["chaos-7"], clocks_moved=True)
     assert [t.below_hw for t in moved] == [False, False], "clocks moved: a truncation and a read cannot be ordered"
     assert logged_truncations(tmp_path, ["other"], clocks_moved=False) == []
+
+
+def test_a_producers_new_epoch_is_read_from_its_own_librarys_line(tmp_path):
+    """librdkafka's drain line that ends in a bump and the Java client's producer id set at an epoch
+    above 0 are bumps; the drain's beginning, a first epoch and other epochs are not."""
+    from datetime import datetime
+
+    from harness.checker.clients_logged import epoch_bumps
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "clients.log").write_text("\n".join([
+        "2026-11-29 12:44:51,106 DEBUG kchaos.workload DRAIN [rdkafka#producer-529] [thrd:127.0.0.1:32771/3]: "
+        "Beginning partition drain in state Assigned for PID{Id:45000,Epoch:0} epoch bump for 0 partition(s)",
+        "2026-11-29 12:44:51,107 DEBUG kchaos.workload DRAIN [rdkafka#producer-529] [thrd:127.0.0.1:32771/3]: "
+        "All partitions drained, bumped epoch to PID{Id:45000,Epoch:1}",
+        "2026-11-29 12:18:53,372 INFO kchaos.java safe [kafka-producer-network-thread | producer-1] INFO "
+        "org.apache.kafka.clients.producer.internals.TransactionManager - [Producer clientId=producer-1] "
+        "ProducerId set to 1000 with epoch 0",
+        "2026-11-29 12:19:03,500 INFO kchaos.java safe [kafka-producer-network-thread | producer-1] INFO "
+        "org.apache.kafka.clients.producer.internals.TransactionManager - [Producer clientId=producer-1] "
+        "ProducerId set to 1000 with epoch 1",
+        "2026-11-29 12:19:04,000 INFO kchaos.java c0 [main] INFO Fetcher - leader epoch 3 for partition chaos-0",
+    ]) + "\n")
+    local = [int(datetime(2026, 11, 29, 12, 44, 51, 107000).timestamp() * 1000),
+             int(datetime(2026, 11, 29, 12, 19, 3, 500000).timestamp() * 1000)]
+    assert epoch_bumps(tmp_path) == local
+    assert coverage(RunConfig(), [], [], [], epoch_bumps(tmp_path))["producer_epoch_bumped"] == 2
+    assert epoch_bumps(tmp_path / "nothing") == []

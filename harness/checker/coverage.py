@@ -37,14 +37,16 @@ class Sampled:
     elections: list[dict]  # the checker's election record (judge.elections' "list")
     formations: list[Formation] = field(default_factory=list)
     truncations: list[LoggedTruncation] = field(default_factory=list)  # the brokers' own (truncations_logged)
+    epoch_bumps: list[int] = field(default_factory=list)  # the clients' own (clients_logged)
 
     @classmethod
     def of(cls, events: list[Event], min_insync: int, elections: list[dict],
-           truncations: list[LoggedTruncation] | None = None) -> Sampled:
+           truncations: list[LoggedTruncation] | None = None, epoch_bumps: list[int] | None = None) -> Sampled:
         states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
         return cls(states, [e for e in events if isinstance(e, Rebalance)],
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
-                   min_insync, elections, [e for e in events if isinstance(e, Formation)], truncations or [])
+                   min_insync, elections, [e for e in events if isinstance(e, Formation)], truncations or [],
+                   epoch_bumps or [])
 
     @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
@@ -229,11 +231,19 @@ def truncated_below_hw(s: Sampled) -> list[int]:
     return [t.truncation.ts_ms for t in s.truncations if t.below_hw]
 
 
+def producer_epoch_bumped(s: Sampled) -> list[int]:
+    """producer_epoch_bumped: a producer took a new epoch of its producer id, as its library's own
+    log says (harness/clients/registry.py, ``epoch_bumped``: librdkafka and the Java client): an
+    idempotent producer's bump after a failure, its sequence numbers started again, or a
+    transactional producer's new instance fencing the old."""
+    return list(s.epoch_bumps)
+
+
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
     controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
     coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
-    replica_truncated, truncated_below_hw,
+    replica_truncated, truncated_below_hw, producer_epoch_bumped,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
@@ -247,8 +257,9 @@ def run_min_insync(run: RunConfig) -> int:
 
 
 def coverage(run: RunConfig, events: list[Event], elections: list[dict],
-             truncations: list[LoggedTruncation] | None = None) -> dict[str, int]:
+             truncations: list[LoggedTruncation] | None = None, epoch_bumps: list[int] | None = None) -> dict[str, int]:
     """How often the run entered each protocol state (STATES' order; 0: never), given the checker's
-    election record of the same events and the truncations the brokers logged."""
-    s = Sampled.of(events, run_min_insync(run), elections, truncations)
+    election record of the same events, the truncations the brokers logged and the epoch bumps
+    the clients logged."""
+    s = Sampled.of(events, run_min_insync(run), elections, truncations, epoch_bumps)
     return {f.__name__: len(f(s)) for f in STATES}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.capabilities import not_judged
+from harness.checker.clients_logged import epoch_bumps
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.coverage import coverage
 from harness.checker.elections_logged import ControllerAccount, controller_account
@@ -478,7 +479,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
         not_judged=not_judged(rd.config),
-        coverage=coverage(rd.config, events, election_record.changes, truncations),
+        coverage=coverage(rd.config, events, election_record.changes, truncations, epoch_bumps(rd.path)),
         exposure=fault_exposure(sorted(faults, key=lambda f: f.start_ms), job.exposure.get(idx, {})),
     )
 

@@ -32,15 +32,21 @@ class Library:
     # what its clients cannot report, which the history then lacks for them (run.json's clients carry it;
     # the verdict says what it could not judge: harness/checker/capabilities.py)
     cannot_tell: tuple[str, ...] = ()
+    # A line its clients' log (the run's logs/clients.log) writes when an idempotent or transactional
+    # producer takes a new epoch of its producer id (a bump after a failure, or a new instance fencing
+    # the old): the coverage's producer_epoch_bumped. "" where the library's log does not say it.
+    epoch_bumped: str = ""
 
 
 LIBRARIES: dict[str, Library] = {lib.name: lib for lib in [
     Library("librdkafka", "librdkafka through confluent-kafka, the version pip installed",
             "harness.clients.librdkafka.driver", "harness.clients.librdkafka.config",
-            frozenset({"producer", "consumer", "group", "copier"})),
+            frozenset({"producer", "consumer", "group", "copier"}),
+            epoch_bumped=r"bumped epoch to PID\{Id:\d+,Epoch:\d+\}"),  # with debug "eos", which kchaos sets
     Library("java", "Apache Kafka's Java client (kafka-clients), a JVM per client, the broker's version by default",
             "harness.clients.java.driver", "harness.clients.java.config", frozenset(TABLE_KINDS),
-            build="harness.clients.java.build"),
+            build="harness.clients.java.build",
+            epoch_bumped=r"TransactionManager - \[Producer clientId=[^\]]*\] ProducerId set to \d+ with epoch [1-9]"),
     Library("franz-go", "franz-go (github.com/twmb/franz-go), a Go program per client, the newest release by default",
             "harness.clients.franz_go.driver", "harness.clients.franz_go.config",
             frozenset({"producer", "consumer", "group", "copier"}), build="harness.clients.franz_go.build",
