@@ -3,7 +3,7 @@ entered where the samples say it is, and counted once per entry, not once per sa
 
 from __future__ import annotations
 
-from harness.checker.coverage import DEFINITIONS, STATES, coverage
+from harness.checker.coverage import DEFINITIONS, STATES, Logged, coverage
 from harness.history import RunConfig
 from harness.history.events import CommitRefused, Fault, Formation, QuorumSample, Rebalance, State
 
@@ -73,7 +73,7 @@ def test_each_state_is_counted_once_per_entry():
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
         "answer_lost": 1, "formation_leader_lost": 0, "replica_truncated": 0, "truncated_below_hw": 0,
-        "producer_epoch_bumped": 0,
+        "producer_epoch_bumped": 0, "leader_epoch_bumped": 0, "successor_lagging": 0,
     }
 
 
@@ -158,7 +158,7 @@ def _live_reads(tmp_path, rows: list[tuple[str, int, int, int | None, str]]) -> 
 def test_a_replica_truncated_below_what_readers_had_seen_committed_is_told_from_one_that_dropped_its_tail(tmp_path):
     """The brokers' own `Truncating to offset N` lines, for the run's topic only (a kept cluster's logs
     hold earlier runs'), against the highest high watermark a live read had returned before each."""
-    from harness.checker.truncations_logged import logged_truncations
+    from harness.checker.replicas_logged import logged_truncations
 
     t0 = 1795946400000  # 2026-11-29 10:00:00 UTC
     _broker_log(tmp_path, 1, [_truncating("02,000", "chaos-7", 0, 120),  # above the 100 seen: its own tail
@@ -172,7 +172,7 @@ def test_a_replica_truncated_below_what_readers_had_seen_committed_is_told_from_
     found = logged_truncations(tmp_path, ["chaos-7"], clocks_moved=False)
     assert [(t.truncation.broker, t.truncation.partition, t.truncation.offset, t.hw_seen, t.below_hw)
             for t in found] == [(1, 0, 120, 100, False), (2, 1, 40, 90, True)]
-    counts = coverage(RunConfig(), [], [], found)
+    counts = coverage(RunConfig(), [], [], Logged(truncations=found))
     assert counts["replica_truncated"] == 2 and counts["truncated_below_hw"] == 1
     moved = logged_truncations(tmp_path, ["chaos-7"], clocks_moved=True)
     assert [t.below_hw for t in moved] == [False, False], "clocks moved: a truncation and a read cannot be ordered"
@@ -203,5 +203,41 @@ def test_a_producers_new_epoch_is_read_from_its_own_librarys_line(tmp_path):
     local = [int(datetime(2026, 11, 29, 12, 44, 51, 107000).timestamp() * 1000),
              int(datetime(2026, 11, 29, 12, 19, 3, 500000).timestamp() * 1000)]
     assert epoch_bumps(tmp_path) == local
-    assert coverage(RunConfig(), [], [], [], epoch_bumps(tmp_path))["producer_epoch_bumped"] == 2
+    assert coverage(RunConfig(), [], [], Logged(epoch_bumps=epoch_bumps(tmp_path)))["producer_epoch_bumped"] == 2
     assert epoch_bumps(tmp_path / "nothing") == []
+
+
+def test_a_new_leader_that_lacked_acknowledged_records_is_told_from_one_that_had_them(tmp_path):
+    """The brokers' own `starts at leader epoch E from offset O` lines (the 2.8 form and the 3.x form
+    with a topic id), for the run's topic, against the offsets producers had been acknowledged at
+    before each: a new leader whose log ended at or below one of them lagged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.checker.replicas_logged import logged_leaderships
+    from harness.history import PRODUCED
+
+    t0 = 1795946400000  # 2026-11-29 10:00:00 UTC
+    _broker_log(tmp_path, 1, [
+        "[2026-11-29 10:00:00,100] INFO [Broker id=1] Leader chaos-7-0 with topic id Some(ZYWUjUEo) starts at leader "
+        "epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR [1,2,3], adding replicas [] and removing "
+        "replicas [] . Previous leader None and previous leader epoch was -1. (state.change.logger)",
+        "[2026-11-29 10:00:05,000] INFO [Broker id=1] Follower chaos-7-0 starts at leader epoch 1 from offset 140 with "
+        "partition epoch 1 and high watermark 130. Current leader is 2. (state.change.logger)"])
+    _broker_log(tmp_path, 2, [
+        "[2026-11-29 10:00:04,000] INFO [Broker id=2] Leader chaos-7-0 starts at leader epoch 1 from offset 120 with "
+        "high watermark 118 ISR [2,3] addingReplicas [] removingReplicas []. Previous leader epoch was 0. "
+        "(state.change.logger)",
+        "[2026-11-29 10:00:09,000] INFO [Broker id=2] Leader chaos-7-0 with topic id Some(ZYWUjUEo) starts at leader "
+        "epoch 2 from offset 400 with partition epoch 3, high watermark 400, ISR [2,3]. (state.change.logger)",
+        "[2026-11-29 10:00:09,500] INFO [Broker id=2] Leader chaos-6-0 starts at leader epoch 4 from offset 0 with "
+        "high watermark 0 ISR [2]. (state.change.logger)"])  # an earlier run's topic
+    acked = {"topic": ["chaos-7"] * 4, "partition": [0, 0, 0, 0], "status": ["ok", "ok", "err", "ok"],
+             "offset": [100, 125, None, 390], "ack_ts_ms": [t0 + 3000, t0 + 3900, t0 + 3950, t0 + 8000]}
+    pq.write_table(pa.table(acked), tmp_path / PRODUCED)
+    leads = logged_leaderships(tmp_path, ["chaos-7"], clocks_moved=False)
+    assert [(x.broker, x.epoch, x.start_offset, x.acked_before, x.lagging) for x in leads] == [
+        (1, 0, 0, None, False), (2, 1, 120, 125, True), (2, 2, 400, 390, False)]
+    counts = coverage(RunConfig(), [], [], Logged(leaderships=leads))
+    assert counts["leader_epoch_bumped"] == 2 and counts["successor_lagging"] == 1
+    assert not any(x.lagging for x in logged_leaderships(tmp_path, ["chaos-7"], clocks_moved=True))

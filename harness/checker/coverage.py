@@ -21,7 +21,17 @@ from harness.history import RunConfig
 from harness.history.events import CommitRefused, Event, Fault, Formation, PartitionSample, Rebalance, State
 
 if TYPE_CHECKING:  # the brokers' lines are read by the judge; the report loads this module's definitions alone
-    from harness.checker.truncations_logged import LoggedTruncation
+    from harness.checker.replicas_logged import LoggedLeadership, LoggedTruncation
+
+
+@dataclass(frozen=True)
+class Logged:
+    """What the run's own logs say that its events do not: the brokers' truncations and new leaders
+    (replicas_logged), the clients' producer epoch bumps (clients_logged)."""
+
+    truncations: list[LoggedTruncation] = field(default_factory=list)
+    leaderships: list[LoggedLeadership] = field(default_factory=list)
+    epoch_bumps: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -36,17 +46,14 @@ class Sampled:
     min_insync: int
     elections: list[dict]  # the checker's election record (judge.elections' "list")
     formations: list[Formation] = field(default_factory=list)
-    truncations: list[LoggedTruncation] = field(default_factory=list)  # the brokers' own (truncations_logged)
-    epoch_bumps: list[int] = field(default_factory=list)  # the clients' own (clients_logged)
+    logged: Logged = field(default_factory=lambda: Logged())
 
     @classmethod
-    def of(cls, events: list[Event], min_insync: int, elections: list[dict],
-           truncations: list[LoggedTruncation] | None = None, epoch_bumps: list[int] | None = None) -> Sampled:
+    def of(cls, events: list[Event], min_insync: int, elections: list[dict], logged: Logged | None = None) -> Sampled:
         states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
         return cls(states, [e for e in events if isinstance(e, Rebalance)],
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
-                   min_insync, elections, [e for e in events if isinstance(e, Formation)], truncations or [],
-                   epoch_bumps or [])
+                   min_insync, elections, [e for e in events if isinstance(e, Formation)], logged or Logged())
 
     @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
@@ -220,7 +227,7 @@ def replica_truncated(s: Sampled) -> list[int]:
     offset N` line for the run's topic): a follower dropped what its new leader did not have, records
     its old leader had acknowledged alone among them, or a replica went back to the high watermark it
     had checkpointed."""
-    return [t.truncation.ts_ms for t in s.truncations]
+    return [t.truncation.ts_ms for t in s.logged.truncations]
 
 
 def truncated_below_hw(s: Sampled) -> list[int]:
@@ -228,7 +235,7 @@ def truncated_below_hw(s: Sampled) -> list[int]:
     on that partition before: committed records removed from a replica, which its election would
     lose (with leader epochs off, a restarted follower back at its checkpointed high watermark:
     KIP-101's case). Not judged where a fault moved the brokers' clocks."""
-    return [t.truncation.ts_ms for t in s.truncations if t.below_hw]
+    return [t.truncation.ts_ms for t in s.logged.truncations if t.below_hw]
 
 
 def producer_epoch_bumped(s: Sampled) -> list[int]:
@@ -236,14 +243,35 @@ def producer_epoch_bumped(s: Sampled) -> list[int]:
     log says (harness/clients/registry.py, ``epoch_bumped``: librdkafka and the Java client): an
     idempotent producer's bump after a failure, its sequence numbers started again, or a
     transactional producer's new instance fencing the old."""
-    return list(s.epoch_bumps)
+    return list(s.logged.epoch_bumps)
+
+
+def leader_epoch_bumped(s: Sampled) -> list[int]:
+    """leader_epoch_bumped: a replica started leading its partition at a leader epoch above the
+    first (its broker's own `starts at leader epoch` line): every election, clean or not, the same
+    leader elected again after losing the lead among them, which samples 250 ms apart can miss."""
+    seen: set[tuple[str, int, int]] = set()
+    out = []
+    for lead in s.logged.leaderships:
+        if lead.epoch > 0 and (lead.topic, lead.partition, lead.epoch) not in seen:
+            seen.add((lead.topic, lead.partition, lead.epoch))
+            out.append(lead.ts_ms)
+    return out
+
+
+def successor_lagging(s: Sampled) -> list[int]:
+    """successor_lagging: a replica started leading without records a producer had already been
+    acknowledged for on its partition (its log ended at or below the highest acknowledged offset):
+    what acks=1 acknowledged on the old leader alone, or an unclean election's loss. Not judged
+    where a fault moved the brokers' clocks."""
+    return [lead.ts_ms for lead in s.logged.leaderships if lead.lagging]
 
 
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
     controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
     coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
-    replica_truncated, truncated_below_hw, producer_epoch_bumped,
+    replica_truncated, truncated_below_hw, producer_epoch_bumped, leader_epoch_bumped, successor_lagging,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
@@ -257,9 +285,8 @@ def run_min_insync(run: RunConfig) -> int:
 
 
 def coverage(run: RunConfig, events: list[Event], elections: list[dict],
-             truncations: list[LoggedTruncation] | None = None, epoch_bumps: list[int] | None = None) -> dict[str, int]:
+             logged: Logged | None = None) -> dict[str, int]:
     """How often the run entered each protocol state (STATES' order; 0: never), given the checker's
-    election record of the same events, the truncations the brokers logged and the epoch bumps
-    the clients logged."""
-    s = Sampled.of(events, run_min_insync(run), elections, truncations, epoch_bumps)
+    election record of the same events and what the run's own logs say (``logged``)."""
+    s = Sampled.of(events, run_min_insync(run), elections, logged)
     return {f.__name__: len(f(s)) for f in STATES}

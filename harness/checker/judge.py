@@ -9,7 +9,7 @@ from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALI
 from harness.checker.capabilities import not_judged
 from harness.checker.clients_logged import epoch_bumps
 from harness.checker.coordination import failovers, quorum_spans
-from harness.checker.coverage import coverage
+from harness.checker.coverage import Logged, coverage
 from harness.checker.elections_logged import ControllerAccount, controller_account
 from harness.checker.excuses import (
     Config,
@@ -23,7 +23,7 @@ from harness.checker.excuses import (
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
-from harness.checker.truncations_logged import logged_truncations
+from harness.checker.replicas_logged import logged_leaderships, logged_truncations
 from harness.checker.verdict import (
     NOT_HEALED,
     BrokenOutside,
@@ -426,6 +426,13 @@ def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> R
     return Reported(count=job.of(kind).count(idx), examples=job.of(kind).examples.get(idx, []), note=note)
 
 
+def logged_by(rd: RunDir, clocks_moved: bool) -> Logged:
+    """What the run's own logs say of its topics that its events do not (coverage's ``Logged``)."""
+    topics = [t.name for t in rd.config.topic_list()]
+    return Logged(logged_truncations(rd.path, topics, clocks_moved), logged_leaderships(rd.path, topics, clocks_moved),
+                  epoch_bumps(rd.path))
+
+
 def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
     """Run ``idx`` of the analysis, judged: counts, examples, a verdict per configuration."""
     events = read_events(rd.path)
@@ -443,7 +450,6 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     account = controller_account(rd.path, _first_topic(rd.config)) if rd.config.mode == "kraft" else None
     clocks_moved = any(FAULTS[e.kind].clock for e in faults if e.kind in FAULTS)
     election_record = Elections.model_validate(elections(events, account, clocks_moved=clocks_moved))
-    truncations = logged_truncations(rd.path, [t.name for t in rd.config.topic_list()], clocks_moved)
     outage = Unavailability(**unavailability(job.buckets.get(idx, []), wl.start_ms if wl.start_ms is not None else lo,
                                              wl.end_ms if wl.end_ms is not None else hi,
                                              threshold_ms, faults))
@@ -479,7 +485,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
         not_judged=not_judged(rd.config),
-        coverage=coverage(rd.config, events, election_record.changes, truncations, epoch_bumps(rd.path)),
+        coverage=coverage(rd.config, events, election_record.changes, logged_by(rd, clocks_moved)),
         exposure=fault_exposure(sorted(faults, key=lambda f: f.start_ms), job.exposure.get(idx, {})),
     )
 
