@@ -73,7 +73,7 @@ def test_each_state_is_counted_once_per_entry():
         "operator_action": 1,  # the election, not the kill
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
         "answer_lost": 1, "formation_leader_lost": 0, "replica_truncated": 0, "truncated_below_hw": 0,
-        "producer_epoch_bumped": 0, "leader_epoch_bumped": 0, "successor_lagging": 0,
+        "producer_epoch_bumped": 0, "leader_epoch_bumped": 0, "successor_lagging": 0, "commit_across_rebalance": 0,
     }
 
 
@@ -241,3 +241,28 @@ def test_a_new_leader_that_lacked_acknowledged_records_is_told_from_one_that_had
     counts = coverage(RunConfig(), [], [], Logged(leaderships=leads))
     assert counts["leader_epoch_bumped"] == 2 and counts["successor_lagging"] == 1
     assert not any(x.lagging for x in logged_leaderships(tmp_path, ["chaos-7"], clocks_moved=True))
+
+
+def test_a_commit_acknowledged_while_its_partition_had_no_member_is_a_commit_across_the_rebalance(tmp_path):
+    """Between a member giving a partition up (revoked or lost) and the next member's assignment of it,
+    a commit of that partition was in flight across the rebalance; before the revoke, after the
+    assignment, or of another partition or group, it was not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.checker.clients_logged import group_commits
+    from harness.history import OFFSETS
+
+    rebalances = [Rebalance(ts_ms=100, group="g", consumer="g-1", kind="assign", partitions=[0, 1], generation=1),
+                  Rebalance(ts_ms=1000, group="g", consumer="g-1", kind="revoke", partitions=[0], generation=1),
+                  Rebalance(ts_ms=1500, group="g", consumer="g-2", kind="assign", partitions=[0], generation=2),
+                  Rebalance(ts_ms=3000, group="g", consumer="g-2", kind="lost", partitions=[0], generation=2)]
+    rows = {"group": ["g", "g", "g", "g", "g", "h", "g"], "topic": ["t"] * 7, "partition": [0, 0, 1, 0, 0, 0, 0],
+            "offset": [10, 20, 30, 40, 50, 60, 70], "ts_ms": [900, 1200, 1200, 1600, 3100, 1200, 1300],
+            "phase": ["live", "live", "live", "live", "live", "live", "final"]}
+    pq.write_table(pa.table(rows), tmp_path / OFFSETS)
+    commits = group_commits(tmp_path)
+    assert len(commits) == 6, "the final row is the group's offset read after healing, not a commit"
+    counts = coverage(RunConfig(), rebalances, [], Logged(commits=commits))
+    assert counts["commit_across_rebalance"] == 2  # at 1200 (revoked at 1000, assigned at 1500) and 3100 (lost)
+    assert group_commits(tmp_path / "nothing") == []

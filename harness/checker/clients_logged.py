@@ -1,4 +1,5 @@
-"""The clients' own account of their producers' epochs, from the run's logs/clients.log.
+"""The clients' own account of their producers' epochs, from the run's logs/clients.log, and of their
+groups' commits, from offsets.parquet.
 
 A producer id's epoch moves on when an idempotent producer bumps it after a failure (librdkafka's
 partition drain, KIP-360's bump in Apache Kafka's Java client) or when a transactional producer's
@@ -14,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.clients.registry import LIBRARIES
+from harness.history import OFFSETS
 
 CLIENTS_LOG = Path("logs") / "clients.log"
 _STAMP = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
@@ -33,3 +35,16 @@ def epoch_bumps(run_dir: Path) -> list[int]:
 def _epoch_ms(stamp: str) -> int:
     """clients.log's timestamp (Python's logging, the machine's local time) in epoch milliseconds."""
     return int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
+
+
+def group_commits(run_dir: Path) -> list[tuple[str, int, int]]:
+    """(group, partition, when acknowledged) of every commit that took effect during the run
+    (offsets.parquet's live rows; none without the table)."""
+    import pyarrow.parquet as pq
+
+    path = run_dir / OFFSETS
+    if not path.exists():
+        return []
+    cols = pq.read_table(path, columns=["group", "partition", "ts_ms", "phase"]).to_pydict()
+    return [(g, p, ts) for g, p, ts, ph in zip(cols["group"], cols["partition"], cols["ts_ms"], cols["phase"],
+                                                strict=True) if ph == "live"]

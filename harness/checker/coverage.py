@@ -32,6 +32,8 @@ class Logged:
     truncations: list[LoggedTruncation] = field(default_factory=list)
     leaderships: list[LoggedLeadership] = field(default_factory=list)
     epoch_bumps: list[int] = field(default_factory=list)
+    # the groups' acknowledged commits (offsets.parquet's live rows): (group, partition, when)
+    commits: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,25 @@ def partitions_lost(s: Sampled) -> list[int]:
     return [e.ts_ms for e in s.rebalances if e.kind == "lost"]
 
 
+def commit_across_rebalance(s: Sampled) -> list[int]:
+    """commit_across_rebalance: a group's commit of a partition acknowledged after a member gave the
+    partition up (revoked or lost) and before any member was assigned it again: a commit in flight
+    across the rebalance, which a coordinator takes or refuses by the generation it carries, and
+    which an asynchronous commit retried behind newer ones can move backwards."""
+    changes = sorted((e.ts_ms, e.group, p, e.kind) for e in s.rebalances for p in e.partitions)
+    out = []
+    for group, partition, ts in s.logged.commits:
+        given_up = None  # whether, at ``ts``, the partition's last change was a member giving it up
+        for at, g, p, kind in changes:
+            if at > ts:
+                break
+            if g == group and p == partition:
+                given_up = kind != "assign"
+        if given_up:
+            out.append(ts)
+    return out
+
+
 def commit_refused(s: Sampled) -> list[int]:
     """commit_refused: a member's commit the coordinator refused (a stale generation or member epoch,
     a coordinator moving): what keeps a zombie's offsets out."""
@@ -269,7 +290,8 @@ def successor_lagging(s: Sampled) -> list[int]:
 
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
-    controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_refused, operator_action,
+    controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_across_rebalance, commit_refused,
+    operator_action,
     coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
     replica_truncated, truncated_below_hw, producer_epoch_bumped, leader_epoch_bumped, successor_lagging,
 )

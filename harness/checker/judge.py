@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from harness.checker.analysis import JobResult
 from harness.checker.anomaly import ANOMALIES, GROUP_ANOMALIES, PRODUCER_ANOMALIES
 from harness.checker.capabilities import not_judged
-from harness.checker.clients_logged import epoch_bumps
+from harness.checker.clients_logged import epoch_bumps, group_commits
 from harness.checker.coordination import failovers, quorum_spans
 from harness.checker.coverage import Logged, coverage
 from harness.checker.elections_logged import ControllerAccount, controller_account
@@ -430,7 +430,7 @@ def logged_by(rd: RunDir, clocks_moved: bool) -> Logged:
     """What the run's own logs say of its topics that its events do not (coverage's ``Logged``)."""
     topics = [t.name for t in rd.config.topic_list()]
     return Logged(logged_truncations(rd.path, topics, clocks_moved), logged_leaderships(rd.path, topics, clocks_moved),
-                  epoch_bumps(rd.path))
+                  epoch_bumps(rd.path), group_commits(rd.path))
 
 
 def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Verdict:
