@@ -301,9 +301,11 @@ class Recording:
     def _read_after_heal(self) -> None:
         """Live consumers read on after the heal until each has read, on every partition, the highest
         offset a plain producer had acknowledged there, or for READ_AFTER_HEAL_S where one has not (a
-        record lost, a reader that tells only at its end, nothing to wait for)."""
+        record lost, a reader that tells only at its end, nothing to wait for). A producer that failed
+        is not asked: its failure is what the run reports."""
         deadline = time.monotonic() + READ_AFTER_HEAL_S
-        acked = acknowledged_ends([p.columns() for p in self.producers if not p.spec.transactional], self.topic.name)
+        plain = [p for p in self.producers if not p.spec.transactional and p.failure is None]
+        acked = acknowledged_ends([p.columns() for p in plain], self.topic.name)
         while time.monotonic() < deadline:
             if acked and self.consumers and all(read_to(c.highest_read(), acked) for c in self.consumers):
                 return
