@@ -2,7 +2,7 @@
 finding and the protocol coverage reached over time, several hunts per answer and guide.
 
     python benchmarks/hunt_guides.py [--answers a,b] [--guides swarm,coverage] [--seeds 5] [--budget 40m]
-                                     [--out DIR] [--report-only]
+                                     [--only-seed S] [--out DIR] [--report-only]
 
 Each hunt is ``kchaos hunt SCENARIO ... --guide G --seed S --budget B --until-found`` into
 ``OUT/ANSWER/G/sS`` (a directory already there is resumed, so a stopped benchmark carries on), with no
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,12 +66,21 @@ def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None
 
 
 def keep(hunt_json: Path, kept: Path) -> None:
-    """A finished hunt's hunt.json, with the commit of the code that ran it (``measured_with``)."""
+    """A finished hunt's hunt.json, with the commit of the code that ran it (``measured_with``) and
+    the machine it ran on (``measured_on``: its cores and memory, as a table row names them)."""
     doc = json.loads(hunt_json.read_text())
     doc["measured_with"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                           text=True).stdout.strip()
+    doc["measured_on"] = machine()
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(doc, indent=1))
+
+
+def machine() -> str:
+    """This machine as a benchmark row names it: cores and memory (hunts on other machines are kept
+    beside these; their times are theirs)."""
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores, {memory_gib:.0f} GiB"
 
 
 def first_finding_s(doc: dict) -> float | None:
@@ -97,6 +108,28 @@ def budget_seconds(text: str) -> float:
     return float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
 
 
+def collect(downloaded: Path) -> list[Path]:
+    """The hunts the CI workflow's jobs uploaded (``DIR/hunt-guides-ANSWER-GUIDE-sS/sS.json``, one
+    artifact each) put where the benchmark keeps them; returns where each went."""
+    placed = []
+    for found in sorted(downloaded.glob("hunt-guides-*/s*.json")):
+        answer, guide, seed = _artifact(found.parent.name)
+        to = result_path(answer, guide, seed)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found, to)
+        placed.append(to)
+    return placed
+
+
+def _artifact(name: str) -> tuple[str, str, int]:
+    """(answer, guide, seed) of an artifact named hunt-guides-ANSWER-GUIDE-sS."""
+    rest, _, seed = name.removeprefix("hunt-guides-").rpartition("-s")
+    answer, _, guide = rest.rpartition("-")
+    if answer not in ANSWERS or not seed.isdigit():
+        raise SystemExit(f"{name}: not hunt-guides-ANSWER-GUIDE-sS (answers: {', '.join(ANSWERS)})")
+    return answer, guide, int(seed)
+
+
 def kept(answer: str, guide: str, seeds: int) -> dict[int, dict]:
     """The kept hunts of an answer and guide, by seed."""
     return {s: json.loads(p.read_text()) for s in range(1, seeds + 1) if (p := result_path(answer, guide, s)).exists()}
@@ -106,9 +139,9 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
     """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
     nothing in the budget), the code that ran them, and the median coverage at fixed times."""
     budget_s = budget_seconds(budget)
-    print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | code | "
+    print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | code | machine | "
           + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
-    print("|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
+    print("|---|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
     for answer in answers:
         for guide in guides:
             docs = kept(answer, guide, seeds)
@@ -117,9 +150,10 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
             times = {s: first_finding_s(d) for s, d in docs.items()}
             each = ", ".join(f"s{s} " + ("-" if t is None else f"{t / 60:.1f}") for s, t in times.items())
             code = ", ".join(sorted({d.get("measured_with", "?") for d in docs.values()}))
+            machines = ", ".join(sorted({d.get("measured_on", "?") for d in docs.values()}))
             cov = [statistics.median(features_at(d, m) for d in docs.values()) for m in COVERAGE_AT_MIN]
             print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times.values())} | "
-                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {code} | "
+                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {code} | {machines} | "
                   + " | ".join(f"{c:g}" for c in cov) + " |")
 
 
@@ -130,14 +164,21 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budget", default="40m")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "hunt-guides")
+    ap.add_argument("--only-seed", type=int, help="run this seed alone (one job of the CI workflow hunt-guides.yml)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the hunts already done")
+    ap.add_argument("--collect", type=Path, help="place the hunts the CI workflow's jobs uploaded, then stop")
     a = ap.parse_args()
+    if a.collect:
+        for placed in collect(a.collect):
+            print(placed.relative_to(ROOT))
+        return
     answers, guides = a.answers.split(","), a.guides.split(",")
     unknown = [x for x in answers if x not in ANSWERS]
     if unknown:
         sys.exit(f"--answers: {', '.join(unknown)} (allowed: {', '.join(ANSWERS)})")
     if not a.report_only:
-        for seed in range(1, a.seeds + 1):  # seed-major: a stopped benchmark has every guide at the same depth
+        seeds = [a.only_seed] if a.only_seed else range(1, a.seeds + 1)
+        for seed in seeds:  # seed-major: a stopped benchmark has every guide at the same depth
             for answer in answers:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)

@@ -42,3 +42,46 @@ def test_the_merge_job_reads_every_shard_that_was_uploaded():
     runs = _run_lines(merge)
     assert f"hunt --merge {download['with']['path']}/{pattern} --out hunts/merged" in runs
     assert f"harness.hunt.campaign {download['with']['path']}/{pattern}" in runs
+
+
+def _benchmark():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hunt_guides", WORKFLOWS.parent.parent / "benchmarks" /
+                                                  "hunt_guides.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_workflow_runs_every_answer_guide_and_seed_and_its_table_reads_each_upload(tmp_path,
+                                                                                               monkeypatch):
+    """hunt-guides.yml: one job per known answer, guide and seed of benchmarks/hunt_guides.py; each
+    uploads the file the benchmark keeps, under a name the table job's --collect reads back to the
+    same place."""
+    bench = _benchmark()
+    w = yaml.safe_load((WORKFLOWS / "hunt-guides.yml").read_text())
+    hunt, table = w["jobs"]["hunt"], w["jobs"]["table"]
+    matrix = hunt["strategy"]["matrix"]
+    assert matrix["answer"] == list(bench.ANSWERS) and matrix["guide"] == ["swarm", "coverage"]
+    assert matrix["seed"] == list(range(1, int(w["env"]["SEEDS"]) + 1))
+    run = _run_lines(hunt)
+    for flag in ("--answers ${{ matrix.answer }}", "--guides ${{ matrix.guide }}", "--only-seed ${{ matrix.seed }}"):
+        assert flag in run
+    (upload,) = [s["with"] for s in hunt["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    one = {"${{ matrix.answer }}": "f1-offset-regression", "${{ matrix.guide }}": "coverage", "${{ matrix.seed }}": "3"}
+
+    def instance(text: str) -> str:
+        for k, v in one.items():
+            text = text.replace(k, v)
+        return text
+
+    assert instance(upload["path"]) == str(bench.result_path("f1-offset-regression", "coverage", 3).relative_to(
+        bench.ROOT))
+    (download,) = [s["with"] for s in table["steps"] if s.get("uses", "").startswith("actions/download-artifact")]
+    assert re.fullmatch(download["pattern"].replace("*", ".*"), instance(upload["name"]))
+    assert f"--collect {download['path']}" in _run_lines(table) and table["needs"] == "hunt"
+    uploaded = tmp_path / instance(upload["name"]) / "s3.json"
+    uploaded.parent.mkdir()
+    uploaded.write_text('{"findings": []}')
+    monkeypatch.setattr(bench, "RESULTS", tmp_path / "kept")
+    assert bench.collect(tmp_path) == [tmp_path / "kept" / "f1-offset-regression" / "coverage" / "s3.json"]
