@@ -153,10 +153,7 @@ def test_eligible_leader_replicas_do_not_cover_a_power_loss_beside_another_broke
     PartitionChangeBuilder.canElectLastKnownLeader, an "unclean election" with unclean election off).
     Kafka documents it, so the loss is excused; a kill of the same broker, or a clean restart of
     another, leaves the promise standing."""
-    run = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft", "eligible_leader_replicas": True,
-            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
-            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
-    seen = {"p": {"topics": ["t"], "acks": ["all"]}}
+    run, seen = ELR_RUN, ELR_SEEN
     beside_kill = resolve_configs(run, seen, [_kill(2, 1000), _power_loss(1, 3000)]).producers["p"]
     same_broker = resolve_configs(run, seen, [_kill(1, 1000), _power_loss(1, 9000)]).producers["p"]
     clean_restart = resolve_configs(run, seen, [Fault(kind="restart", brokers=[2], start_ms=1000, end_ms=6000),
@@ -222,6 +219,13 @@ def test_a_kafka_go_readers_uncommitted_reads_are_its_markers_only_where_its_mem
     assert [k.shown for k in found] == ([] if shown is None else [shown])
 
 
+# acks=all, idempotent, min.insync=2 on Kafka 4.4.0 with eligible leader replicas, and what its producer wrote
+ELR_RUN = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft", "eligible_leader_replicas": True,
+    "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
+    "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
+ELR_SEEN = {"p": {"topics": ["t"], "acks": ["all"]}}
+
+
 def _power_loss(broker: int, start_ms: int) -> Fault:
     return Fault(kind="power_loss", brokers=[broker], start_ms=start_ms, end_ms=start_ms + 5000)
 
@@ -229,10 +233,7 @@ def _power_loss(broker: int, start_ms: int) -> Fault:
 def test_eligible_leader_replicas_cover_one_brokers_power_loss_and_not_several():
     """KIP-966 keeps a replica that lost data from being elected over one that kept it; when several
     brokers lose power, a record all of whose holders lost it is on no disk, and its loss is excused."""
-    run = RunConfig.model_validate({"kafka_version": "4.4.0", "mode": "kraft", "eligible_leader_replicas": True,
-            "topics": [{"name": "t", "replication_factor": 3, "config": {"min.insync.replicas": "2"}}],
-            "producers": [{"name": "p", "topic": "t", "acks": "all", "idempotence": True}]})
-    seen = {"p": {"topics": ["t"], "acks": ["all"]}}
+    run, seen = ELR_RUN, ELR_SEEN
     one = resolve_configs(run, seen, [_power_loss(1, 1000), _power_loss(1, 9000)]).producers["p"]
     several = resolve_configs(run, seen, [_power_loss(1, 1000), _power_loss(2, 3000)]).producers["p"]
     assert promises(one)["lost"].promised and promises(one)["divergence"].promised

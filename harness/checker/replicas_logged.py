@@ -69,30 +69,27 @@ class Highest:
 NOTHING = Highest({})
 
 
-def _columns(path: Path, names: list[str]) -> dict[str, list] | None:
+def _highest(path: Path, value: str, ts: str, kept: tuple[str, object]) -> Highest:
+    """Highest ``value`` by ``ts`` per (topic, partition) of a table's rows whose column ``kept[0]``
+    is ``kept[1]`` and whose value and time are known; NOTHING without the table."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path, columns=names).to_pydict() if path.exists() else None
+    if not path.exists():
+        return NOTHING
+    cols = pq.read_table(path, columns=["topic", "partition", ts, value, kept[0]]).to_pydict()
+    return Highest.of([(t, p, at, v) for t, p, at, v, k in zip(
+        cols["topic"], cols["partition"], cols[ts], cols[value], cols[kept[0]], strict=True)
+        if k == kept[1] and v is not None and at is not None])
 
 
 def live_high_watermarks(run_dir: Path) -> Highest:
     """The high watermarks the run's live readers were given (consumed.parquet's live rows with one)."""
-    cols = _columns(run_dir / CONSUMED, ["phase", "topic", "partition", "poll_ts_ms", "hw"])
-    if cols is None:
-        return NOTHING
-    return Highest.of([(t, p, ts, hw) for ph, t, p, ts, hw in zip(
-        cols["phase"], cols["topic"], cols["partition"], cols["poll_ts_ms"], cols["hw"], strict=True)
-        if ph == "live" and hw is not None and ts is not None])
+    return _highest(run_dir / CONSUMED, "hw", "poll_ts_ms", ("phase", "live"))
 
 
 def acknowledged_offsets(run_dir: Path) -> Highest:
     """The offsets the run's producers were acknowledged at, by when (produced.parquet's ok rows)."""
-    cols = _columns(run_dir / PRODUCED, ["topic", "partition", "status", "offset", "ack_ts_ms"])
-    if cols is None:
-        return NOTHING
-    return Highest.of([(t, p, ts, o) for t, p, st, o, ts in zip(
-        cols["topic"], cols["partition"], cols["status"], cols["offset"], cols["ack_ts_ms"], strict=True)
-        if st == "ok" and o is not None and ts is not None])
+    return _highest(run_dir / PRODUCED, "offset", "ack_ts_ms", ("status", "ok"))
 
 
 def broker_lines(run_dir: Path, needle: str) -> Iterator[tuple[int, str]]:
