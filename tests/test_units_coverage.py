@@ -74,6 +74,7 @@ def test_each_state_is_counted_once_per_entry():
         "coordinator_lost": 0, "unflushed_data_lost": 0, "disk_failing": 0, "topic_recreated": 0,
         "answer_lost": 1, "formation_leader_lost": 0, "replica_truncated": 0, "truncated_below_hw": 0,
         "producer_epoch_bumped": 0, "leader_epoch_bumped": 0, "successor_lagging": 0, "commit_across_rebalance": 0,
+        "share_partition_leader_change": 0,
     }
 
 
@@ -266,3 +267,11 @@ def test_a_commit_acknowledged_while_its_partition_had_no_member_is_a_commit_acr
     counts = coverage(RunConfig(), rebalances, [], Logged(commits=commits))
     assert counts["commit_across_rebalance"] == 2  # at 1200 (revoked at 1000, assigned at 1500) and 3100 (lost)
     assert group_commits(tmp_path / "nothing") == []
+
+
+def test_a_leader_change_is_a_share_partitions_only_where_a_share_group_reads_the_topic():
+    events = [state(0, 1, [1, 2, 3]), state(500, 3, [3, 2]), state(1000, 2, [2, 3])]
+    shared = RunConfig.model_validate({**RUN.model_dump(), "share_groups": [{"name": "sg", "topics": ["t"]}]})
+    assert coverage(RUN, events, [])["share_partition_leader_change"] == 0
+    changes = coverage(RUN, events, [])["leader_change"]
+    assert coverage(shared, events, [])["share_partition_leader_change"] == changes == 2

@@ -49,13 +49,15 @@ class Sampled:
     elections: list[dict]  # the checker's election record (judge.elections' "list")
     formations: list[Formation] = field(default_factory=list)
     logged: Logged = field(default_factory=lambda: Logged())
+    shared: bool = False  # share groups read the sampled topic
 
     @classmethod
-    def of(cls, events: list[Event], min_insync: int, elections: list[dict], logged: Logged | None = None) -> Sampled:
+    def of(cls, events: list[Event], min_insync: int, elections: list[dict], logged: Logged | None = None,
+           shared: bool = False) -> Sampled:
         states = sorted((e for e in events if isinstance(e, State) and e.error is None), key=lambda e: e.ts_ms)
         return cls(states, [e for e in events if isinstance(e, Rebalance)],
                    [e for e in events if isinstance(e, CommitRefused)], [e for e in events if isinstance(e, Fault)],
-                   min_insync, elections, [e for e in events if isinstance(e, Formation)], logged or Logged())
+                   min_insync, elections, [e for e in events if isinstance(e, Formation)], logged or Logged(), shared)
 
     @cached_property
     def partition_steps(self) -> list[tuple[int, PartitionSample | None, PartitionSample]]:
@@ -103,6 +105,13 @@ def leader_change(s: Sampled) -> list[int]:
                 out.append(ts)
             last_leader[p.partition] = p.leader
     return out
+
+
+def share_partition_leader_change(s: Sampled) -> list[int]:
+    """share_partition_leader_change: a leader change of a partition a share group reads: its
+    share-partition (KIP-932), the records it has handed out and their acquisition locks, moves to
+    the new leader, which rebuilds them from the share-state coordinator's record."""
+    return leader_change(s) if s.shared else []
 
 
 def unclean_election(s: Sampled) -> list[int]:
@@ -289,11 +298,11 @@ def successor_lagging(s: Sampled) -> list[int]:
 
 
 STATES: tuple[Callable[[Sampled], list[int]], ...] = (
-    isr_leader_alone, below_min_insync, partition_offline, leader_change, unclean_election, elr_election,
-    controller_failover, quorum_no_majority, group_rebalance, partitions_lost, commit_across_rebalance, commit_refused,
-    operator_action,
-    coordinator_lost, unflushed_data_lost, disk_failing, topic_recreated, answer_lost, formation_leader_lost,
-    replica_truncated, truncated_below_hw, producer_epoch_bumped, leader_epoch_bumped, successor_lagging,
+    isr_leader_alone, below_min_insync, partition_offline, leader_change, share_partition_leader_change,
+    unclean_election, elr_election, controller_failover, quorum_no_majority, group_rebalance, partitions_lost,
+    commit_across_rebalance, commit_refused, operator_action, coordinator_lost, unflushed_data_lost, disk_failing,
+    topic_recreated, answer_lost, formation_leader_lost, replica_truncated, truncated_below_hw, producer_epoch_bumped,
+    leader_epoch_bumped, successor_lagging,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
 
@@ -310,5 +319,5 @@ def coverage(run: RunConfig, events: list[Event], elections: list[dict],
              logged: Logged | None = None) -> dict[str, int]:
     """How often the run entered each protocol state (STATES' order; 0: never), given the checker's
     election record of the same events and what the run's own logs say (``logged``)."""
-    s = Sampled.of(events, run_min_insync(run), elections, logged)
+    s = Sampled.of(events, run_min_insync(run), elections, logged, shared=bool(run.share_groups))
     return {f.__name__: len(f(s)) for f in STATES}
