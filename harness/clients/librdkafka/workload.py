@@ -419,6 +419,15 @@ class RecordingConsumer(threading.Thread):
     @property
     def rows(self) -> list[dict]:
         """Every message read so far as a consumed.parquet row, in the order the polls returned them."""
+        self._take_polls()
+        return self._rows
+
+    def highest_read(self) -> dict[int, int]:
+        self._take_polls()
+        return dict(self._highest)
+
+    def _take_polls(self) -> None:
+        """The polls kept since the last call, made rows (and each partition's highest offset read)."""
         with self._polls_lock:
             kept, self._polls = self._polls, []
         for returned_ms, hws, messages in kept:
@@ -427,11 +436,6 @@ class RecordingConsumer(threading.Thread):
                     self._rows.append(self._row(m, len(self._rows), returned_ms, hws))
                     p = m.partition()
                     self._highest[p] = max(self._highest.get(p, -1), m.offset())
-        return self._rows
-
-    def highest_read(self) -> dict[int, int]:
-        self.rows  # noqa: B018 (the polls kept so far become rows)
-        return dict(self._highest)
 
     def _row(self, m, seq: int, returned_ms: int, hws: list[int]) -> dict:
         hw = hws[m.partition()] if m.partition() < len(hws) else None
