@@ -63,6 +63,33 @@ def test_a_parent_whose_children_pay_off_gets_more_energy_and_picks_spend_it():
     assert a.energy < 3, "each pick spends energy"
 
 
+def test_an_entry_that_reached_a_state_on_the_goals_way_is_picked_more_than_one_as_new_that_did_not():
+    """A hunt for lost records weights the schedule that changed a leader (every loss kchaos knows
+    passes through one) above one that only took an operator's action, each new in one state."""
+    c = CoverageCorpus(on_the_way=Goal.parse("lost").on_the_way)
+    s = scenario()
+    c.look("led", s, reached({"leader_change": 1}))
+    c.look("operated", s, reached({"operator_action": 1}))
+    led, operated = c.entries
+    assert led.energy == operated.energy == 1
+    assert c.weight(led) == 3 * c.weight(operated)
+    assert CoverageCorpus().weight(led) == CoverageCorpus().weight(operated), "no goal: energy alone"
+    picks = [c.pick(random.Random(i)).name for i in range(200)]
+    assert picks.count("led") > 1.5 * picks.count("operated"), "picks spend energy, so less than 3 to 1 over many"
+
+
+def test_every_state_on_a_goals_way_is_a_coverage_state_and_every_goal_class_exists():
+    from harness.checker.anomaly import ANOMALIES
+    from harness.checker.coverage import DEFINITIONS
+    from harness.checker.verdict import NOT_HEALED
+    from harness.hunt.goal import ON_THE_WAY
+
+    assert set(ON_THE_WAY) <= {*ANOMALIES, NOT_HEALED}
+    assert set().union(*ON_THE_WAY.values()) <= set(DEFINITIONS)
+    assert Goal().on_the_way == set().union(*ON_THE_WAY.values()), "broken promises: every class's"
+    assert Goal.parse("share_unseen").on_the_way == frozenset(), "a class no mechanism is known for: none"
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_mutations_are_valid_schedules_within_bounds_that_differ_from_their_parent(seed):
     s = scenario(hunt={"kinds": ["kill", "cut_fetch", "pause", "restart"], "faults": [1, 3], "triggers": 0.5})

@@ -10,7 +10,10 @@ mutates it (havoc: one to three of a fault added, dropped, moved, lengthened or 
 elsewhere, changed to another kind, or the schedule's tail spliced from another entry). An entry's
 energy is the new features it brought plus those its children brought later, divided by how often
 it was picked, so the hunt spends its draws where they keep finding states (as AFLFast's power
-schedules do) and an entry that stops paying off gives way.
+schedules do) and an entry that stops paying off gives way. An entry is picked by its energy times
+one plus ON_THE_WAY_WEIGHT for each state it reached that the hunt's goal passes through
+(harness/hunt/goal.py, ``ON_THE_WAY``: a leader change for a loss, a producer's epoch bump for a
+duplicate), as a directed fuzzer (AFLGo) weights inputs by their distance to its target.
 
 Everything here is a function of the hunt's seed and of what the runs showed: a resumed hunt, which
 reads its runs back in the same order, rebuilds the same corpus and draws the same schedules.
@@ -30,6 +33,7 @@ from harness.scenario import Scenario
 
 BUCKETS = (1, 2, 3, 4, 8, 16)  # a count's bucket is the greatest of these it reaches
 MAX_FAULTS_BEYOND = 2  # a mutation may have this many faults beyond the [hunt] table's maximum
+ON_THE_WAY_WEIGHT = 2.0  # an entry's weight grows by this for each state on the goal's way it reached
 MUTATE_SHARE = 0.5  # once the corpus has entries, this share of draws mutates one; the rest are fresh
 HAVOC = (1, 3)  # how many mutation operators one child gets
 
@@ -63,6 +67,7 @@ class Entry:
     name: str
     schedule: Scenario
     brought: frozenset[str]
+    states: frozenset[str] = frozenset()  # every protocol state its run reached
     children_paid: int = 0  # new features its children brought
     picked: int = 0
 
@@ -77,27 +82,33 @@ class CoverageCorpus:
 
     seen: set[str] = field(default_factory=set)
     entries: list[Entry] = field(default_factory=list)
+    on_the_way: frozenset[str] = frozenset()  # the states the hunt's goal passes through (Goal.on_the_way)
     parents: dict[str, str] = field(default_factory=dict)  # a child run's name -> its parent entry's
     history: list[int] = field(default_factory=list)  # distinct features after each run looked at
 
     def look(self, name: str, s: Scenario, v: Verdict | None) -> frozenset[str]:
         """Take run ``name`` (schedule ``s``) into account: its new features, if any, make it an
         entry and are credited to the entry it was mutated from. Returns the new features."""
-        new = features(v) - self.seen if v is not None else frozenset()
+        reached = features(v) if v is not None else frozenset()
+        new = reached - self.seen
         self.seen |= new
         self.history.append(len(self.seen))
         if not new:
             return new
-        self.entries.append(Entry(name, s, new))
+        self.entries.append(Entry(name, s, new, frozenset(f.split(":")[1] for f in reached if f.startswith("state:"))))
         parent = self.parents.get(name)
         for e in self.entries:
             if e.name == parent:
                 e.children_paid += len(new)
         return new
 
+    def weight(self, e: Entry) -> float:
+        """How likely ``e`` is picked: its energy, more for each state on the goal's way it reached."""
+        return e.energy * (1 + ON_THE_WAY_WEIGHT * len(e.states & self.on_the_way))
+
     def pick(self, rng: random.Random) -> Entry:
-        """An entry, by its energy."""
-        e = rng.choices(self.entries, weights=[x.energy for x in self.entries])[0]
+        """An entry, by its weight."""
+        e = rng.choices(self.entries, weights=[self.weight(x) for x in self.entries])[0]
         e.picked += 1
         return e
 
@@ -211,5 +222,5 @@ def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: Co
         child = mutate(parent.schedule, rng, moves, corpus)
         if child is not None:
             corpus.parents[name] = parent.name
-            return child, f"mutated from {parent.name} (energy {parent.energy:.2g})"
+            return child, f"mutated from {parent.name} (weight {corpus.weight(parent):.2g})"
     return (fresh() if fresh is not None else draw(s, rng, moves)), "swarm draw"

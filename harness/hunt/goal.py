@@ -19,6 +19,29 @@ from harness.checker.verdict import NOT_HEALED, ConfigVerdict, GroupVerdict, Ver
 # fails, docs/findings.md F2). A hunt for broken promises looks for it; ``--anomaly`` may name it.
 NOT_HEALED_WHY = "a follower rejoins the ISR once its log reaches the high watermark"
 
+# The protocol states (harness/checker/coverage.py) that the known mechanisms of each goal pass
+# through, from the findings and known results kchaos has (docs/findings.md, docs/known-results.md):
+# a record is lost or diverges only where a replica without it comes to lead; a read is uncommitted,
+# or goes back, where a replica removes what was read; a write is duplicated or reordered where a
+# producer's epoch or an answer is lost; a group's offsets move back across its rebalances and
+# coordinator moves; an ISR stays frozen where the controller lost ZooKeeper's answer. The coverage
+# guide spends more of its mutations on schedules that reached them (coverage_guide.py).
+_LEADS_WITHOUT_IT = frozenset({"leader_change", "partition_offline", "unclean_election", "elr_election",
+                               "unflushed_data_lost", "replica_truncated", "truncated_below_hw", "successor_lagging"})
+_READ_REMOVED = frozenset({"leader_change", "replica_truncated", "truncated_below_hw", "successor_lagging",
+                           "unclean_election"})
+_PRODUCER_RETRIED = frozenset({"producer_epoch_bumped", "answer_lost", "leader_change", "coordinator_lost"})
+_GROUP_MOVED = frozenset({"group_rebalance", "partitions_lost", "commit_across_rebalance", "commit_refused",
+                          "coordinator_lost"})
+ON_THE_WAY: dict[str, frozenset[str]] = {
+    "lost": _LEADS_WITHOUT_IT, "divergence": _LEADS_WITHOUT_IT, "eos_lost": _LEADS_WITHOUT_IT | _PRODUCER_RETRIED,
+    "uncommitted_read": _READ_REMOVED, "nonmonotonic_poll": _READ_REMOVED, "phantom": _READ_REMOVED,
+    "duplicate": _PRODUCER_RETRIED, "nonmonotonic_send": _PRODUCER_RETRIED, "eos_duplicate": _PRODUCER_RETRIED,
+    "torn_txn": _PRODUCER_RETRIED, "aborted_read": _PRODUCER_RETRIED, "precommitted_read": _PRODUCER_RETRIED,
+    "offset_regression": _GROUP_MOVED, "group_unseen": _GROUP_MOVED, "poll_skip": _GROUP_MOVED,
+    NOT_HEALED: frozenset({"answer_lost", "controller_failover", "below_min_insync", "isr_leader_alone"}),
+}
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -66,6 +89,13 @@ class Goal:
         if bad or not names:
             raise ValueError(f"--anomaly: {', '.join(bad) or repr(text)} (allowed: {', '.join(allowed)})")
         return cls(frozenset(names))
+
+    @property
+    def on_the_way(self) -> frozenset[str]:
+        """The protocol states the goal's known mechanisms pass through (ON_THE_WAY); for broken
+        promises, every class's."""
+        classes = self.anomalies if self.anomalies is not None else ON_THE_WAY
+        return frozenset().union(*(ON_THE_WAY.get(a, frozenset()) for a in classes))
 
     def describe(self) -> str:
         return "a broken promise" if self.anomalies is None else "any of " + ", ".join(sorted(self.anomalies))

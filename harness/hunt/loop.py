@@ -189,7 +189,8 @@ class Hunt:
         self.trials = Trials(opts.out / "runs", self.journal["spent"], go, opts.spark_master, log=announce)
         self.findings: list[Finding] = []
         self.corpora = {b.id: Corpus() for b in self.bases}  # schedules that came close (guide.py)
-        self.coverage = {b.id: CoverageCorpus() for b in self.bases}  # schedules that reached new states
+        self.coverage = {b.id: CoverageCorpus(on_the_way=opts.goal.on_the_way)  # schedules that reached new states
+                         for b in self.bases}
         self.journal.setdefault("timeline", [])
         del self.journal["timeline"][:]  # rebuilt as the runs are read back or run
         self.t0 = time.monotonic()
