@@ -51,9 +51,9 @@ DOC_CASES: list[tuple[str, Config]] = [
     ("acks=0", Config("0", False, 2)),
     ("unclean election on", Config("all", True, 2, unclean_election=True)),
     ("leader epochs off (old IBP)", Config("all", False, 1, leader_epochs=False)),
-    ("acks=all, min.insync>=2 + power loss: no ELR, or several brokers'", Config("all", True, 2,
-                                                                          faults=frozenset({"power_loss"}))),
-    ("acks=all, min.insync>=2 + one broker's power loss, ELR on",
+    ("acks=all, min.insync>=2 + power loss: no ELR, several brokers', or beside another broker's kill -9",
+     Config("all", True, 2, faults=frozenset({"power_loss"}))),
+    ("acks=all, min.insync>=2 + one broker's power loss and no other unclean shutdown, ELR on",
      Config("all", True, 2, eligible_leader_replicas=True, faults=frozenset({"power_loss"}))),
 ]
 

@@ -291,9 +291,12 @@ class Recording:
             t.join(timeout=30)
         self.sampler.stop_event.set()
         self.sampler.join(timeout=5)
-        for t in [*self.producers, *threads]:
+        named = [(f"producer {p.pname}", p) for p in self.producers]
+        named += [(f"consumer {c.cname}", c) for c in self.consumers]
+        named += [(f"copier {self.copier.spec.name}", self.copier)] if self.copier is not None else []
+        for who, t in named:  # every client's protocol names it: a process has no thread's name
             if t.failure is not None:
-                raise RecordingError(f"{t.name} failed: {t.failure!r}")
+                raise RecordingError(f"{who} failed: {t.failure!r}")
         for g in [*self.groups, *self.share_groups]:
             if (why := g.failure()) is not None:
                 raise RecordingError(f"group {g.spec.name}: {why}")
