@@ -23,7 +23,7 @@ from harness.checker.excuses import (
 from harness.checker.known_issues import known_issues
 from harness.checker.measures import BUCKET_MS
 from harness.checker.promises import group_promises, promises
-from harness.checker.replicas_logged import logged_leaderships, logged_truncations
+from harness.checker.replicas_logged import broker_lines, logged_leaderships, logged_truncations
 from harness.checker.verdict import (
     NOT_HEALED,
     BrokenOutside,
@@ -429,7 +429,9 @@ def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> R
 def logged_by(rd: RunDir, clocks_moved: bool) -> Logged:
     """What the run's own logs say of its topics that its events do not (coverage's ``Logged``)."""
     topics = [t.name for t in rd.config.topic_list()]
-    return Logged(logged_truncations(rd.path, topics, clocks_moved), logged_leaderships(rd.path, topics, clocks_moved),
+    lines = list(broker_lines(rd.path))  # the brokers' logs read once for both accounts
+    return Logged(logged_truncations(rd.path, topics, clocks_moved, lines),
+                  logged_leaderships(rd.path, topics, clocks_moved, lines),
                   epoch_bumps(rd.path), group_commits(rd.path))
 
 

@@ -92,13 +92,16 @@ def acknowledged_offsets(run_dir: Path) -> Highest:
     return _highest(run_dir / PRODUCED, "offset", "ack_ts_ms", ("status", "ok"))
 
 
-def broker_lines(run_dir: Path, needle: str) -> Iterator[tuple[int, str]]:
-    """(broker, line) of every broker log line of the run that holds ``needle``."""
+TRUNCATING, LEADING = "Truncating to offset", "starts at leader epoch"  # what the two accounts' lines hold
+
+
+def broker_lines(run_dir: Path, needles: tuple[str, ...] = (TRUNCATING, LEADING)) -> Iterator[tuple[int, str]]:
+    """(broker, line) of every broker log line of the run that holds one of ``needles``."""
     for log in sorted((run_dir / LOGS).glob("kafka-*.log")):
         if (m := _BROKER_LOG.fullmatch(log.name)) is None:
             continue
         with log.open(errors="replace") as lines:
-            yield from ((int(m["broker"]), line) for line in lines if needle in line)
+            yield from ((int(m["broker"]), line) for line in lines if any(n in line for n in needles))
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,12 @@ class LoggedTruncation:
         return self.hw_seen is not None and self.truncation.offset < self.hw_seen
 
 
-def logged_truncations(run_dir: Path, topics: list[str], clocks_moved: bool) -> list[LoggedTruncation]:
+def logged_truncations(run_dir: Path, topics: list[str], clocks_moved: bool,
+                       lines: list[tuple[int, str]] | None = None) -> list[LoggedTruncation]:
     """Every truncation the brokers logged of the run's topics, in time order, each with the high
-    watermark seen before it."""
-    found = sorted((t for b, line in broker_lines(run_dir, "Truncating to offset")
+    watermark seen before it (``lines``: the brokers' lines already read, else they are read)."""
+    lines = lines if lines is not None else list(broker_lines(run_dir, (TRUNCATING,)))
+    found = sorted((t for b, line in lines if TRUNCATING in line
                     if (t := truncation(b, line)) is not None and t.topic in topics), key=lambda t: t.ts_ms)
     if not found:
         return []
@@ -145,10 +150,12 @@ class LoggedLeadership:
         return self.acked_before is not None and self.acked_before >= self.start_offset
 
 
-def logged_leaderships(run_dir: Path, topics: list[str], clocks_moved: bool) -> list[LoggedLeadership]:
+def logged_leaderships(run_dir: Path, topics: list[str], clocks_moved: bool,
+                       lines: list[tuple[int, str]] | None = None) -> list[LoggedLeadership]:
     """Every replica of the run's topics that started leading, in time order, with what had been
-    acknowledged on its partition before."""
-    starts = sorted(((b, m) for b, line in broker_lines(run_dir, "starts at leader epoch")
+    acknowledged on its partition before (``lines``: the brokers' lines already read, else they are read)."""
+    lines = lines if lines is not None else list(broker_lines(run_dir, (LEADING,)))
+    starts = sorted(((b, m) for b, line in lines if LEADING in line
                      if (m := _LEADS.match(line)) is not None and m["tp"] in topics),
                     key=lambda bm: bm[1]["ts"])
     if not starts:

@@ -160,6 +160,7 @@ class Recording:
         self.phases = Phases()
         self.seed = seed
         self.log_starts: dict[str, dict[int, int]] = {}  # after the final read: topic -> partition -> log start
+        self._sends: dict[str, dict[str, list]] = {}  # producer -> its columns, once it has stopped
 
     @classmethod
     def of(cls, cluster: KafkaCluster, s: Scenario, events: EventLog, work: Path) -> Recording:
@@ -308,7 +309,7 @@ class Recording:
         is not asked: its failure is what the run reports."""
         deadline = time.monotonic() + READ_AFTER_HEAL_S
         plain = [p for p in self.producers if not p.spec.transactional and p.failure is None]
-        acked = acknowledged_ends([p.columns() for p in plain], self.topic.name)
+        acked = acknowledged_ends([self._sends_of(p) for p in plain], self.topic.name)
         while time.monotonic() < deadline:
             if acked and self.consumers and all(read_to(c.highest_read(), acked) for c in self.consumers):
                 return
@@ -418,11 +419,17 @@ class Recording:
         return Recorded(len(produced["value"]), produced["status"].count("ok"), len(live), len(final),
                         len(replica_rows), self.start_ms, self.end_ms)
 
+    def _sends_of(self, p: ProducerClient) -> dict[str, list]:
+        """A stopped producer's columns, made once (the read after the heal and the tables both ask)."""
+        if p.pname not in self._sends:
+            self._sends[p.pname] = p.columns()
+        return self._sends[p.pname]
+
     def _produced(self) -> dict[str, list]:
         """Every producer's sends (the copier's too) as produced.parquet's columns, v2 ones included."""
         produced: dict[str, list] = {f.name: [] for f in history.PRODUCED_V2_SCHEMA}
         for p in self.producers:
-            cols = p.columns()
+            cols = self._sends_of(p)
             n = len(cols["value"])
             for k in produced:
                 produced[k] += cols.get(k, [None] * n)
