@@ -206,6 +206,21 @@ def test_a_frozen_broker_that_is_killed_meanwhile_is_started_by_the_kills_heal(h
     assert node.status == "running" and not node.attrs["State"]["Paused"]
 
 
+def test_a_broker_that_died_on_its_own_before_a_clean_stop_starts_again(healed):
+    """A heal found a broker running whose process was ending on its own (Kafka halts a broker whose
+    every log directory failed), stopped it cleanly and started it again at once. The dead process
+    never closed its ZooKeeper session, so the new one exited with NodeExists and the run could not
+    go on. The start now asks ZooKeeper whether the old registration is there, after any stop."""
+    node = healed._node(3)
+    node.kill()  # the process ends behind kchaos's back, its session open
+    healed.stop_broker(3)
+    waited = healed.start_broker(3)
+    assert waited > 0.5, "the start waited for the dead process's registration to go"
+    healed.wait_ready(90)  # raises unless every broker is up and registered
+    node.reload()
+    assert node.status == "running", healed.logs("kafka-3", tail=30)
+
+
 def test_healing_one_network_fault_leaves_an_overlapping_one(healed):
     link = healed.topo.repl(2, 1)
     healed.latency([link], 50)

@@ -73,26 +73,30 @@ class NodeFaults:
         In ZooKeeper mode a killed broker's registration lives until its session expires, and a
         broker started before that exits with NodeExists (seen on 2.8.2: "node already exists and
         owner does not match current session"). So, like a supervisor that restarts until it
-        sticks, the start waits for the old registration to go."""
+        sticks, the start waits for the old registration to go. Not only after a kill: a broker
+        kchaos stopped cleanly may have died on its own first (Kafka halts a broker whose every log
+        directory failed, and a heal that found it still running stopped it), and ZooKeeper, asked,
+        says so. Only a ZooKeeper that does not answer is taken as "still there" for a killed broker
+        alone: a clean stop closed its session."""
         waited = 0.0
-        if b in self._killed and self.settings.mode == "zk" and self._zk is not None \
-                and not self.topo.is_coordination(b):
+        if self.settings.mode == "zk" and self._zk is not None and not self.topo.is_coordination(b):
             limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
-            waited = until(lambda: not self._registered_in_zk(b), limit, "", 0.1, error=None)
+            killed = b in self._killed
+            waited = until(lambda: not self._registered_in_zk(b, unanswered=killed), limit, "", 0.1, error=None)
         self._node(b).start()
         self._stopped.discard(b)
         self._killed.discard(b)
         return waited
 
-    def _registered_in_zk(self, b: int) -> bool:
-        """Whether broker b's registration is still in ZooKeeper. While ZooKeeper does not answer
-        (an ensemble electing a leader; the harness's own session expiring meanwhile, after which
-        the client opens a new one) the answer is "still there": the caller asks again."""
+    def _registered_in_zk(self, b: int, unanswered: bool = True) -> bool:
+        """Whether broker b's registration is still in ZooKeeper; ``unanswered`` while ZooKeeper does
+        not answer (an ensemble electing a leader; the harness's own session expiring meanwhile,
+        after which the client opens a new one): True, "still there", makes the caller ask again."""
         assert self._zk is not None
         try:
             return self._zk.exists(f"/brokers/ids/{b}") is not None
         except (KazooException, KazooTimeoutError):
-            return True
+            return unanswered
 
     def pause(self, b: int) -> None:
         """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer). On a loaded machine
