@@ -166,9 +166,8 @@ def _serve_runs(scenario: Path, kafka_version: str | None, mode: str | None, ove
         s = scenario_mod.load(scenario, overrides, kafka_version=kafka_version, mode=mode)
         if not may_share_a_cluster(s):
             raise scenario_mod.ScenarioError(
-                f"{scenario}: its runs keep state on the cluster beyond their topic (groups, transactional ids, a "
-                "copier, share groups) or change its quorum or version, so no run can reuse a cluster it leaves "
-                "(allowed: a scenario of plain producers and consumers)")
+                f"{scenario}: its faults change the cluster's quorum or version, or fault its formation, so no "
+                "run can reuse a cluster it leaves (allowed: faults whose heal undoes them)")
         _ensure_images([s.kafka_version])
     reaper.install_signal_handlers()
     kept = KeptCluster()

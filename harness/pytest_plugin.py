@@ -378,8 +378,8 @@ class Workload:
             self._logs.enter_context(logs.clients_to(self._dir.path / "logs" / logs.CLIENTS_LOG))
             self.recording = Recording.of(self.cluster, self.scenario, self.nemesis.events, self._dir.path)
             self.made_topics = list(dict.fromkeys([*self.made_topics, *self.recording.topics]))
-            self.made_groups = [g.name for g in self.scenario.groups] + (
-                [self.scenario.copier.group] if self.scenario.copier is not None else [])
+            self.made_groups = [g.group_id for g in self.scenario.groups] + (
+                [self.scenario.copier.group_id] if self.scenario.copier is not None else [])
             self.recording.create_topics()
             self.nemesis.handles = self.recording.handles()
             self.recording.start()

@@ -65,10 +65,10 @@ def kept_cluster():
 
 def run_on_kept(kept, s, out: Path, tag: str):
     """``s`` run on the kept cluster, on a topic of its own (``NAME-tag``)."""
-    from harness.run.kept_cluster import may_share_a_cluster, on_a_topic_of_its_own
+    from harness.run.kept_cluster import may_share_a_cluster, with_topic_and_ids_of_its_own
 
     assert may_share_a_cluster(s), f"{s.name} keeps state on the cluster beyond its topic"
-    return kept.execute(on_a_topic_of_its_own(s, tag), out, reuse=True, log=lambda m: None)
+    return kept.execute(with_topic_and_ids_of_its_own(s, tag), out, reuse=True, log=lambda m: None)
 
 
 @pytest.fixture(scope="module")

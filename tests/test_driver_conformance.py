@@ -20,6 +20,7 @@ from harness.checker.verdict import Verdict
 from harness.clients import registry
 from harness.clients.java import build as java_driver
 from harness.clients.registry import LIBRARIES
+from harness.run.kept_cluster import with_topic_and_ids_of_its_own
 from harness.scenario import GroupSpec, ProducerSpec, Scenario, ScenarioError, load
 from tests.conftest import assert_sends_recorded, require_docker
 
@@ -78,10 +79,6 @@ def require_driver(version: str) -> None:
         pytest.fail(f"the Java driver for kafka-clients {version} cannot be built: {e}", pytrace=False)
 
 
-def group_of(client: str) -> str:
-    return f"g-{client}"
-
-
 def cannot_make(client: str) -> list[int]:
     """BASE's producer tables library ``client`` refuses (kafka-go has no idempotent or transactional
     producer): they run on another library beside it, as a table the library makes no clients of
@@ -93,12 +90,9 @@ def cannot_make(client: str) -> list[int]:
 def scenario(tmp_path: Path, client: str) -> tuple[list[str], Scenario]:
     """BASE with ``client`` as the scenario's library and producer b on another library beside it
     (a table's own ``client``); a Java run's group is a kafka-clients of another version than the
-    broker's (a table's own ``client_version``). The topic, the group and the copier's group are
-    named for the client."""
+    broker's (a table's own ``client_version``)."""
     other = next(c for c in LIBRARIES if c != client)
-    g = group_of(client)
-    sets = [f"client={client}", f"producers.1.client={other}", f"topic.name=chaos-{client}", f"groups.0.name={g}",
-            f"faults.0.target=client:{g}-1", f"copier.group=kchaos-copier-{client}"]
+    sets = [f"client={client}", f"producers.1.client={other}"]
     sets += [f"producers.{i}.client={other}" for i in cannot_make(client)]
     if registry.refusal(client, GroupSpec(**tomllib.loads(BASE)["groups"][0]), "3.9.1") is not None:
         sets.append("groups.0.commit=sync")  # Kafka's verifiable consumer commits synchronously, after every poll
@@ -134,10 +128,10 @@ def driver_runs(request, kept_cluster, tmp_path_factory) -> dict[str, DriverRun]
     one after another, then all of them checked in one Spark call: a check's fixed cost (the plans,
     the Parquet scans' start) is most of a small run's, and paid once instead of once a driver.
 
-    Each run has a topic, a group and a copier group of its own (group_of), so nothing one run leaves
-    on the cluster is read by another; the transactional ids are the same in each, and a run's
-    initTransactions ends whatever the one before left open. A driver whose run fails fails its own
-    case, not the others'."""
+    Each run has a topic and ids of its own (group.id, transactional.id: with_topic_and_ids_of_its_own,
+    tagged with the client's name), as every run on a kept cluster has, so nothing one run leaves on
+    the cluster is read by another, and each driver shows that it takes its ids from the tables. A
+    driver whose run fails fails its own case, not the others'."""
     require_docker(["3.9.1"])
     require_driver("3.9.1")
     runs: dict[str, DriverRun] = {}
@@ -145,6 +139,7 @@ def driver_runs(request, kept_cluster, tmp_path_factory) -> dict[str, DriverRun]
         tmp = tmp_path_factory.mktemp(f"conformance-{client}")
         try:
             sets, s = scenario(tmp, client)
+            s = with_topic_and_ids_of_its_own(s, client)
             res = kept_cluster.execute(s, tmp / "run", reuse=True, overrides=sets, log=lambda m: None)
             runs[client] = DriverRun(scenario=s, path=res.path)
         except (Exception, pytest.fail.Exception) as e:
@@ -165,7 +160,7 @@ def test_every_driver_records_the_contract(client, driver_runs):
     if r.error:
         pytest.fail(r.error, pytrace=False)
     s = r.scenario
-    d, g = r.path, group_of(client)
+    d, g = r.path, "g"  # the history names the group as the scenario does; the cluster knows it as g-CLIENT
     produced = pq.read_table(d / "produced.parquet").to_pylist()
     consumed = [r for r in pq.read_table(d / "consumed.parquet").to_pylist() if r["topic"] == s.topic.name]
     plain = [r for r in produced if r["producer"] in ("a", "b")]
@@ -222,6 +217,9 @@ def test_every_driver_records_the_contract(client, driver_runs):
     # most of the 2 s window.
     assert pause["kind"] == "client_pause" and pause["end_ms"] > pause["start_ms"]
     run = json.loads((d / "run.json").read_text())
+    assert run["groups"][0]["id"] == s.groups[0].group_id == f"g-{client}", "the group's id on the cluster"
+    assert f'"group":"g-{client}"' in (d / "logs" / "group-coordinator.log").read_text(), \
+        "the coordinator's record of the group, by its id"
     assert run["client"]["name"] == client and run["producers"][0]["config"] == {"compression.type": "lz4"}
     assert run["producers"][1]["client"]["name"] != client, "a table's own client"
     assert {c["name"] for c in run["clients"]} == {client, run["producers"][1]["client"]["name"]}

@@ -464,12 +464,12 @@ def test_draws_with_and_without_client_faults_have_one_clusters_settings(tmp_pat
     assert seen[0][0].cluster_settings().private_clients == ["acks1"]
 
 
-def test_only_a_plain_workload_shares_a_cluster_with_earlier_draws():
+def test_a_run_shares_a_cluster_with_earlier_draws_unless_its_faults_outlive_it():
     from harness.run.kept_cluster import may_share_a_cluster
 
     assert may_share_a_cluster(scenario(faults=[fault("kill"), fault("power_loss", 5)]))
-    for name in ("txn-clean", "group-clean", "txn-copier-crash"):
-        assert not may_share_a_cluster(scenario_mod.load(SCENARIOS / f"{name}.toml")), name
+    for name in ("txn-clean", "group-clean", "txn-copier-crash", "share-poison-records"):
+        assert may_share_a_cluster(scenario_mod.load(SCENARIOS / f"{name}.toml")), f"{name}: its ids are its own"
     kraft = scenario_mod.load(SCENARIOS / "controller-remove.toml")
     assert not may_share_a_cluster(kraft), "a quorum change outlives its run"
     formed = scenario(cluster={"formation": {"kind": "kill", "duration_s": 2}})
@@ -802,3 +802,26 @@ def test_a_run_that_cannot_be_carried_out_keeps_every_containers_log_and_its_err
     ran, error = read_could_not_run(tmp_path / "run")
     assert Scenario.model_validate(ran) == s and error.startswith("ClusterError: container kafka-3 exited")
     assert not list(tmp_path.glob(".*partial")) and not (tmp_path / "run").exists()
+
+
+def test_a_run_on_a_kept_cluster_holds_ids_no_other_run_holds_and_keeps_its_names():
+    """Groups, share groups, transactional producers and the copier get ids of their own on a kept
+    cluster (what the cluster keeps under an id is then no earlier run's); the names faults aim at
+    and the verdict reads stay the scenario's."""
+    from harness.run.kept_cluster import with_topic_and_ids_of_its_own
+
+    s = scenario_mod.load(SCENARIOS / "txn-clean.toml")
+    s = s.model_copy(update={"groups": [scenario_mod.GroupSpec(name="g", members=2)],
+                             "copier": s.copier.model_copy(update={"output_topic": "copies"})})
+    runs = [with_topic_and_ids_of_its_own(s, tag) for tag in ("h0001", "h0002")]
+    ids = [(r.topic.name, r.groups[0].group_id, r.copier.group_id, r.copier.transactional_id, r.copier.output_topic,
+            *[p.transactional_id_of(n) for p in r.producers if p.transactional for n in p.instance_names])
+           for r in runs]
+    assert not set(ids[0]) & set(ids[1]), ids
+    assert ids[0][:5] == ("chaos-h0001", "g-h0001", "kchaos-copier-h0001", "kchaos-copier-h0001", "copies-h0001")
+    assert (s.groups[0].group_id, s.copier.group_id) == ("g", "kchaos-copier"), "a run of its own: the names"
+    for r in runs:
+        assert [g.name for g in r.groups] == ["g"] and r.groups[0].member_names == ["g-1", "g-2"]
+        assert [p.name for p in r.producers] == [p.name for p in s.producers] and r.copier.group == s.copier.group
+        assert [p.ids_suffix for p in r.producers if not p.transactional] == [""] * sum(
+            not p.transactional for p in s.producers), "a plain producer holds no id"

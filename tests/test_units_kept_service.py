@@ -88,12 +88,14 @@ def test_a_run_of_the_same_settings_is_served_on_a_topic_of_its_own_with_its_log
     assert kept_service.find(s) is None
 
 
-def test_a_scenario_of_other_settings_or_with_state_beyond_its_topic_finds_no_kept_cluster():
+def test_a_scenario_of_other_settings_or_a_faulted_formation_finds_no_kept_cluster_and_one_with_a_group_does():
     service, t, _ = serving(scenario(), FakeRuns())
     try:
         assert kept_service.find(scenario(brokers=4)) is None, "other cluster settings"
+        formed = scenario(cluster={"formation": {"kind": "kill", "duration_s": 2}})
+        assert kept_service.find(formed) is None, "a faulted formation happens once, as its cluster starts"
         grouped = scenario(groups=[{"name": "g", "members": 2}])
-        assert kept_service.find(grouped) is None, "a group's committed offsets outlive its run"
+        assert kept_service.find(grouped) is not None, "the group's id on the kept cluster is its run's own"
     finally:
         stop(service, t)
 

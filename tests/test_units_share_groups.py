@@ -94,13 +94,14 @@ def test_a_share_partitions_coordinator_key_maps_as_kafkas_string_hash_does():
     assert txn_state_partition("polygenelubricants", 50) == 0
 
 
-def test_a_run_with_a_share_group_never_shares_a_cluster():
-    """Its group configuration and share state stay in the cluster: a later run of a group of the
-    same name would start from them."""
-    from harness.run.kept_cluster import may_share_a_cluster
+def test_a_run_with_a_share_group_shares_a_cluster_under_a_group_id_of_its_own():
+    """Its group configuration and share state stay in the cluster under the group's id: a run on a
+    kept cluster gets an id no earlier run held, so it starts from none of theirs."""
+    from harness.run.kept_cluster import may_share_a_cluster, with_topic_and_ids_of_its_own
 
-    assert not may_share_a_cluster(load())
-    assert may_share_a_cluster(load("share_groups=[]", "faults=[]"))
+    assert may_share_a_cluster(load())
+    ids = {with_topic_and_ids_of_its_own(load(), tag).share_groups[0].group_id for tag in ("h1", "h2")}
+    assert len(ids) == 2 and load().share_groups[0].name not in ids
 
 
 def test_a_member_dead_of_a_poison_record_is_started_again_unless_a_fault_holds_it(tmp_path):

@@ -33,7 +33,7 @@ from harness.clients.process import (
 )
 from harness.clients.registry import BuildError
 from harness.cluster import KafkaCluster
-from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec, transactional_id
+from harness.scenario import ConsumerSpec, CopierSpec, GroupSpec, ProducerSpec, ShareGroupSpec
 from harness.setup.java import cache_dir
 from harness.setup.tools import build_lock, run_tool
 from harness.versions import KAFKA_VERSIONS
@@ -196,7 +196,7 @@ class GoLibrary:
 
     program: GoProgram
     producer_properties: Callable[[KafkaCluster, str, ProducerSpec], dict[str, str]]
-    txn_properties: Callable[[KafkaCluster, str, int, dict], dict[str, str]]
+    txn_properties: Callable[[KafkaCluster, str, str, int, dict], dict[str, str]]
     member_properties: Callable[[GroupSpec, dict], dict[str, str]]
     copier_consumer_properties: Callable[[CopierSpec], dict[str, str]]
     reports_commits: bool = True  # whether a member learns which commits the coordinator acknowledged
@@ -238,7 +238,7 @@ class GoTransactionalProducer(TxnProducerProcess, GoTxnProcess):
 
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int, version: str):
-        props = self.go.txn_properties(cluster, name, spec.transaction_timeout_ms,
+        props = self.go.txn_properties(cluster, name, spec.transactional_id_of(name), spec.transaction_timeout_ms,
                                        {"linger.ms": spec.linger_ms, **spec.config})
         super().__init__(name, spec, cluster, topic, partitions, stop, seed, version, props)
 
@@ -252,8 +252,9 @@ class GoCopier(GoTxnProcess):
     def __init__(self, spec: CopierSpec, cluster: KafkaCluster, input_topic: str, output_topic: str,
                  out_partitions: int, stop: threading.Event, version: str):
         super().__init__(spec.name, cluster, version, stop,
-                         self.go.txn_properties(cluster, spec.name, spec.transaction_timeout_ms, spec.config),
-                         consumer_properties=self.go.copier_consumer_properties(spec), group=spec.group,
+                         self.go.txn_properties(cluster, spec.name, spec.transactional_id, spec.transaction_timeout_ms,
+                                                spec.config),
+                         consumer_properties=self.go.copier_consumer_properties(spec), group=spec.group_id,
                          input_topic=input_topic, output_topic=output_topic, output_partitions=out_partitions,
                          transaction_timeout_ms=spec.transaction_timeout_ms)
         self.spec, self.cluster, self.input = spec, cluster, input_topic
@@ -263,10 +264,10 @@ class GoConsumer(ConsumerProcess, GoProcess):
     """A recording consumer (the program's ``consumer`` role)."""
 
 
-def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict[str, str]:
+def txn_properties(cluster: KafkaCluster, name: str, txn_id: str, timeout_ms: int, config: dict) -> dict[str, str]:
     """A transactional client's properties under Kafka's names (each program takes the transactional
     id and timeout as its library's options)."""
-    return as_properties({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": transactional_id(name),
+    return as_properties({"bootstrap.servers": bootstrap(cluster, name), "transactional.id": txn_id,
                           "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
                           "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000, **config})
 
@@ -280,7 +281,7 @@ def member_properties(g: GroupSpec, base: dict) -> dict[str, str]:
     if g.protocol == "consumer":
         group = {"group.protocol": "consumer", "partition.assignment.strategy": "range"}
     return as_properties({
-        "bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
+        "bootstrap.servers": base["bootstrap.servers"], "group.id": g.group_id, "isolation.level": g.isolation_level,
         "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
         "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
         "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000, **group, **g.config})
@@ -289,7 +290,7 @@ def member_properties(g: GroupSpec, base: dict) -> dict[str, str]:
 def copier_consumer_properties(spec: CopierSpec) -> dict[str, str]:
     """The copier's reading side: a read_committed member of its group, a poll a transaction."""
     return as_properties({
-        "group.id": spec.group, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+        "group.id": spec.group_id, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 6000,
         "fetch.max.wait.ms": 100, "max.poll.records": spec.txn_records})
 

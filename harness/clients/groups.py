@@ -45,7 +45,7 @@ FREEZE_WAIT_S = 5.0  # how long client_pause waits for a member to stop itself b
 
 def member_conf(g: GroupSpec, base: dict) -> dict:
     """librdkafka settings of one member of ``g`` (``base`` holds its bootstrap servers)."""
-    conf = {**base, "group.id": g.name, "isolation.level": g.isolation_level, "auto.offset.reset": "earliest",
+    conf = {**base, "group.id": g.group_id, "isolation.level": g.isolation_level, "auto.offset.reset": "earliest",
             "enable.auto.commit": g.commit == "auto", "auto.commit.interval.ms": g.auto_commit_interval_ms,
             "max.poll.interval.ms": g.max_poll_interval_ms, "fetch.wait.max.ms": 100,
             "topic.metadata.refresh.interval.ms": 2000}
@@ -268,7 +268,7 @@ class Group(MemberProcesses):
         that was written is processed), so the run's end does not cut members off while they catch up
         after a fault; whether it did in time. Called once the producers have stopped and the ISR is
         whole, so those ends no longer move."""
-        c = Consumer(self.cluster.client_config(**{"group.id": self.spec.name, "enable.auto.commit": False}))
+        c = Consumer(self.cluster.client_config(**{"group.id": self.spec.group_id, "enable.auto.commit": False}))
         parts = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         deadline = time.monotonic() + timeout_s
         ends: dict[int, int] | None = None
@@ -291,7 +291,7 @@ class Group(MemberProcesses):
         after the last record it returned, so a partition ending in a marker is caught up below its
         high watermark."""
         c = Consumer(self.cluster.client_config(**{
-            "group.id": f"kchaos-ends-{self.spec.name}", "enable.auto.commit": False,
+            "group.id": f"kchaos-ends-{self.spec.group_id}", "enable.auto.commit": False,
             "isolation.level": self.spec.isolation_level, "enable.partition.eof": True}))
         try:
             ends, tails = {}, []
@@ -316,7 +316,8 @@ class Group(MemberProcesses):
     def history(self) -> tuple[list[dict], list[dict], list[Rebalance | CommitRefused]]:
         """(consumed rows, live offsets rows, events) of the group's run."""
         lines, g = self.lines(), self.spec.name
-        consumed = [{k: v for k, v in r.items() if k not in ("t", "member_file")} for r in lines if r["t"] == "read"]
+        consumed = [{**{k: v for k, v in r.items() if k not in ("t", "member_file")}, "group": g}  # not its id
+                    for r in lines if r["t"] == "read"]
         offsets = [{"group": g, "topic": r["topic"], "partition": r["partition"], "offset": r["offset"],
                     "ts_ms": r["ts_ms"], "phase": "live"} for r in acknowledged_in_call_order(lines)]
         events = [(Rebalance if r["t"] == "rebalance" else CommitRefused)(

@@ -584,7 +584,8 @@ def _reset_offsets(c: KafkaCluster, a: Applied, b: int) -> None:
         if not a.detail.get("group"):
             raise ValueError(f"reset_offsets needs a group: target group_coordinator[:GROUP], not {a.fault.target}")
         offsets = a.fault.offsets or "earliest"
-        a.detail.update(offsets=offsets, offsets_reset=c.reset_group_offsets(a.detail["group"], a.topic, offsets))
+        group_id = a.detail.get("group_id", a.detail["group"])  # its id on the cluster, where not its name
+        a.detail.update(offsets=offsets, offsets_reset=c.reset_group_offsets(group_id, a.topic, offsets))
 
 
 def _group_target(f: FaultSettings, cluster: ClusterShape) -> str | None:

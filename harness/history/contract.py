@@ -170,6 +170,7 @@ class CopierConfig(_Shape):
 
 class GroupConfig(_Shape):
     name: str
+    id: str | None = None  # its group.id on the cluster, where that is not its name (a run on a kept cluster)
     commit: Literal["auto", "sync", "async"] | None = None  # null or absent: sync
     topics: list[str] = Field(default_factory=list)
     client: ClientLibrary | None = None
@@ -177,6 +178,7 @@ class GroupConfig(_Shape):
 
 class ShareGroupConfig(_Shape):
     name: str
+    id: str | None = None  # its group.id on the cluster, where that is not its name (a run on a kept cluster)
     topics: list[str] = Field(default_factory=list)
     start_offsets: dict[str, int] = Field(default_factory=dict)  # "topic:partition" -> where it started
     final_start_offsets: dict[str, int] = Field(default_factory=dict)  # its share-partition start after healing

@@ -91,6 +91,7 @@ class FaultDetail(_Record):
     stream: Literal["upstream", "downstream"] | None = None
     transactional_id: str | None = None  # txn_coordinator: whose coordinator
     group: str | None = None  # group_coordinator: whose coordinator
+    group_id: str | None = None  # that group's id on the cluster, where it is not its name (a kept cluster's run)
     trigger: str | None = None  # a triggered fault: its trigger, what was observed and when
     observed: str | None = None
     trigger_ms: int | None = None

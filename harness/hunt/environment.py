@@ -87,7 +87,8 @@ def client_settings(s: Scenario) -> list[tuple[str, dict[str, object]]]:
     for p in s.producers:
         props = {prop: getattr(p, field) for field, prop in PRODUCER_PROPERTIES.items()}
         if p.transactional:
-            props |= {"transactional.id": f"{p.name}-<n>", "transaction.timeout.ms": p.transaction_timeout_ms}
+            props |= {"transactional.id": ", ".join(p.transactional_id_of(n) for n in p.instance_names),
+                      "transaction.timeout.ms": p.transaction_timeout_ms}
         out.append((f"producer `{p.name}` x{p.count}, {p.rate:g} records/s", {**props, **(p.config or {})}))
     if s.consumers.count:
         out.append((f"reader x{s.consumers.count} (assigned every partition, from offset 0)",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.checker.verdict import Verdict
+from harness.history import read_run_config
 from harness.run import coordinator_log
 
 MAX_LINES = 60
@@ -34,7 +35,8 @@ def offset_regression(run_dir: Path, verdict: Verdict) -> list[str]:
     out = [f"### The coordinator's log: group `{group}`, `{topic}` partition {partition}", ""]
     path = run_dir / "logs" / coordinator_log.FILE
     if path.exists():
-        out += _coordinator_table(coordinator_log.commits_of(coordinator_log.parse(path.read_text()), group, topic,
+        group_id = next((g.id for g in read_run_config(run_dir).groups if g.name == group and g.id), group)
+        out += _coordinator_table(coordinator_log.commits_of(coordinator_log.parse(path.read_text()), group_id, topic,
                                                              partition))
     else:
         out += ["(not recorded in this run)", ""]

@@ -43,9 +43,9 @@ from harness.run import matrix
 from harness.run.kept_cluster import (
     KeptCluster,
     may_share_a_cluster,
-    on_a_topic_of_its_own,
     with_links_for,
     with_node_faults,
+    with_topic_and_ids_of_its_own,
 )
 from harness.scenario import Scenario, ScenarioError
 
@@ -267,7 +267,7 @@ class Hunt:
         clocks = any(FAULTS[m.kind].clock and not FAULTS[m.kind].on_clients for m in base.moves)
         disks = any(m.kind in DISK_FAULTS for m in base.moves)
         answers = any(FAULTS[m.kind].loses_answers for m in base.moves)
-        return with_node_faults(with_links_for(on_a_topic_of_its_own(s, tag), aimed), clocks, disks, answers)
+        return with_node_faults(with_links_for(with_topic_and_ids_of_its_own(s, tag), aimed), clocks, disks, answers)
 
     def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
         """Look at a drawn run once its check is done; one that came close without showing the goal

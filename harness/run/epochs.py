@@ -17,7 +17,7 @@ from collections.abc import Callable
 from harness.cluster import KafkaCluster
 from harness.history.events import EpochsDriven, EventLog, now_ms
 from harness.run.directory import RunError
-from harness.scenario import Scenario, transactional_id
+from harness.scenario import Scenario
 from harness.setup.images import epochs_binary
 
 DRIVE_TIMEOUT_S = 600
@@ -30,7 +30,7 @@ def drive_epochs(c: KafkaCluster, s: Scenario, events: EventLog, log: Callable[[
         if p.epoch_from is None:
             continue
         for name in p.instance_names:
-            driven = _drive(c, transactional_id(name), p.epoch_from, log)
+            driven = _drive(c, p.transactional_id_of(name), p.epoch_from, log)
             events.write(driven)
             log(f"producer {name}: {driven.transactional_id} at epoch {driven.epoch} (producer id "
                 f"{driven.producer_id}) after {driven.requests} InitProducerId requests in {driven.seconds:.1f} s")

@@ -1,11 +1,13 @@
-"""One cluster kept between runs that may share it, each on a topic of its own.
+"""One cluster kept between runs that may share it, each with a topic and ids of its own.
 
 Booting a cluster is most of a short run's overhead (15-25 s of three brokers and their quorum on
-two cores). A run whose outcome depends only on its own topic may run on a cluster an earlier run
-left healed: the hunt's drawn runs and the matrix's cells do so by default. What may share is
-decided by ``may_share_a_cluster``: nothing the cluster keeps for a workload beyond its topic
-(transactional ids, groups and their committed offsets, a copier's state) and no fault that leaves
-the quorum changed. A run that did not heal takes the kept cluster with it, and the next one boots.
+two cores). A run whose outcome depends only on what it holds on the cluster may run on a cluster
+an earlier run left healed: the hunt's drawn runs and the matrix's cells do so by default. Each
+such run gets a topic, group ids and transactional ids no earlier run held
+(``with_topic_and_ids_of_its_own``), so nothing the cluster keeps for a workload (committed
+offsets, generations, share state, producer epochs) is an earlier run's. What may not share is
+decided by ``may_share_a_cluster``: a fault that leaves the quorum or the cluster changed. A run
+that did not heal takes the kept cluster with it, and the next one boots.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.cluster.settings import MAX_PRIVATE_CLIENTS
 from harness.faults import FAULTS
 from harness.scenario import Scenario
+from harness.scenario.tables import HoldsClusterIds
+
+T = TypeVar("T", bound=HoldsClusterIds)
 
 if TYPE_CHECKING:
     from harness.cluster import KafkaCluster
@@ -25,19 +30,35 @@ if TYPE_CHECKING:
 
 
 def may_share_a_cluster(s: Scenario) -> bool:
-    """Whether ``s`` may run on a cluster earlier runs healed, on a topic of its own: not when the
-    cluster keeps state of the workload's beyond its topic (transactional ids, groups and their
-    committed offsets, share groups and their share state, the copier's), the faults change the
-    quorum's voters, or they leave the cluster on another version or feature level; nor when its
-    cluster's formation is faulted (that happens once, as the cluster starts)."""
-    return (not s.groups and not s.share_groups and s.copier is None and "formation" not in s.cluster
-            and not any(p.transactional for p in s.producers)
+    """Whether ``s`` may run on a cluster earlier runs healed, with a topic and ids of its own
+    (``with_topic_and_ids_of_its_own``): not when the faults change the quorum's voters, or leave
+    the cluster on another version or feature level; nor when its cluster's formation is faulted
+    (that happens once, as the cluster starts). Groups, share groups, transactional producers and
+    the copier may: what the cluster keeps of them (committed offsets, generations, share state,
+    producer epochs) is kept under ids no other run holds."""
+    return ("formation" not in s.cluster
             and not any(FAULTS[f.kind].quorum_change or FAULTS[f.kind].lasting for f in s.faults))
 
 
-def on_a_topic_of_its_own(s: Scenario, tag: str) -> Scenario:
-    """``s`` with its topic named ``NAME-tag``: a name no earlier run on a kept cluster used."""
-    return s.model_copy(update={"topic": s.topic.model_copy(update={"name": f"{s.topic.name}-{tag}"})})
+def with_topic_and_ids_of_its_own(s: Scenario, tag: str) -> Scenario:
+    """``s`` with its topic named ``NAME-tag`` and every id its clients hold on the cluster ending in
+    ``-tag`` (group.id, transactional.id; a copier's output topic named by hand too): names no
+    earlier run on a kept cluster used. The names the scenario gives its clients, groups and
+    members stay as they are: faults aim at them, and the history and the verdict name them."""
+    suffix = f"-{tag}"
+
+    def own(table: T) -> T:
+        return table.model_copy(update={"ids_suffix": table.ids_suffix + suffix})
+
+    update: dict[str, Any] = {"topic": s.topic.model_copy(update={"name": f"{s.topic.name}{suffix}"}),
+                              "producers": [own(p) if p.transactional else p for p in s.producers],
+                              "groups": [own(g) for g in s.groups], "share_groups": [own(g) for g in s.share_groups]}
+    if s.copier is not None:
+        copier = own(s.copier)
+        if copier.output_topic:
+            copier = copier.model_copy(update={"output_topic": f"{copier.output_topic}{suffix}"})
+        update["copier"] = copier
+    return s.model_copy(update=update)
 
 
 def with_links_for(s: Scenario, clients: list[str]) -> Scenario:

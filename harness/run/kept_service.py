@@ -32,7 +32,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
 from harness.cluster.settings import ClusterSettings
-from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
+from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, with_topic_and_ids_of_its_own
 from harness.run.result import RunResult
 from harness.scenario import Scenario
 from harness.setup.java import cache_dir
@@ -177,7 +177,7 @@ class Service:
 
         log(f"serving {s.name} into {out}")
         try:
-            res = self.execute(on_a_topic_of_its_own(s, f"up{os.getpid()}-{self.served}"), out, True,
+            res = self.execute(with_topic_and_ids_of_its_own(s, f"up{os.getpid()}-{self.served}"), out, True,
                                scenario_file=req.get("scenario_file"), overrides=req.get("overrides") or [],
                                log=relay)
         except Exception as e:  # the run could not be carried out: the requester says so and exits

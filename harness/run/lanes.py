@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, on_a_topic_of_its_own
+from harness.run.kept_cluster import KeptCluster, may_share_a_cluster, with_topic_and_ids_of_its_own
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -84,7 +84,7 @@ def run_lane(lane: Lane, runs_dir: Path, fresh: bool, report: Report,
             reuse = not fresh and may_share_a_cluster(s)
             if reuse:
                 _boot_the_next_cluster(lane.cells[i + 1:], s, kept, image_ready)
-                s = on_a_topic_of_its_own(s, f"m{c.number}")  # its name goes into the repeat command too
+                s = with_topic_and_ids_of_its_own(s, f"m{c.number}")  # its name goes into the repeat command too
                 ov.append(f'topic.name="{s.topic.name}"')
             report("start", c.number, {})
             t0 = time.monotonic()

@@ -51,7 +51,8 @@ class Nemesis:
                  clients: Callable[[str], object] | None = None, first_client: str = "",
                  members: Callable[[str], object | None] | None = None, first_group: str = "",
                  first_share_group: str = "",
-                 acks: Callable[[str], int] | None = None):
+                 acks: Callable[[str], int] | None = None,
+                 txn_id: Callable[[str], str] = transactional_id, group_id: Callable[[str], str] = str):
         self.c = cluster
         self.topic = topic
         self.events = events
@@ -60,6 +61,8 @@ class Nemesis:
         self.members = members  # a group member by name, or None (Recording.member)
         self.first_group = first_group  # what "group_coordinator" alone means
         self.first_share_group = first_share_group  # what "share_coordinator" alone means
+        self.txn_id = txn_id  # a transactional client's transactional.id, by its name
+        self.group_id = group_id  # a group's group.id (a share group's too), by its name
         self.acks = acks  # acknowledged records of a producer ("" = all): what acked triggers count
         self.started: set[int] = set()  # numbers of the scenario's faults that have started
         self.ended: set[int] = set()
@@ -85,11 +88,11 @@ class Nemesis:
         if t.role == "rack":
             return [b for b in self.c.settings.broker_ids if self.c.settings.rack_of(b) == t.rack]
         if t.role == "txn_coordinator":
-            return [self.coordinator("__transaction_state", f"kchaos-{t.client or self.first_client}")]
+            return [self.coordinator("__transaction_state", self.txn_id(t.client or self.first_client))]
         if t.role == "group_coordinator":
-            return [self.coordinator("__consumer_offsets", t.client or self.first_group)]
+            return [self.coordinator("__consumer_offsets", self.group_id(t.client or self.first_group))]
         if t.role == "share_coordinator":
-            return [self.share_coordinator(t.client or self.first_share_group, f.partition)]
+            return [self.share_coordinator(self.group_id(t.client or self.first_share_group), f.partition)]
         if t.role == "client":  # its own links to every broker, or no broker at all (client_kill)
             return self.c.settings.broker_ids if FAULTS[f.kind].client_links else []
         if t.of_quorum:
@@ -162,11 +165,13 @@ class Nemesis:
         if f.stream != "both":
             a.detail["stream"] = f.stream
         if f.target.role == "txn_coordinator":
-            a.detail["transactional_id"] = transactional_id(f.target.client or self.first_client)
-        if f.target.role == "group_coordinator":
-            a.detail["group"] = f.target.client or self.first_group
-        if f.target.role == "share_coordinator":
-            a.detail["group"] = f.target.client or self.first_share_group
+            a.detail["transactional_id"] = self.txn_id(f.target.client or self.first_client)
+        if f.target.role in ("group_coordinator", "share_coordinator"):
+            group = f.target.client or (self.first_group if f.target.role == "group_coordinator"
+                                        else self.first_share_group)
+            a.detail["group"] = group  # as the scenario names it, as the checker reads it
+            if self.group_id(group) != group:
+                a.detail["group_id"] = self.group_id(group)
         member = self.members(f.target.client) if self.members is not None and f.target.role == "client" else None
         if member is not None and kind.on_member is not None:  # on the member's process, not its links
             a.brokers, a.member = [], member

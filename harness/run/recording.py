@@ -57,6 +57,7 @@ from harness.scenario import (
     Scenario,
     ShareGroupSpec,
     TopicSpec,
+    transactional_id,
 )
 
 GROUP_FORM_S = 30.0  # how long the workload waits for its groups to form before it starts
@@ -67,6 +68,12 @@ SHORT = {"read_committed": "rc", "read_uncommitted": "ru"}  # consumer names whe
 SHORT_OF = 0.9  # a producer that sent less than this share of its asked rate is reported short
 READ_AFTER_HEAL_S = 1.0  # after healing, the longest live consumers keep reading so they see the healed high watermark
 READ_CHECK_S = 0.05  # how often that read is asked whether every reader has read what was acknowledged
+
+
+def as_named(rows: list[dict], group: str) -> list[dict]:
+    """Rows read from the cluster by a group's id, with the group as the scenario names it (the id
+    differs on a kept cluster: ``HoldsClusterIds.ids_suffix``)."""
+    return [{**r, "group": group} for r in rows]
 
 
 class Phases(dict):
@@ -190,9 +197,16 @@ class Recording:
         ``acked`` triggers watch."""
         txn = [p.pname for p in self.producers if p.spec.transactional] + (
             [self.copier_spec.name] if self.copier_spec is not None else [])
+        txn_ids = {p.pname: p.spec.transactional_id_of(p.pname) for p in self.producers if p.spec.transactional}
+        group_ids = {g.spec.name: g.spec.group_id for g in [*self.groups, *self.share_groups]}
+        if self.copier_spec is not None:
+            txn_ids[self.copier_spec.name] = self.copier_spec.transactional_id
+            group_ids[self.copier_spec.group] = self.copier_spec.group_id
         return {"clients": self.client, "first_client": txn[0] if txn else "", "members": self.member,
                 "first_group": self.groups[0].spec.name if self.groups else "", "acks": self.acked,
-                "first_share_group": self.share_groups[0].spec.name if self.share_groups else ""}
+                "first_share_group": self.share_groups[0].spec.name if self.share_groups else "",
+                "txn_id": lambda name: txn_ids.get(name, transactional_id(name)),
+                "group_id": lambda name: group_ids.get(name, name)}
 
     @property
     def output_topic(self) -> str:
@@ -319,19 +333,20 @@ class Recording:
         """logs/group-coordinator.log; a tool that could not read a group's commits is an event. The
         live commits of the groups whose library reports none (Group.reports_commits) are returned,
         from the coordinator's record."""
-        read = coordinator_log.dump(self.cluster, [g.spec.name for g in self.groups])
+        read = coordinator_log.dump(self.cluster, [g.spec.group_id for g in self.groups])
         path.write_text(read.text)
-        unreported = [g.spec.name for g in self.groups if not g.reports_commits]
+        unreported = [g.spec for g in self.groups if not g.reports_commits]
         for e in read.failures:
             self.events.write(ToolFailed(ts_ms=now_ms(), tool=e.tool, node=e.node,
                                          error=str(e)[:800], lacks="the group coordinator's own record of the "
                                          "groups' commits (logs/group-coordinator.log): offset_regression is judged "
                                          "from the members' acknowledgements alone, with no broker-side check"
-                                         + (f", and groups {', '.join(unreported)} have none" if unreported else "")))
+                                         + (f", and groups {', '.join(g.name for g in unreported)} have none"
+                                            if unreported else "")))
         if not unreported:
             return []
         entries = coordinator_log.parse(read.text)
-        return [r for g in unreported for r in coordinator_log.live_offsets(entries, g)]
+        return [r for g in unreported for r in as_named(coordinator_log.live_offsets(entries, g.group_id), g.name)]
 
     def _isr_not_restored(self, topic: str, why: Exception) -> IsrNotRestored:
         """The topic's partitions whose ISR is short of their replicas, as the cluster answers now."""
@@ -363,11 +378,13 @@ class Recording:
             self.log_starts = {name: c.log_start_offsets(name, topic.partitions) for name in self.topics}
             offsets = []
             if self.copier is not None:
-                offsets = self.copier.offsets + self.reader.group_final_offsets(c, self.copier.spec.group,
-                                                                                self.copier.input)
+                spec = self.copier.spec
+                offsets = self.copier.offsets + as_named(
+                    self.reader.group_final_offsets(c, spec.group_id, self.copier.input), spec.group)
             grouped = [g.history() for g in self.groups]
             offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
-                        for r in [*live, *self.reader.group_final_offsets(c, g.spec.name, topic.name)]]
+                        for r in [*live, *as_named(self.reader.group_final_offsets(c, g.spec.group_id, topic.name),
+                                                g.spec.name)]]
             for _, _, events in grouped:
                 for e in events:
                     self.events.write(e)
@@ -500,10 +517,11 @@ class Recording:
         if self.v2:
             info["contract"] = "v2"
         if self.groups:
-            info["groups"] = [{**g.spec.settings(), "topics": [t.name], "client": self.client_of(g.spec)}
-                              for g in self.groups]
+            info["groups"] = [{**g.spec.settings(), "id": g.spec.group_id, "topics": [t.name],
+                               "client": self.client_of(g.spec)} for g in self.groups]
         if self.share_groups:
-            info["share_groups"] = [{**sg.settings(), "client": self.client_of(sg.spec)} for sg in self.share_groups]
+            info["share_groups"] = [{**sg.settings(), "id": sg.spec.group_id, "client": self.client_of(sg.spec)}
+                                    for sg in self.share_groups]
         if self.copier_spec is not None:
             c = self.copier_spec
             info["producers"].append({"name": c.name, "topic": self.output_topic, "acks": "all", "idempotence": True,

@@ -102,6 +102,20 @@ class ClientTable(ScenarioTable):
         return canonical(v) if v is not None else None
 
 
+class HoldsClusterIds(ClientTable):
+    """A table whose clients hold ids on the cluster that outlive the run: a group's ``group.id``
+    (its committed offsets, generation and members), a transactional client's ``transactional.id``
+    (its producer epoch, its open transaction)."""
+
+    ids_suffix: str = Field("", pattern=r"^[a-zA-Z0-9._-]*$", description=(
+        "appended to every id its clients hold on the cluster (group.id, transactional.id); a run on a kept "
+        "cluster gets one of its own, so that nothing an earlier run left there is its (default: none)"))
+
+    def on_the_cluster(self, name: str) -> str:
+        """``name`` as the id the cluster knows it by."""
+        return name + self.ids_suffix
+
+
 # Kafka's rule for topic names (org.apache.kafka.common.internals.Topic.validate): 1 to 249 of
 # these characters, and neither "." nor "..".
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -137,7 +151,7 @@ def transactional_id(instance: str) -> str:
     return f"kchaos-{instance}"
 
 
-class ProducerSpec(ClientTable):
+class ProducerSpec(HoldsClusterIds):
     kind: ClassVar[str] = "producer"
     name: str = "p"
     count: int = Field(1, ge=1, le=16)
@@ -162,6 +176,10 @@ class ProducerSpec(ClientTable):
     # The instances a client_clock_skew aims at (the scenario marks them): a process-per-client
     # driver must start those with a clock it can move.
     _skewed_clocks: set[str] = PrivateAttr(default_factory=set)
+
+    def transactional_id_of(self, instance: str) -> str:
+        """The transactional.id of one of its instances (transactional producers only use one)."""
+        return self.on_the_cluster(transactional_id(instance))
 
     def clock_skewed(self, instance: str) -> bool:
         """Whether a client_clock_skew of the scenario aims at this instance."""
@@ -211,7 +229,7 @@ class ConsumerSpec(ClientTable):
             self.isolation_level))
 
 
-class CopierSpec(ClientTable):
+class CopierSpec(HoldsClusterIds):
     """An exactly-once copier (consume-transform-produce): reads the scenario's topic with
     read_committed in its own group and writes a copy of each record to ``output_topic`` in
     transactions that carry the group's offsets (send_offsets_to_transaction)."""
@@ -225,11 +243,20 @@ class CopierSpec(ClientTable):
     txn_records: int = Field(100, ge=1, le=10_000, description="input records per transaction at most")
     transaction_timeout_ms: int = Field(10000, ge=1000)
 
+    @property
+    def group_id(self) -> str:
+        """The group.id its consumer commits under: ``group`` as the cluster knows it."""
+        return self.on_the_cluster(self.group)
+
+    @property
+    def transactional_id(self) -> str:
+        return self.on_the_cluster(transactional_id(self.name))
+
 
 MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
 
 
-class GroupSpec(ClientTable):
+class GroupSpec(HoldsClusterIds):
     """A consumer group: ``members`` processes subscribed to the scenario's topic, each recording every
     record it returns (with its generation) and every commit the coordinator acknowledged."""
 
@@ -256,6 +283,11 @@ class GroupSpec(ClientTable):
         """The names faults and the history give the members: NAME-1 .. NAME-N."""
         return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
 
+    @property
+    def group_id(self) -> str:
+        """Its group.id: its name as the cluster knows it."""
+        return self.on_the_cluster(self.name)
+
     def settings(self) -> dict:
         """What run.json says of the group, for the promises: protocol, assignor, commit mode."""
         return {"name": self.name, "members": self.members, "protocol": self.protocol,
@@ -263,7 +295,7 @@ class GroupSpec(ClientTable):
                 "isolation": self.isolation_level, "commit": self.commit, "config": self.config}
 
 
-class ShareGroupSpec(ClientTable):
+class ShareGroupSpec(HoldsClusterIds):
     """A share group (KIP-932, queues): ``members`` processes subscribed to the scenario's topic
     that share its partitions record by record, each recording every record it was given (with its
     delivery count) and every acknowledgement it sent with its outcome (docs/share-groups.md)."""
@@ -296,6 +328,11 @@ class ShareGroupSpec(ClientTable):
     def member_names(self) -> list[str]:
         """The names faults and the history give the members: NAME-1 .. NAME-N."""
         return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
+
+    @property
+    def group_id(self) -> str:
+        """Its group.id: its name as the cluster knows it."""
+        return self.on_the_cluster(self.name)
 
     def settings(self) -> dict:
         """What run.json says of the group (the offsets it started from and ended at are added by the run)."""

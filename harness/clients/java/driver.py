@@ -46,8 +46,9 @@ ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
 
 def member_properties(g: GroupSpec, base: dict) -> dict:
     """A group member's kafka-clients properties, as groups.member_conf's are librdkafka's."""
-    conf = {"bootstrap.servers": base["bootstrap.servers"], "group.id": g.name, "isolation.level": g.isolation_level,
-            "auto.offset.reset": "earliest", "enable.auto.commit": g.commit == "auto",
+    conf = {"bootstrap.servers": base["bootstrap.servers"], "group.id": g.group_id,
+            "isolation.level": g.isolation_level, "auto.offset.reset": "earliest",
+            "enable.auto.commit": g.commit == "auto",
             "auto.commit.interval.ms": g.auto_commit_interval_ms, "max.poll.interval.ms": g.max_poll_interval_ms,
             "fetch.max.wait.ms": 100, "metadata.max.age.ms": 2000}
     if g.protocol == "consumer":  # session and heartbeat are the broker's settings

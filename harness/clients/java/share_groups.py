@@ -78,7 +78,7 @@ class ShareMember(Member):
         self.incarnation += 1
         self.held, self.crashed_at = False, None
         g: ShareGroupSpec = self.spec  # type: ignore[assignment]
-        cfg = {"group": g.name, "topic": self.topic, "conf": self.conf, "acknowledge": g.acknowledge,
+        cfg = {"group": g.group_id, "topic": self.topic, "conf": self.conf, "acknowledge": g.acknowledge,
                "release_ratio": g.release_ratio, "reject_ratio": g.reject_ratio, "crash_ratio": g.crash_ratio,
                "seed": zlib.crc32(f"{self.seed}/{self.consumer}".encode()),
                "group_config": {"share.auto.offset.reset": g.auto_offset_reset,
@@ -166,7 +166,7 @@ class ShareGroup(MemberProcesses):
         the share-partition start offsets (a partition whose start the group has not yet written is
         absent), and ``assigned``, the "topic:partition"s its members hold."""
         cfg = self.work / "offsets.json"
-        cfg.write_text(json.dumps({"bootstrap": bootstrap(self.cluster, ""), "group": self.spec.name}))
+        cfg.write_text(json.dumps({"bootstrap": bootstrap(self.cluster, ""), "group": self.spec.group_id}))
         proc = subprocess.run([*java_command(self.version, "share-offsets"), str(cfg)], capture_output=True,
                               text=True, timeout=OFFSETS_TIMEOUT_S)
         if proc.returncode != 0:

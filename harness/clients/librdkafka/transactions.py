@@ -24,7 +24,7 @@ from harness.clients.groups import committed_offsets
 from harness.clients.librdkafka.workload import RecordingProducer, classify, idempotence_debug
 from harness.cluster import KafkaCluster
 from harness.history.events import now_ms
-from harness.scenario import CopierSpec, ProducerSpec, transactional_id
+from harness.scenario import CopierSpec, ProducerSpec
 
 LOG = logging.getLogger("kchaos.transactions")
 ABORT_FLUSH_S = 1.0  # a seeded abort waits this long for its records' acks, then aborts what is in flight
@@ -65,10 +65,10 @@ def _on_delivery(row: dict):
     return report
 
 
-def txn_conf(cluster: KafkaCluster, name: str, timeout_ms: int, **extra) -> dict:
-    """librdkafka settings of a transactional producer named ``name``."""
+def txn_conf(cluster: KafkaCluster, name: str, txn_id: str, timeout_ms: int, **extra) -> dict:
+    """librdkafka settings of a transactional producer named ``name`` whose transactional.id is ``txn_id``."""
     return cluster.client_config(name, **{
-        "transactional.id": transactional_id(name), "enable.idempotence": True, "acks": "all",
+        "transactional.id": txn_id, "enable.idempotence": True, "acks": "all",
         "transaction.timeout.ms": timeout_ms, "request.timeout.ms": 5000,
         "delivery.timeout.ms": max(timeout_ms, 10000), "metadata.max.age.ms": 5000,
         "topic.metadata.refresh.interval.ms": 2000, **extra})
@@ -158,7 +158,8 @@ class TransactionalProducer(RecordingProducer):
     def __init__(self, name: str, spec: ProducerSpec, cluster: KafkaCluster, topic: str, partitions: int,
                  stop: threading.Event, seed: int):
         super().__init__(name, spec, cluster, topic, partitions, stop)
-        self.conf.update(txn_conf(cluster, name, spec.transaction_timeout_ms, **{"linger.ms": spec.linger_ms},
+        self.conf.update(txn_conf(cluster, name, spec.transactional_id_of(name), spec.transaction_timeout_ms,
+                                  **{"linger.ms": spec.linger_ms},
                                   **{**spec.config, **idempotence_debug(spec)}))
         self.conf.pop("retries", None)  # a transactional producer retries as it must
         self.log = TxnLog(name)  # its transactions; the sends are the columns below
@@ -260,8 +261,8 @@ class Copier(threading.Thread):
         self.spec, self.cluster, self.input, self.output = spec, cluster, input_topic, output_topic
         self.out_partitions, self.stop_event = out_partitions, stop
         self.log = TxnLog(spec.name)
-        self.client = TxnClient(spec.name, txn_conf(cluster, spec.name, spec.transaction_timeout_ms, **spec.config),
-                                spec.transaction_timeout_ms)
+        conf = txn_conf(cluster, spec.name, spec.transactional_id, spec.transaction_timeout_ms, **spec.config)
+        self.client = TxnClient(spec.name, conf, spec.transaction_timeout_ms)
         self.consumed: list[dict] = []
         self.offsets: list[dict] = []
         self.generation = 0  # assignments this member received: librdkafka does not give Python the group's
@@ -288,7 +289,7 @@ class Copier(threading.Thread):
 
     def _consumer(self) -> Consumer:
         c = Consumer(self.cluster.client_config(self.spec.name, **{
-            "group.id": self.spec.group, "isolation.level": READ_COMMITTED, "enable.auto.commit": False,
+            "group.id": self.spec.group_id, "isolation.level": READ_COMMITTED, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
             "max.poll.interval.ms": 6000, "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 2000,
             **self.spec.config,

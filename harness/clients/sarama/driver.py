@@ -40,11 +40,11 @@ def producer_properties(cluster: KafkaCluster, name: str, spec: ProducerSpec) ->
         "kchaos.kafka.version": cluster.settings.kafka_version, **spec.config})
 
 
-def txn_properties(cluster: KafkaCluster, name: str, timeout_ms: int, config: dict) -> dict[str, str]:
+def txn_properties(cluster: KafkaCluster, name: str, txn_id: str, timeout_ms: int, config: dict) -> dict[str, str]:
     """A transactional client's properties: every Go library's, less the delivery timeout sarama
     does not have, with the broker's version (sarama speaks the protocol versions of the version
     it is told)."""
-    props = go_txn_properties(cluster, name, timeout_ms, config)
+    props = go_txn_properties(cluster, name, txn_id, timeout_ms, config)
     props.pop("delivery.timeout.ms", None)
     return {**props, "kchaos.kafka.version": cluster.settings.kafka_version}
 

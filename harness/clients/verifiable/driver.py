@@ -306,7 +306,7 @@ class VerifiableMember(Member):
         with self._lock:
             self.incarnation += 1
             props = properties_file(self.work, {**self.conf, "client.id": self.consumer}, self.consumer)
-            argv = [*self.tool, *consumer_args(self.topic, self.spec.name, self.servers, props, self.spec.protocol,
+            argv = [*self.tool, *consumer_args(self.topic, self.spec.group_id, self.servers, props, self.spec.protocol,
                                                self.spec.assignor, self.spec.session_timeout_ms,
                                                self.spec.commit == "auto")]
             self.proc = self.spawner.submit(self._spawn_tool, argv).result()
