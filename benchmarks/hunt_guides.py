@@ -91,6 +91,15 @@ def first_finding_s(doc: dict) -> float | None:
     return next((t["wall_s"] for t in doc.get("timeline", []) if t["run"] == found), None)
 
 
+def first_finding_draw(doc: dict) -> int | None:
+    """Which drawn run (1 for the first) showed the hunt's first finding: the guide's own measure,
+    apart from how long each run took."""
+    if not doc.get("findings"):
+        return None
+    found = doc["findings"][0]["found_in"]
+    return next((k for k, t in enumerate(doc.get("timeline", []), 1) if t["run"] == found), None)
+
+
 def features_at(doc: dict, minutes: float) -> int:
     seen = [t["features"] for t in doc.get("timeline", []) if t["wall_s"] <= minutes * 60]
     return seen[-1] if seen else 0
@@ -101,6 +110,13 @@ def median_censored(times: list[float | None], budget_s: float) -> str:
     if sum(t is None for t in times) * 2 >= len(times):
         return f">{budget_s / 60:g} min"
     return f"{statistics.median(budget_s if t is None else t for t in times) / 60:.1f} min"
+
+
+def median_draw(draws: list[int | None]) -> str:
+    """The median draw, ``-`` when half or more hunts found nothing (their draw is not known)."""
+    if sum(k is None for k in draws) * 2 >= len(draws):
+        return "-"
+    return f"{statistics.median(float('inf') if k is None else k for k in draws):g}"
 
 
 def budget_seconds(text: str) -> float:
@@ -139,9 +155,10 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
     """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
     nothing in the budget), the code that ran them, and the median coverage at fixed times."""
     budget_s = budget_seconds(budget)
-    print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | code | machine | "
+    print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | "
+          "draw that showed it, median (each seed's) | code | machine | "
           + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
-    print("|---|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
+    print("|---|---|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
     for answer in answers:
         for guide in guides:
             docs = kept(answer, guide, seeds)
@@ -149,11 +166,14 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
                 continue
             times = {s: first_finding_s(d) for s, d in docs.items()}
             each = ", ".join(f"s{s} " + ("-" if t is None else f"{t / 60:.1f}") for s, t in times.items())
+            draws = {s: first_finding_draw(d) for s, d in docs.items()}
             code = ", ".join(sorted({d.get("measured_with", "?") for d in docs.values()}))
             machines = ", ".join(sorted({d.get("measured_on", "?") for d in docs.values()}))
             cov = [statistics.median(features_at(d, m) for d in docs.values()) for m in COVERAGE_AT_MIN]
             print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times.values())} | "
-                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {code} | {machines} | "
+                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {median_draw(list(draws.values()))} "
+                  f"({', '.join(f's{s} ' + ('-' if k is None else str(k)) for s, k in draws.items())}) | "
+                  f"{code} | {machines} | "
                   + " | ".join(f"{c:g}" for c in cov) + " |")
 
 

@@ -85,3 +85,14 @@ def test_the_benchmark_workflow_runs_every_answer_guide_and_seed_and_its_table_r
     uploaded.write_text('{"findings": []}')
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "kept")
     assert bench.collect(tmp_path) == [tmp_path / "kept" / "f1-offset-regression" / "coverage" / "s3.json"]
+
+
+def test_the_benchmark_table_gives_the_draw_that_showed_each_answer_and_a_censored_median():
+    """The draw beside the time: a guide is judged by how many runs it needed, apart from how long
+    each took; a hunt that found nothing counts as later than any that did."""
+    bench = _benchmark()
+    doc = {"findings": [{"found_in": "h0002-x"}], "timeline": [
+        {"run": f"h000{k}-x", "wall_s": 40.0 * (k + 1), "features": k} for k in range(4)]}
+    assert bench.first_finding_draw(doc) == 3 and bench.first_finding_s(doc) == 120.0
+    assert bench.first_finding_draw({"findings": [], "timeline": doc["timeline"]}) is None
+    assert bench.median_draw([3, 1, None]) == "3" and bench.median_draw([3, None]) == "-"
