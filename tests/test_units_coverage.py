@@ -88,6 +88,7 @@ def test_what_faults_did_to_coordinators_disks_power_and_the_topic_is_covered_as
         fault("kill", "group_coordinator:g", 100),
         fault("pause", "txn_coordinator:t", 200),
         fault("latency", "group_coordinator", 250),  # slows it; its leadership stays
+        fault("cut_client", "group_coordinator:g", 255),  # its members' connections to it break
         fault("kill", "leader", 260),  # not a coordinator
         fault("power_loss", "leader", 300, power_loss={"1": [{"file": "t-0/0.log", "kept_until": 100,
                                                                "removed": False}]}),
@@ -98,7 +99,7 @@ def test_what_faults_did_to_coordinators_disks_power_and_the_topic_is_covered_as
     ]
     got = coverage(RUN, events, [])
     assert (got["coordinator_lost"], got["unflushed_data_lost"], got["disk_failing"], got["topic_recreated"]) == \
-        (2, 1, 1, 1), got
+        (3, 1, 1, 1), got
     assert got["operator_action"] == 2, "both recreations were an operator's action, done or refused"
 
 

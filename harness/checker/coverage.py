@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from harness.faults import FAULTS, TAKES_THE_LEADER
+from harness.faults import CUTS_ITS_CLIENTS, FAULTS, TAKES_THE_LEADER
 from harness.history import RunConfig
 from harness.history.events import CommitRefused, Event, Fault, Formation, PartitionSample, Rebalance, State
 
@@ -210,12 +210,14 @@ def operator_action(s: Sampled) -> list[int]:
 
 
 def coordinator_lost(s: Sampled) -> list[int]:
-    """coordinator_lost: a group's, a transaction's or a share group's coordinator stopped serving by a
-    fault on its broker that takes its leadership away (killed, restarted, frozen, isolated, cut from
-    the quorum): its group or transactions move to another coordinator, or wait for it."""
+    """coordinator_lost: a group's, a transaction's or a share group's coordinator stopped serving its
+    clients by a fault on its broker that takes its leadership away (killed, restarted, frozen,
+    isolated, cut from the quorum) or cuts its clients' connections to it: its group or transactions
+    move to another coordinator or wait for it, and what its clients had in flight to it (commits
+    among them) ends with the connection and is sent again."""
     coordinators = ("group_coordinator", "txn_coordinator", "share_coordinator")
     return [e.start_ms for e in s.faults if e.target.startswith(coordinators) and e.kind in FAULTS
-            and TAKES_THE_LEADER in FAULTS[e.kind].effects]
+            and FAULTS[e.kind].effects & {TAKES_THE_LEADER, CUTS_ITS_CLIENTS}]
 
 
 def unflushed_data_lost(s: Sampled) -> list[int]:

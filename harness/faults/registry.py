@@ -125,6 +125,7 @@ class Target:
 
 TAKES_THE_LEADER = "takes the leader"  # a fault effect: its broker stops leading
 HOLDS_FETCHES = "holds fetches"  # a fault effect: a follower falls behind
+CUTS_ITS_CLIENTS = "cuts its clients"  # a fault effect: clients' connections to its broker break
 
 
 class DrawBounds(Protocol):
@@ -784,7 +785,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
               toxic=CUT_TOXIC, directional=True, on_nodes=False,
-              summary="host clients cut from the broker"),
+              summary="host clients cut from the broker", effects=frozenset({CUTS_ITS_CLIENTS})),
     FaultKind("one_way", "bytes from the node to every other broker (a coordination node: every other node of "
               "the quorum) dropped; the other way flows", "#ffbb78", _one_way, toxic=CUT_TOXIC,
               summary="its bytes to the other nodes dropped, not theirs to it"),
