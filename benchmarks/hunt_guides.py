@@ -83,12 +83,23 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {memory_gib:.0f} GiB"
 
 
+def ran_at(doc: dict) -> dict[str, float]:
+    """Each run's time in the hunt: the wall time of every run before it and its own (hunt.json's
+    ``spent``, in the order they ran). A hunt's timeline gave a run it read back on resuming the
+    time of every earlier session (fixed in the hunt); this reads every kept hunt the same way."""
+    out, total = {}, 0.0
+    for run, cost in doc.get("spent", {}).items():
+        total += cost["wall_s"]
+        out[run] = total
+    return out
+
+
 def first_finding_s(doc: dict) -> float | None:
     """The hunt's wall time when it looked at the drawn run that showed its first finding."""
     if not doc.get("findings"):
         return None
     found = doc["findings"][0]["found_in"]
-    return next((t["wall_s"] for t in doc.get("timeline", []) if t["run"] == found), None)
+    return ran_at(doc).get(found)
 
 
 def first_finding_draw(doc: dict) -> int | None:
@@ -101,7 +112,8 @@ def first_finding_draw(doc: dict) -> int | None:
 
 
 def features_at(doc: dict, minutes: float) -> int:
-    seen = [t["features"] for t in doc.get("timeline", []) if t["wall_s"] <= minutes * 60]
+    at = ran_at(doc)
+    seen = [t["features"] for t in doc.get("timeline", []) if at.get(t["run"], t["wall_s"]) <= minutes * 60]
     return seen[-1] if seen else 0
 
 

@@ -158,6 +158,19 @@ def test_a_coverage_guided_hunt_is_the_same_hunt_again_and_resumes(tmp_path):
     assert again == [], "everything read back from disk"
 
 
+def test_a_resumed_hunts_timeline_gives_each_run_read_back_the_time_it_was_first_looked_at(tmp_path):
+    """A benchmark reads the time to a finding and the coverage over time from the timeline: a run
+    read back on resuming keeps the hunt's time when it ran, not every earlier session's."""
+    hunt(options(tmp_path, runs=5), announce=lambda m: None, go=staircase([]))
+    first = json.loads((tmp_path / "hunt" / "hunt.json").read_text())["timeline"]
+    hunt(options(tmp_path, runs=9), announce=lambda m: None, go=staircase([]))
+    doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
+    resumed = doc["timeline"]
+    assert len(resumed) > len(first) and resumed[:len(first)] == first
+    assert [t["wall_s"] for t in resumed] == sorted(t["wall_s"] for t in resumed)
+    assert resumed[-1]["wall_s"] <= round(sum(c["wall_s"] for c in doc["spent"].values()), 1)
+
+
 def test_a_directory_of_another_guide_is_refused_and_the_default_guide_keeps_old_journals(tmp_path):
     hunt(options(tmp_path, runs=1, guide="swarm"), announce=lambda m: None, go=staircase([]))
     with pytest.raises(HuntError, match="another hunt"):

@@ -92,7 +92,10 @@ def test_the_benchmark_table_gives_the_draw_that_showed_each_answer_and_a_censor
     each took; a hunt that found nothing counts as later than any that did."""
     bench = _benchmark()
     doc = {"findings": [{"found_in": "h0002-x"}], "timeline": [
-        {"run": f"h000{k}-x", "wall_s": 40.0 * (k + 1), "features": k} for k in range(4)]}
-    assert bench.first_finding_draw(doc) == 3 and bench.first_finding_s(doc) == 120.0
+        {"run": f"h000{k}-x", "wall_s": 40.0 * (k + 1), "features": k} for k in range(4)],
+        "spent": {"h0000-x": {"wall_s": 40.0}, "h0000-x-c1": {"wall_s": 10.0}, "h0001-x": {"wall_s": 40.0},
+                  "h0002-x": {"wall_s": 40.0}, "h0003-x": {"wall_s": 40.0}}}
+    assert bench.first_finding_draw(doc) == 3 and bench.first_finding_s(doc) == 130.0, "a confirmation's time too"
+    assert bench.features_at(doc, 1.5) == 1 and bench.features_at(doc, 2.5) == 2
     assert bench.first_finding_draw({"findings": [], "timeline": doc["timeline"]}) is None
     assert bench.median_draw([3, 1, None]) == "3" and bench.median_draw([3, None]) == "-"

@@ -274,7 +274,7 @@ class Hunt:
         joins its base's corpus, for later draws to build on."""
         trial = pending.result()
         self._progress(trial, s)
-        looked_at_s = self.trials.wall_s  # before any investigation of what it showed
+        looked_at_s = self.trials.wall_through(trial.name)  # before any investigation of what it showed
         if not self._look_at(trial, s, base) and trial.verdict is not None:
             # What happened after the workload (the heal's own truncations) is not where a fault can go.
             seen = [p for p in precursors.read(trial.path, topic) if p.at_s <= s.duration_s]

@@ -115,6 +115,17 @@ class Trials:
     def wall_s(self) -> float:
         return sum(x["wall_s"] for x in self.spent.values())
 
+    def wall_through(self, name: str) -> float:
+        """The hunt's wall time once run ``name`` was spent: every run's before it, in the order they
+        ran, and its own, whether this session ran it or read it back on resuming (where ``wall_s``
+        would be every earlier session's time)."""
+        total = 0.0
+        for run, cost in self.spent.items():
+            total += cost["wall_s"]
+            if run == name:
+                break
+        return total
+
     @property
     def workload_s(self) -> float:
         return sum(x["workload_s"] for x in self.spent.values())
