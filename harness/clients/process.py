@@ -234,18 +234,12 @@ class TxnProcess(ClientProcess):
     @property
     def consumed(self) -> list[dict]:
         """A copier's reads."""
-        return self._named(self.history["read"])
+        return self.history["read"]
 
     @property
     def offsets(self) -> list[dict]:
         """The offsets a copier's committed transactions carried."""
-        return self._named(self.history["offset"])
-
-    def _named(self, rows: list[dict]) -> list[dict]:
-        """A copier's rows with its group as the scenario names it: the process knew it by its id on
-        the cluster (CopierSpec.group_id)."""
-        group = self.spec.group  # type: ignore[attr-defined]  # a copier's (JavaCopier, GoCopier)
-        return [{**r, "group": group} if r.get("group") is not None else r for r in rows]
+        return self.history["offset"]
 
 
 class ProducerProcess(ProducerCounts, ClientProcess):

@@ -379,8 +379,8 @@ class Recording:
             offsets = []
             if self.copier is not None:
                 spec = self.copier.spec
-                offsets = self.copier.offsets + as_named(
-                    self.reader.group_final_offsets(c, spec.group_id, self.copier.input), spec.group)
+                offsets = as_named(self.copier.offsets + self.reader.group_final_offsets(
+                    c, spec.group_id, self.copier.input), spec.group)
             grouped = [g.history() for g in self.groups]
             offsets += [r for g, (_, live, _) in zip(self.groups, grouped, strict=True)
                         for r in [*live, *as_named(self.reader.group_final_offsets(c, g.spec.group_id, topic.name),
@@ -413,7 +413,9 @@ class Recording:
             if self.groups:  # the coordinator's own record of the groups' commits
                 offsets += self._write_coordinator_log(d / "logs" / coordinator_log.FILE)
         produced = self._produced()
-        live = [r for t in self.consumers for r in t.rows] + (self.copier.consumed if self.copier is not None else [])
+        live = [r for t in self.consumers for r in t.rows]
+        if self.copier is not None:  # a process copier knew its group by its id on the cluster
+            live += as_named(self.copier.consumed, self.copier.spec.group)
         live += [r for consumed, _, _ in grouped for r in consumed]
         v2 = self.v2
         history.write_table(d / history.PRODUCED, produced, history.PRODUCED_V2_SCHEMA if v2 else
