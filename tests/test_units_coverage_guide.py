@@ -12,13 +12,14 @@ import pytest
 
 from harness.checker import verdict as verdict_mod
 from harness.checker.verdict import FaultExposure, Verdict
-from harness.hunt.coverage_guide import CoverageCorpus, bucket, features, mutate
+from harness.hunt.coverage_guide import CoverageCorpus, aimed_moves, bucket, features, mutate, next_schedule
 from harness.hunt.goal import Goal
 from harness.hunt.loop import HuntOptions, hunt
 from harness.hunt.space import bounds, draw, vocabulary
 from harness.hunt.trials import HuntError
 from harness.scenario import Scenario
-from tests.test_units_hunt import fake_run, scenario, verdict
+from harness.scenario import loading as scenario_mod
+from tests.test_units_hunt import SCENARIOS, fake_run, scenario, verdict
 
 
 def reached(coverage: dict[str, int], exposure: list[FaultExposure] = (), **counts: int) -> Verdict:
@@ -104,6 +105,70 @@ def test_mutations_are_valid_schedules_within_bounds_that_differ_from_their_pare
     assert {f.kind for f in child.faults} <= {"kill", "cut_fetch", "pause", "restart"}
     again = mutate(parent, random.Random(seed), moves, corpus)
     assert again == child, "a function of the seed"
+
+
+def group_scenario() -> Scenario:
+    return scenario_mod.load(SCENARIOS / "group-async-commits.toml")
+
+
+def test_a_hunt_for_an_offset_regression_aims_at_the_groups_coordinator_with_what_takes_it_away():
+    from harness.faults import CUTS_ITS_CLIENTS, FAULTS, TAKES_THE_LEADER
+
+    moves = vocabulary(group_scenario())
+    aimed = aimed_moves(moves, Goal.parse("offset_regression").on_the_way)
+    assert list(aimed) == ["coordinator_lost"]
+    assert {str(m.target) for m in aimed["coordinator_lost"]} == {"group_coordinator"}
+    assert {m.kind for m in aimed["coordinator_lost"]} == {
+        m.kind for m in moves if FAULTS[m.kind].effects & {TAKES_THE_LEADER, CUTS_ITS_CLIENTS}}
+    assert aimed_moves(moves, Goal.parse("share_unseen").on_the_way) == {}, "nothing on the way: no aim"
+
+
+@pytest.mark.parametrize("state", ["coordinator_lost", "operator_action", "disk_failing", "topic_recreated",
+                                   "answer_lost"])
+def test_a_fault_aimed_at_a_state_its_definition_counts_is_counted_by_it_and_no_other_is(state):
+    """AIMED_BY and the states' own definitions agree: every move aimed at a state that counts
+    faults, alone in a run and doing what it is for, enters it; every other move of the hunt does
+    not."""
+    from harness.checker import coverage as cov
+    from harness.faults import FAULTS
+    from harness.history.events import Fault
+
+    kinds = list(FAULTS)  # every kind the scenario takes, drawn by default or not
+    s = scenario_mod.load(SCENARIOS / "group-async-commits.toml", ["log_dirs=2", f"hunt.kinds={json.dumps(kinds)}"])
+    assert any(cov.AIMED_BY[state](m.kind, str(m.target)) for m in vocabulary(s)), "the hunt has moves aimed at it"
+    for m in vocabulary(s):
+        kind = FAULTS[m.kind]
+        f = Fault(kind=m.kind, target=str(m.target), start_ms=1, end_ms=2,
+                  answers_lost=1 if kind.loses_answers else None,
+                  recreated="recreated" if kind.recreates_topic else None)
+        sampled = cov.Sampled([], [], [], [f], 2, [])
+        assert bool(getattr(cov, state)(sampled)) == cov.AIMED_BY[state](m.kind, str(m.target)), m
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_share_of_fresh_draws_has_a_fault_aimed_at_the_goals_way_and_is_a_valid_schedule(seed):
+    s = group_scenario()
+    moves = vocabulary(s)
+    corpus = CoverageCorpus(on_the_way=Goal.parse("offset_regression").on_the_way)
+    aimed = {(m.kind, str(m.target)) for m in aimed_moves(moves, corpus.on_the_way)["coordinator_lost"]}
+    child, came = next_schedule(s, random.Random(seed), moves, corpus, "h0001")
+    assert Scenario.model_validate(child.model_dump(mode="json")) == child, "a schedule kchaos run takes"
+    hits = [f for f in child.faults if (f.kind, str(f.target)) in aimed]
+    assert came in ("swarm draw aimed at coordinator_lost", "swarm draw")
+    if came != "swarm draw":
+        assert hits, "an aimed draw has a fault aimed at the goal's way"
+        assert bounds(s).faults[0] <= len(child.faults) <= bounds(s).faults[1]
+    assert next_schedule(s, random.Random(seed), moves, corpus, "h0001") == (child, came), "a function of the seed"
+
+
+def test_about_half_the_first_draws_are_aimed_and_a_hunt_with_nothing_to_aim_at_draws_as_before():
+    s = group_scenario()
+    moves = vocabulary(s)
+    corpus = CoverageCorpus(on_the_way=Goal.parse("offset_regression").on_the_way)
+    came = [next_schedule(s, random.Random(i), moves, corpus, "h")[1] for i in range(60)]
+    assert 18 <= came.count("swarm draw aimed at coordinator_lost") <= 42
+    unaimed = CoverageCorpus(on_the_way=Goal.parse("share_unseen").on_the_way)
+    assert next_schedule(s, random.Random(3), moves, unaimed, "h")[0] == draw(s, random.Random(3), moves)
 
 
 # ---------------------------------------------------------------- the loop, with a rule for Kafka

@@ -215,9 +215,14 @@ def coordinator_lost(s: Sampled) -> list[int]:
     isolated, cut from the quorum) or cuts its clients' connections to it: its group or transactions
     move to another coordinator or wait for it, and what its clients had in flight to it (commits
     among them) ends with the connection and is sent again."""
+    return [e.start_ms for e in s.faults if loses_a_coordinator(e.kind, e.target)]
+
+
+def loses_a_coordinator(kind: str, target: str) -> bool:
+    """Whether a fault of ``kind`` aimed at ``target`` takes a coordinator from its clients."""
     coordinators = ("group_coordinator", "txn_coordinator", "share_coordinator")
-    return [e.start_ms for e in s.faults if e.target.startswith(coordinators) and e.kind in FAULTS
-            and FAULTS[e.kind].effects & {TAKES_THE_LEADER, CUTS_ITS_CLIENTS}]
+    return (target.startswith(coordinators) and kind in FAULTS
+            and bool(FAULTS[kind].effects & {TAKES_THE_LEADER, CUTS_ITS_CLIENTS}))
 
 
 def unflushed_data_lost(s: Sampled) -> list[int]:
@@ -307,6 +312,34 @@ STATES: tuple[Callable[[Sampled], list[int]], ...] = (
     leader_epoch_bumped, successor_lagging,
 )
 DEFINITIONS: dict[str, str] = {f.__name__: " ".join((f.__doc__ or "").split()) for f in STATES}
+
+
+def _takes_the_leader_of(role: str, by_operation: bool) -> Callable[[str, str], bool]:
+    """A fault on ``role`` that takes its broker's leadership away (an operator's election too,
+    where ``by_operation``: it moves a partition's leader, not a controller)."""
+    return lambda kind, target: (target == role and kind in FAULTS and TAKES_THE_LEADER in FAULTS[kind].effects
+                                 and (by_operation or not FAULTS[kind].operation))
+
+
+def _kind_is(flag: str) -> Callable[[str, str], bool]:
+    return lambda kind, target: kind in FAULTS and bool(getattr(FAULTS[kind], flag))
+
+
+# The faults meant to take a run into a state, by kind and target: for the states whose definition
+# counts faults, the faults it counts (an answer-losing fault still has to lose one, a recreation
+# to be carried out); for a leader change and a controller failover, a fault that takes its
+# broker's leadership away aimed at the partition's leader or at the controller. A hunt aims a share
+# of its fresh draws at the states on its goal's way (harness/hunt/coverage_guide.py); the other
+# states are reached only as the cluster answers a schedule (an ISR shrinking, a replica truncating).
+AIMED_BY: dict[str, Callable[[str, str], bool]] = {
+    "leader_change": _takes_the_leader_of("leader", by_operation=True),
+    "controller_failover": _takes_the_leader_of("controller", by_operation=False),
+    "coordinator_lost": loses_a_coordinator,
+    "operator_action": _kind_is("operation"),
+    "disk_failing": _kind_is("disk"),
+    "topic_recreated": _kind_is("recreates_topic"),
+    "answer_lost": _kind_is("loses_answers"),
+}
 
 
 def run_min_insync(run: RunConfig) -> int:

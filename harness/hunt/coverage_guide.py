@@ -15,6 +15,14 @@ one plus ON_THE_WAY_WEIGHT for each state it reached that the hunt's goal passes
 (harness/hunt/goal.py, ``ON_THE_WAY``: a leader change for a loss, a producer's epoch bump for a
 duplicate), as a directed fuzzer (AFLGo) weights inputs by their distance to its target.
 
+A corpus weights only what its runs happened to reach, so before a run has reached a state on the
+goal's way nothing steers towards it, and the hunt's first draws are as random as swarm's. So a
+share of the fresh draws (AIM_SHARE) is **aimed**: a swarm draw with one of its faults replaced by a
+fault meant to enter a state on the goal's way (harness/checker/coverage.py, ``AIMED_BY``: a kill of
+a group's coordinator for an offset regression, a cut of the controller for a frozen ISR, a fault on
+the partition's leader for a loss), as a directed fuzzer seeds its queue with inputs that reach its
+target's neighbourhood.
+
 Everything here is a function of the hunt's seed and of what the runs showed: a resumed hunt, which
 reads its runs back in the same order, rebuilds the same corpus and draws the same schedules.
 """
@@ -27,7 +35,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from harness.checker.coverage import AIMED_BY
 from harness.checker.verdict import Verdict
+from harness.hunt.guide import swarm
 from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, draw_fault, with_faults
 from harness.scenario import Scenario
 
@@ -35,6 +45,7 @@ BUCKETS = (1, 2, 3, 4, 8, 16)  # a count's bucket is the greatest of these it re
 MAX_FAULTS_BEYOND = 2  # a mutation may have this many faults beyond the [hunt] table's maximum
 ON_THE_WAY_WEIGHT = 2.0  # an entry's weight grows by this for each state on the goal's way it reached
 MUTATE_SHARE = 0.5  # once the corpus has entries, this share of draws mutates one; the rest are fresh
+AIM_SHARE = 0.5  # this share of fresh draws has a fault aimed at a state on the goal's way, where one can be
 HAVOC = (1, 3)  # how many mutation operators one child gets
 
 
@@ -212,15 +223,46 @@ def mutate(parent: Scenario, rng: random.Random, moves: list[Move], corpus: Cove
     return None
 
 
+def aimed_moves(moves: list[Move], on_the_way: frozenset[str]) -> dict[str, list[Move]]:
+    """The moves meant to enter each state on the goal's way that a fault can be aimed at (AIMED_BY),
+    by state; a state no move of the hunt's enters is left out."""
+    out = {state: [m for m in moves if AIMED_BY[state](m.kind, str(m.target))]
+           for state in sorted(on_the_way & AIMED_BY.keys())}
+    return {state: aimed for state, aimed in out.items() if aimed}
+
+
+def aim(drawn: Scenario, rng: random.Random, aimed: dict[str, list[Move]]) -> tuple[Scenario, str] | None:
+    """``drawn`` with one of its faults (or, without faults, a first one) replaced by a fault aimed
+    at a state on the goal's way, drawn as a fresh draw's are, and that state; None when ten tries
+    give no schedule the scenario accepts."""
+    faults = [f.model_dump(mode="json", exclude_none=True) for f in drawn.faults]
+    for _ in range(10):
+        state = rng.choice(sorted(aimed))
+        move = rng.choice(aimed[state])
+        i = rng.randrange(len(faults)) if faults else 0
+        f = draw_fault(drawn, rng, move, i, bounds(drawn))
+        try:
+            return with_faults(drawn, [*faults[:i], f, *faults[i + 1:]]), state
+        except (ValidationError, ValueError):
+            continue
+    return None
+
+
 def next_schedule(s: Scenario, rng: random.Random, moves: list[Move], corpus: CoverageCorpus,
                   name: str, fresh: Callable[[], Scenario] | None = None) -> tuple[Scenario, str]:
     """The next schedule (run ``name``) for base scenario ``s`` and where it came from: a mutation of
     an entry picked by energy, or (always while the corpus is empty, for a share of draws, and when
-    a mutation does not fit) a fresh draw (``fresh``, default a draw from every move)."""
+    a mutation does not fit) a fresh draw: a share of them a swarm draw aimed at a state on the
+    goal's way, the others ``fresh`` (default a draw from every move)."""
     if corpus.entries and rng.random() < MUTATE_SHARE:
         parent = corpus.pick(rng)
         child = mutate(parent.schedule, rng, moves, corpus)
         if child is not None:
             corpus.parents[name] = parent.name
             return child, f"mutated from {parent.name} (weight {corpus.weight(parent):.2g})"
+    aimed = aimed_moves(moves, corpus.on_the_way)
+    if aimed and rng.random() < AIM_SHARE:
+        drawn = draw(s, rng, swarm(rng, moves))
+        hit = aim(drawn, rng, aimed)
+        return (hit[0], f"swarm draw aimed at {hit[1]}") if hit is not None else (drawn, "swarm draw")
     return (fresh() if fresh is not None else draw(s, rng, moves)), "swarm draw"
