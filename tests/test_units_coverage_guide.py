@@ -210,6 +210,9 @@ def test_a_coverage_guided_hunt_mutates_what_reached_new_states_and_keeps_a_time
     assert [t["run"] for t in doc["timeline"]] == [c for c in calls if c in drawn], "one point per drawn run"
     assert any("mutated from" in m for m in said) and any("new coverage" in m for m in said)
     assert all(a["features"] <= b["features"] for a, b in zip(doc["timeline"], doc["timeline"][1:], strict=False))
+    came = [t["came"] for t in doc["timeline"]]
+    assert {"swarm draw", "swarm draw aimed at leader_change"} <= set(came), "fresh draws, some aimed at the way"
+    assert all(f"{t['run'][:5]}: {t['came']}" in said for t in doc["timeline"] if t["came"] != "swarm draw")
 
 
 def test_a_coverage_guided_hunt_is_the_same_hunt_again_and_resumes(tmp_path):

@@ -202,7 +202,7 @@ class Hunt:
         check goes on while the next drawn run runs, and the hunt looks at it once that run is done:
         the same decisions in the same order as one run at a time, given what the runs showed."""
         drawn = 0
-        looking: tuple[Pending, Scenario, Base, str] | None = None  # a drawn run whose check goes on
+        looking: tuple[Pending, Scenario, Base, str, str] | None = None  # a drawn run whose check goes on
         try:
             for number in self._draw_numbers():
                 if self.opts.runs is not None and drawn >= self.opts.runs:
@@ -226,7 +226,7 @@ class Hunt:
                 if looking is not None:
                     earlier, looking = looking, None
                     self._look_at_pending(*earlier)
-                looking = (pending, candidate, base, ran.topic.name)
+                looking = (pending, candidate, base, ran.topic.name, origin)
             if looking is not None:
                 self._look_at_pending(*looking)
         except OutOfTime:
@@ -269,9 +269,10 @@ class Hunt:
         answers = any(FAULTS[m.kind].loses_answers for m in base.moves)
         return with_node_faults(with_links_for(with_topic_and_ids_of_its_own(s, tag), aimed), clocks, disks, answers)
 
-    def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str) -> None:
-        """Look at a drawn run once its check is done; one that came close without showing the goal
-        joins its base's corpus, for later draws to build on."""
+    def _look_at_pending(self, pending: Pending, s: Scenario, base: Base, topic: str, origin: str) -> None:
+        """Look at a drawn run (schedule ``s``, which came about as ``origin`` says) once its check is
+        done; one that came close without showing the goal joins its base's corpus, for later draws
+        to build on."""
         trial = pending.result()
         self._progress(trial, s)
         looked_at_s = self.trials.wall_through(trial.name)  # before any investigation of what it showed
@@ -289,7 +290,7 @@ class Hunt:
             self.announce(f"{trial.name}: new coverage: {', '.join(sorted(new))}")
         self.journal["timeline"].append({"run": trial.name, "wall_s": round(looked_at_s, 1),
                                          "features": sum(len(c.seen) for c in self.coverage.values()),
-                                         "findings": len(self.findings)})
+                                         "findings": len(self.findings), "came": origin})
 
     def _draw_numbers(self):
         k, n = self.opts.shard
