@@ -189,6 +189,38 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
                   + " | ".join(f"{c:g}" for c in cov) + " |")
 
 
+def origin(came: str) -> str:
+    """What a drawn run's schedule was, as hunt.json's timeline says where it came from: a fresh draw,
+    one aimed at a state on the goal's way, a mutation of a corpus entry, or one built on a precursor."""
+    for prefix, kind in (("swarm draw aimed", "aimed"), ("swarm draw", "fresh"), ("mutated", "mutated"),
+                         ("built on", "built")):
+        if came.startswith(prefix):
+            return kind
+    return "?"
+
+
+def origins(answers: list[str], guides: list[str], seeds: int) -> None:
+    """Where the drawn runs came from and which of them showed the first finding, for the hunts whose
+    timeline records it (hunts kept before it did are left out)."""
+    print("| answer | guide | hunts | drawn runs: fresh, aimed, mutated, built | "
+          "the draw that showed it (each seed's) |")
+    print("|---|---|---|---|---|")
+    kinds = ("fresh", "aimed", "mutated", "built")
+    for answer in answers:
+        for guide in guides:
+            docs = {s: d for s, d in kept(answer, guide, seeds).items()
+                    if all("came" in t for t in d.get("timeline", []))}
+            if not docs:
+                continue
+            drawn = [origin(t["came"]) for d in docs.values() for t in d["timeline"]]
+            showed = {}
+            for s, d in docs.items():
+                found = d["findings"][0]["found_in"] if d.get("findings") else None
+                showed[s] = next((origin(t["came"]) for t in d["timeline"] if t["run"] == found), "-")
+            print(f"| {answer} | {guide} | {len(docs)} | {', '.join(str(drawn.count(k)) for k in kinds)} | "
+                  f"{', '.join(f's{s} {k}' for s, k in showed.items())} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--answers", default=",".join(ANSWERS))
@@ -215,6 +247,8 @@ def main() -> None:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)
     report(answers, guides, a.seeds, a.budget)
+    print()
+    origins(answers, guides, a.seeds)
 
 
 if __name__ == "__main__":

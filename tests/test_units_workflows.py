@@ -3,6 +3,7 @@ commands name, each uploads what the merge job downloads, and the merge reads ev
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -99,3 +100,20 @@ def test_the_benchmark_table_gives_the_draw_that_showed_each_answer_and_a_censor
     assert bench.features_at(doc, 1.5) == 1 and bench.features_at(doc, 2.5) == 2
     assert bench.first_finding_draw({"findings": [], "timeline": doc["timeline"]}) is None
     assert bench.median_draw([3, 1, None]) == "3" and bench.median_draw([3, None]) == "-"
+
+
+def test_the_benchmark_tells_where_each_hunts_draws_came_from_and_which_showed_the_answer(tmp_path, monkeypatch,
+                                                                                         capsys):
+    bench = _benchmark()
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    came = ["swarm draw", "swarm draw aimed at coordinator_lost", "mutated from h0000-x (weight 3)",
+            "built on h0001-x: kill leader at 3 s, after ..."]
+    doc = {"findings": [{"found_in": "h0001-x"}], "timeline": [{"run": f"h000{k}-x", "came": c}
+                                                               for k, c in enumerate(came)]}
+    (tmp_path / "a1" / "coverage").mkdir(parents=True)
+    (tmp_path / "a1" / "coverage" / "s1.json").write_text(json.dumps(doc))
+    before = {"findings": [], "timeline": [{"run": "h0000-x"}]}
+    (tmp_path / "a1" / "coverage" / "s2.json").write_text(json.dumps(before))
+    bench.origins(["a1"], ["coverage", "swarm"], 2)
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row == "| a1 | coverage | 1 | 1, 1, 1, 1 | s1 aimed |", "a hunt kept before timelines said is left out"
