@@ -575,8 +575,9 @@ def hunt(
     parallel: int = typer.Option(1, "--parallel", min=1, help="N shards at once on this machine, a cluster each "
                                  "(OUT/shards/K-of-N), merged into OUT: for machines with the cores"),
     guide: str = typer.Option("precursors", "--guide", help="how the next schedule is chosen: precursors (swarm "
-                              "draws and schedules built on dropped acknowledged records), coverage (those, and "
-                              "mutations of runs that reached new protocol states), swarm (the baseline)"),
+                              "draws and schedules built on dropped acknowledged records), coverage (those, "
+                              "draws aimed at the goal's protocol states and mutations of runs that reached new "
+                              "ones), swarm (the baseline)"),
     until_found: bool = typer.Option(False, "--until-found", help="stop drawing once the first finding is written"),
     fresh_findings: bool = typer.Option(False, "--fresh-findings", help="confirm, shrink and measure each finding "
                                         "on clusters of their own (default: on the kept cluster where its schedule "
