@@ -253,6 +253,26 @@ def test_creating_a_topic_asks_again_after_a_transient_client_error(monkeypatch)
     assert admin.asked == 2
 
 
+def test_a_cluster_that_never_answers_a_topic_creation_is_a_run_not_carried_out(monkeypatch):
+    """A kept cluster whose controller did not come back after a drawn run's heal ("Failed while
+    waiting for controller", _TIMED_OUT) ended a hunt with a traceback: it is the cluster's failure
+    (ClusterError, which a hunt records as a run that could not be carried out, and boots a new
+    cluster for the next), not Kafka refusing the topic (TopicError, bad input)."""
+    from confluent_kafka import KafkaError
+
+    from harness.cluster import topics
+    from harness.cluster.errors import ClusterError
+    from harness.run.runner import NOT_CARRIED_OUT
+
+    clock = iter(range(0, 1000, 20))
+    monkeypatch.setattr(topics.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(topics.time, "sleep", lambda s: None)
+    admin = _Answers([KafkaError._TIMED_OUT] * 10)
+    with pytest.raises(ClusterError, match="topic t: not created within 30 s") as e:
+        _topics_on(admin).create_topic("t", 1, 3)
+    assert isinstance(e.value, NOT_CARRIED_OUT) and admin.asked == 2, "asked until the deadline, then given up"
+
+
 def test_creating_a_topic_fails_at_once_on_a_lasting_error():
     from confluent_kafka import KafkaError
 

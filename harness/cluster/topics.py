@@ -10,7 +10,7 @@ import time
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from harness.cluster.errors import TopicError
+from harness.cluster.errors import ClusterError, TopicError
 
 LOG = logging.getLogger("kchaos.cluster")
 
@@ -58,10 +58,13 @@ class Topics:
                     return
                 fits = (replication_factor <= n if replica_assignment is None
                         else all(b in self.settings.broker_ids for r in replica_assignment for b in r))
-                if time.monotonic() < deadline and _worth_asking_again(code, fits):
-                    asked_before = True
-                    time.sleep(0.5)
-                    continue
+                if _worth_asking_again(code, fits):
+                    if time.monotonic() < deadline:
+                        asked_before = True
+                        time.sleep(0.5)
+                        continue
+                    # Not a refusal: the cluster did not answer (no controller, every broker down).
+                    raise ClusterError(f"topic {name}: not created within {timeout_s:g} s: {err.str()}") from e
                 if code == KafkaError.INVALID_REPLICATION_FACTOR:
                     raise TopicError(f"topic {name}: Kafka refused replication factor {replication_factor}: "
                                      f"{err.str()}") from e
