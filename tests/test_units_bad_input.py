@@ -300,3 +300,28 @@ def test_a_verdict_json_kchaos_did_not_write_is_named_by_report(tmp_path):
 
 def test_an_isr_wait_too_short_to_tell_a_frozen_isr_is_refused():
     refused(kchaos("run", str(SMOKE), "--set", "isr_wait_s=1"), "isr_wait_s", "5")
+
+
+def test_a_defect_of_kchaos_exits_3_with_its_traceback_not_1_which_is_a_broken_promise(monkeypatch, capsys):
+    """A hunt whose kept cluster never answered a topic creation ended with a traceback and exit 1,
+    which a benchmark (and a CI job) read as "findings". An exception no verb handled exits 3; a
+    verb's own exit code passes through."""
+    from harness import cli
+
+    def crash() -> None:
+        raise RuntimeError("something kchaos did not expect")
+
+    monkeypatch.setattr(cli, "app", crash)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == cli.EXIT_NOT_RUN == 3
+    out = capsys.readouterr()
+    assert "something kchaos did not expect" in out.err and "kchaos failed" in out.out
+
+    def broken() -> None:
+        raise SystemExit(cli.EXIT_BROKEN)
+
+    monkeypatch.setattr(cli, "app", broken)
+    with pytest.raises(SystemExit) as e:
+        cli.main()
+    assert e.value.code == 1
