@@ -20,6 +20,7 @@ clusters on two cores would slow each other.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -189,6 +190,38 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
                   + " | ".join(f"{c:g}" for c in cov) + " |")
 
 
+def sooner_p(guided: list[float], baseline: list[float]) -> float:
+    """How likely hunts of two equally good guides would put ``guided`` this far ahead: the exact
+    one-sided permutation test of the Mann-Whitney statistic (pairs in which ``guided`` is sooner,
+    ties half), over every split of the pooled figures into groups of the same sizes."""
+
+    def sooner(a: list[float], b: list[float]) -> float:
+        return sum((x < y) + 0.5 * (x == y) for x in a for y in b)
+
+    pooled = guided + baseline
+    seen = sooner(guided, baseline)
+    splits = [sooner([pooled[i] for i in chosen], [pooled[i] for i in range(len(pooled)) if i not in chosen])
+              for chosen in itertools.combinations(range(len(pooled)), len(guided))]
+    return sum(s >= seen for s in splits) / len(splits)
+
+
+def against_swarm(answers: list[str], seeds: int, budget: str) -> None:
+    """For each answer with hunts of both guides: whether the coverage guide found it sooner than
+    swarm by more than chance, by time (a hunt that found nothing counts its budget) and by draw (one
+    that found nothing, after every other)."""
+    budget_s = budget_seconds(budget)
+    for answer in answers:
+        guided, baseline = kept(answer, "coverage", seeds), kept(answer, "swarm", seeds)
+        if not guided or not baseline:
+            continue
+        times = [[budget_s if (t := first_finding_s(d)) is None else t for d in docs.values()]
+                 for docs in (guided, baseline)]
+        draws = [[float("inf") if (k := first_finding_draw(d)) is None else k for d in docs.values()]
+                 for docs in (guided, baseline)]
+        print(f"{answer}: coverage sooner than swarm, p = {sooner_p(*times):.3f} by time, "
+              f"{sooner_p(*draws):.3f} by draw ({len(guided)} against {len(baseline)} hunts; exact, one-sided)")
+
+
 def origin(came: str) -> str:
     """What a drawn run's schedule was, as hunt.json's timeline says where it came from: a fresh draw,
     one aimed at a state on the goal's way, a mutation of a corpus entry, or one built on a precursor."""
@@ -247,6 +280,8 @@ def main() -> None:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)
     report(answers, guides, a.seeds, a.budget)
+    print()
+    against_swarm(answers, a.seeds, a.budget)
     print()
     origins(answers, guides, a.seeds)
 

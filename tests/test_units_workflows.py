@@ -117,3 +117,11 @@ def test_the_benchmark_tells_where_each_hunts_draws_came_from_and_which_showed_t
     bench.origins(["a1"], ["coverage", "swarm"], 2)
     row = capsys.readouterr().out.splitlines()[-1]
     assert row == "| a1 | coverage | 1 | 1, 1, 1, 1 | s1 aimed |", "a hunt kept before timelines said is left out"
+
+
+def test_the_benchmark_tells_a_guide_sooner_by_more_than_chance_by_an_exact_permutation_test():
+    bench = _benchmark()
+    assert bench.sooner_p([1, 2, 3], [4, 5, 6]) == 1 / 20, "the one split of six in twenty as far ahead"
+    assert bench.sooner_p([4, 5, 6], [1, 2, 3]) == 1.0, "behind: every split is as far ahead or further"
+    assert bench.sooner_p([1, 1], [1, 1]) == 1.0, "ties: no guide ahead"
+    assert abs(bench.sooner_p([0.8, 2.8, 0.6, 2.1, 0.4], [8.1, 0.7, 7.9, 7.4, 15.9]) - 7 / 252) < 1e-9
