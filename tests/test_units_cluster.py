@@ -482,3 +482,41 @@ def test_a_voter_change_whose_tool_timed_out_after_the_leader_committed_it_count
     c = type("C", (_Quorum, QuorumChanges), {})([timed_out])  # still a voter: not made
     with pytest.raises(Exception, match="The request timed out"):
         c.remove_controller(101)
+
+
+def test_zookeeper_is_not_asked_while_the_harness_client_is_not_connected():
+    """Kazoo queues a request made while it is disconnected and wakes its connection thread with a
+    byte on a socket pair it drains only once connected: a few hundred requests while an ensemble
+    had no majority filled it, and the next blocked a hunt's heal for minutes (the harness polling
+    for a broker's old registration, its sampler four times a second). Disconnected, both answer at
+    once as ZooKeeper not answering: "still there" / the last state read, frozen."""
+    import threading
+    from dataclasses import replace
+
+    from kazoo.client import KazooClient
+
+    from harness.cluster import KafkaCluster
+    from harness.cluster.state_types import ClusterState
+
+    zk = KazooClient(hosts="127.0.0.1:1", connection_retry={"max_tries": -1, "delay": 5, "max_delay": 30})
+    zk.start_async()  # a server that is not there: the client keeps connecting
+    try:
+        c = KafkaCluster.__new__(KafkaCluster)
+        c._zk = zk
+        last = ClusterState(controller=2, brokers=[1, 2, 3], partitions=[])
+        c._last_zk = {"t": last}
+        answers: list = []
+
+        def ask() -> None:
+            for _ in range(2000):
+                answers.append((c._registered_in_zk(1, unanswered=True), c._registered_in_zk(1, unanswered=False),
+                                c._describe_zk_or_frozen("t", 0.5)))
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        asker.join(20)
+        assert not asker.is_alive(), f"blocked after {len(answers)} questions"
+        assert len(answers) == 2000 and all(a == (True, False, replace(last, frozen=True)) for a in answers)
+    finally:
+        zk.stop()
+        zk.close()

@@ -16,6 +16,7 @@ from harness.cluster import powerloss
 from harness.cluster.disks import disk_dir
 from harness.cluster.powerloss import Cut
 from harness.cluster.settings import log_dir
+from harness.cluster.zk import zk_connected
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
@@ -91,8 +92,11 @@ class NodeFaults:
     def _registered_in_zk(self, b: int, unanswered: bool = True) -> bool:
         """Whether broker b's registration is still in ZooKeeper; ``unanswered`` while ZooKeeper does
         not answer (an ensemble electing a leader; the harness's own session expiring meanwhile,
-        after which the client opens a new one): True, "still there", makes the caller ask again."""
+        after which the client opens a new one): True, "still there", makes the caller ask again.
+        Not asked while the client is not connected (see ``zk_connected``)."""
         assert self._zk is not None
+        if not zk_connected(self._zk):
+            return unanswered
         try:
             return self._zk.exists(f"/brokers/ids/{b}") is not None
         except (KazooException, KazooTimeoutError):

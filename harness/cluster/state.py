@@ -20,6 +20,7 @@ from harness.cluster import quorum
 from harness.cluster.errors import ClusterError, TopicError, why_exited
 from harness.cluster.quorum import QuorumState
 from harness.cluster.state_types import ClusterState, PartitionState
+from harness.cluster.zk import zk_connected
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
@@ -90,6 +91,8 @@ class StateReads:
         elects a leader, reads wait for it: the caller gets a TimeoutError instead)."""
         zk = self._zk
         assert zk is not None
+        if not zk_connected(zk):
+            raise TimeoutError("the harness's ZooKeeper client is not connected")
         deadline = time.monotonic() + timeout_s
 
         def read(path: str, children: bool = False):
