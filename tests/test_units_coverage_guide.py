@@ -262,3 +262,22 @@ def test_until_found_stops_drawing_after_the_first_finding(tmp_path):
     found = doc["findings"][0]["found_in"]
     # the run drawn while it was checked still runs; nothing after that
     assert found in [t["run"] for t in doc["timeline"][-2:]], "no draw after the one that found it"
+
+
+def test_a_run_found_on_disk_without_its_cost_counts_its_own_phases_not_nothing(tmp_path):
+    """A hunt stopped between a run's end and its next save finds the run on disk with no account
+    of what it cost: it counts the run's own phases (run.json), so a resumed hunt's time to a
+    finding is not short by that run."""
+    hunt(options(tmp_path, runs=3), announce=lambda m: None, go=staircase([]))
+    journal = tmp_path / "hunt" / "hunt.json"
+    doc = json.loads(journal.read_text())
+    last = list(doc["spent"])[-1]
+    del doc["spent"][last]
+    journal.write_text(json.dumps(doc))
+    run_json = tmp_path / "hunt" / "runs" / last / "run.json"
+    run = json.loads(run_json.read_text())
+    run_json.write_text(json.dumps({**run, "phases": {"cluster_up": 0.0, "workload": 14.02, "heal": 0.43}}))
+    calls: list[str] = []
+    hunt(options(tmp_path, runs=3), announce=lambda m: None, go=staircase(calls))
+    assert calls == [], "read back, not run again"
+    assert json.loads(journal.read_text())["spent"][last]["wall_s"] == 14.4

@@ -7,6 +7,7 @@ running the same command again replays the finished part from disk and carries o
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -193,7 +194,7 @@ class Trials:
         verdict, error = (read_verdict(path), None)
         if verdict is None:
             verdict, error = self._judged(path, lambda: check(path, self.spark_master))
-        cost = self.spent.setdefault(name, {"wall_s": 0.0, "workload_s": s.duration_s})
+        cost = self.spent.setdefault(name, {"wall_s": _phases_s(path), "workload_s": s.duration_s})
         return Trial(name, path, verdict, cost["wall_s"], cost["workload_s"], error or cost.get("error"))
 
     def _read_back_failed(self, name: str, path: Path, s: Scenario) -> Trial | None:
@@ -224,6 +225,18 @@ class Trials:
             return None, str(e)[:2000]
         self.consecutive_errors = 0
         return verdict, None
+
+
+def _phases_s(path: Path) -> float:
+    """A finished run's own time, from its phases in run.json (cluster up to the brokers' logs): what
+    a hunt counts for a run it finds on disk without an account of its cost, because the hunt was
+    stopped between the run's end and its next save. Counting 0 would make a resumed hunt's times
+    too short."""
+    try:
+        phases = json.loads((path / "run.json").read_text()).get("phases") or {}
+    except (OSError, ValueError):
+        return 0.0
+    return round(sum(v for v in phases.values() if isinstance(v, int | float)), 1)
 
 
 def _another_scenario(path: Path) -> HuntError:
