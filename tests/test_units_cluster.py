@@ -103,10 +103,12 @@ def test_a_dynamic_quorum_bootstraps_and_formats_its_voters_with_directory_ids()
     assert controller_format_args(k, 4, dirs) == "--no-initial-controllers", "a spare starts as an observer"
 
 
-def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own():
-    cfg = zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk"))
+def test_a_zookeeper_ensemble_names_every_server_with_ports_of_its_own_and_each_itself_by_a_wildcard():
+    cfg = zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk"), 1)
     assert "server.2=zk-2:2882:3882" in cfg and "quorumListenOnAllIPs=true" in cfg
-    assert "server." not in zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk", zookeepers=1))
+    assert "server.1=0.0.0.0:2881:3881" in cfg, "its own address, which a peer would dial back, is a wildcard"
+    assert "server.1=zk-1:2881:3881" in zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk"), 2)
+    assert "server." not in zookeeper_config(ClusterSettings(kafka_version="3.9.1", mode="zk", zookeepers=1), 1)
 
 
 @pytest.mark.parametrize(

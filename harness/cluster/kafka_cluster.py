@@ -245,7 +245,7 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         c = self._container(key, self.kafka_image, net, [self.topo.node_name(k), self.topo.server_name(k)],
                             command="zookeeper" if s.mode == "zk" else "controller")
         if s.mode == "zk":
-            c.with_envs(KCHAOS_CONFIG=zookeeper_config(s), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k),
+            c.with_envs(KCHAOS_CONFIG=zookeeper_config(s, k), KCHAOS_HEAP="-Xms64m -Xmx256m", KCHAOS_ZK_MYID=str(k),
                         **self._node_env())
         else:
             c.with_envs(**env_common, KCHAOS_CONFIG=controller_properties(s, k),
@@ -411,9 +411,9 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
             "private_client_ports": self.private_ports,
             "settings": self.settings.model_dump(),
             "coordination": {self.topo.node_key(n): self.topo.index(n) for n in self.settings.coordination_ids},
-            "coordination_config": (zookeeper_config(self.settings) if self.settings.mode == "zk" else
-                                    {k: controller_properties(self.settings, k)
-                                     for k in range(1, len(self.settings.coordination_ids) + 1)}),
+            "coordination_config": {k: (zookeeper_config(self.settings, k) if self.settings.mode == "zk" else
+                                        controller_properties(self.settings, k))
+                                    for k in range(1, len(self.settings.coordination_ids) + 1)},
             "broker_properties": {b: broker_properties(self.settings, b, p, [self.private_ports[n][b] for n in
                                                                              self.settings.private_clients])
                                   for b, p in self.client_ports.items()},

@@ -368,12 +368,18 @@ def controller_format_args(s: ClusterSettings, k: int, directory_ids: dict[int, 
     return args.strip()
 
 
-def zookeeper_config(s: ClusterSettings) -> str:
-    """The ensemble's zoo.cfg (the same for every server; each learns its id from myid).
+def zookeeper_config(s: ClusterSettings, me: int) -> str:
+    """Server ``me``'s zoo.cfg (it learns its id from myid).
 
     Server K's quorum and election ports are 2880+K and 3880+K, so that Toxiproxy, one address on
     each server's network, can listen for every peer at once; quorumListenOnAllIPs makes server K
     bind those ports on its own address, although its name (``zk-K``) is Toxiproxy elsewhere.
+    Server K's own entry is 0.0.0.0: a server tells each peer it connects to its own election
+    address, and a peer with the higher id drops the connection and dials that address back. Its
+    own name would give its own IP, which no peer reaches here (each reaches it through Toxiproxy),
+    and after a cut the ensemble stayed without a leader for minutes, every peer dialling those IPs.
+    A wildcard address is not dialled back (ZOOKEEPER-2164, ZooKeeper 3.5.8 and later): the peer
+    dials the name its own configuration gives, Toxiproxy.
     tickTime 500 allows broker session timeouts from 1 s (two ticks); maxSessionTimeout lets them go to
     60 s (twenty ticks would stop at 10 s, below Kafka's default of 18 s)."""
     p: dict[str, object] = {
@@ -393,5 +399,6 @@ def zookeeper_config(s: ClusterSettings) -> str:
         # connection in 1 s, not the default 5 s, so the first election does not wait on it.
         p["cnxTimeout"] = 1000
         for k in range(1, s.quorum_size + 1):
-            p[f"server.{k}"] = f"zk-{k}:{ZK_QUORUM_BASE + k}:{ZK_ELECTION_BASE + k}"
+            host = "0.0.0.0" if k == me else f"zk-{k}"
+            p[f"server.{k}"] = f"{host}:{ZK_QUORUM_BASE + k}:{ZK_ELECTION_BASE + k}"
     return _props(p)
