@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -781,8 +782,6 @@ def main() -> None:
     try:
         app()
     except Exception:
-        import sys
-
         sys.excepthook(*sys.exc_info())
         console.print("[red]kchaos failed[/red] (a defect of kchaos, not a verdict: the traceback above)")
         raise SystemExit(EXIT_NOT_RUN) from None
