@@ -193,3 +193,37 @@ def test_a_tools_acknowledgements_are_counted_as_it_writes_them_and_its_director
     assert t.failed(code) is None
     assert [e["name"] for e in t.events] == ["startup_complete"] + ["producer_send_success"] * 3
     assert not t.stdout_path.parent.exists()
+
+
+def test_a_producer_tool_slow_to_start_is_waited_for_before_the_workload_starts():
+    """A JVM's start takes seconds on a loaded machine: the producer's ``ready`` returns once the tool
+    said ``startup_complete`` (not at once, which took the start from the workload's seconds and,
+    where it outlasted them, failed a tool that does speak the protocol), and gives up at its
+    timeout on a tool that never says it."""
+    import threading
+    import time
+
+    from harness.clients.verifiable.driver import ToolProcess, VerifiableProducer
+
+    class Slow(VerifiableProducer):
+        def __init__(self, argv: list[str]):
+            ToolProcess.__init__(self, "a", argv, threading.Event())
+            self._acked = None
+
+    started = "echo '{\"timestamp\": 1, \"name\": \"startup_complete\"}'"
+    slow = Slow(["sh", "-c", f"sleep 1.5; {started}; exec sleep 30"])
+    t0 = time.monotonic()
+    slow.ready(20)
+    assert 1.4 < time.monotonic() - t0 < 10 and slow.started()
+    slow.start()  # the process ready launched, not a second one
+    slow.stop_event.set()
+    slow.join(10)
+    assert slow.failure is None and [e["name"] for e in slow.events] == ["startup_complete"]
+    mute = Slow(["sh", "-c", "exec sleep 30"])
+    t0 = time.monotonic()
+    mute.ready(0.5)
+    assert time.monotonic() - t0 < 5 and not mute.started()
+    mute.start()
+    mute.stop_event.set()
+    mute.join(10)
+    assert "no startup_complete" in str(mute.failure)

@@ -5,8 +5,10 @@ table's ``client_version``, default the broker's: build.py), or any executable n
 tests plug other clients in (kafkatest's ``verifiable_client.py``).
 
 kchaos starts the tool with its documented flags and reads its events (events.py); nothing of
-kchaos runs inside it. A producer is one process started when the workload starts (the tool sends
-as soon as it is up and takes no "go"); SIGTERM stops it (its shutdown hook flushes and closes). A
+kchaos runs inside it. A producer is one process started just before the workload starts, which
+waits for its ``startup_complete`` as it waits for every library's producer to be made (the tool
+sends as soon as it is up and takes no "go", so its first sends may come a moment before the
+workload's start); SIGTERM stops it (its shutdown hook flushes and closes). A
 consumer is a VerifiableConsumer alone in a group of its own (the tool always subscribes), reading
 every partition from the start. A group's members are VerifiableConsumers, acted on as every
 library's members are (groups.py): SIGKILL, SIGTERM (a clean leave), and for a freeze SIGSTOP where
@@ -108,12 +110,30 @@ class ToolProcess:
     def start(self) -> None:
         self._waiter.start()
 
+    def started(self) -> bool:
+        """Whether its stdout holds the protocol's ``startup_complete`` event (the tool's first line)."""
+        try:
+            return b'"startup_complete"' in self.stdout_path.read_bytes()[:65536]
+        except FileNotFoundError:
+            return False
+
+    def launch_and_wait_started(self, timeout_s: float) -> None:
+        """Launch the process and wait until it says ``startup_complete``, ends, or ``timeout_s`` passes
+        (a tool that never says it fails the run once stopped: ``failed``)."""
+        self.launch()
+        deadline = time.monotonic() + timeout_s
+        while not self.started() and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(COUNT_EVERY_S)
+
     def join(self, timeout: float | None = None) -> None:
         self._waiter.join(timeout)
 
     def _run(self) -> None:
+        if self.failure is not None:  # it could not be started: ready says why
+            return
         try:
-            self.launch()
+            if self.proc is None:
+                self.launch()
             self.stop_event.wait()
             if why := self.failed(self.terminate(self.stop_s)):
                 self.failure = RuntimeError(why)
@@ -235,7 +255,12 @@ class VerifiableProducer(ToolProcess):
         self._acked = sum(e["name"] == "producer_send_success" for e in self.events)
 
     def ready(self, timeout_s: float) -> None:
-        """Nothing to wait for: the tool sends as soon as its process is up, so it starts at ``start``."""
+        """The tool started and waited for: a JVM's start, seconds on a loaded machine, is not taken
+        from the workload's time (the tool sends as soon as it is up)."""
+        try:
+            self.launch_and_wait_started(timeout_s)
+        except BaseException as e:  # as in _run: a tool that cannot be started fails the run with its name
+            self.failure = e
 
     def columns(self) -> dict[str, list]:
         from harness.clients.java_errors import classify
