@@ -34,7 +34,7 @@ seed = 11
 kafka_version = "3.9.1"
 mode = "zk"
 zookeepers = 1
-duration_s = 8
+duration_s = 6
 [topic]
 partitions = 2
 replication_factor = 3
@@ -166,10 +166,10 @@ def test_every_driver_records_the_contract(client, driver_runs):
     plain = [r for r in produced if r["producer"] in ("a", "b")]
     acked = {r["value"] for r in plain if r["status"] == "ok"}
     assert len(acked) == len(plain), "fault-free: every send acknowledged"
-    # Each plain producer ran for seconds at its rate (150/s): a JVM tool's start, which eats into an
-    # 8 s workload on a loaded machine (Kafka's verifiable producer), leaves it at least a second's.
+    # Each plain producer sent for the workload's seconds at its rate (150/s): a tool's JVM start
+    # (Kafka's verifiable producer) is waited for before the workload starts, not taken from it.
     per_producer = {p: sum(r["producer"] == p for r in plain if r["status"] == "ok") for p in ("a", "b")}
-    assert all(n > 150 for n in per_producer.values()), per_producer
+    assert all(n > 4 * 150 for n in per_producer.values()), per_producer
     untimed = ("a",) if "send_time" in LIBRARIES[client].cannot_tell else ()
     assert_sends_recorded(produced, ("a", "b", "t"), partitions=2, own_timing=untimed)
     final = {r["value"] for r in consumed if r["phase"] == "final"}
