@@ -286,7 +286,9 @@ def producer_epoch_bumped(s: Sampled) -> list[int]:
 def leader_epoch_bumped(s: Sampled) -> list[int]:
     """leader_epoch_bumped: a replica started leading its partition at a leader epoch above the
     first (its broker's own `starts at leader epoch` line): every election, clean or not, the same
-    leader elected again after losing the lead among them, which samples 250 ms apart can miss."""
+    leader elected again after losing the lead among them, which samples 250 ms apart can miss, and
+    in ZooKeeper mode a change the controller made to the ISR under the same leader (a broker's
+    shutdown or death taking it out of the ISR), for which the controller bumps the leader epoch too."""
     seen: set[tuple[str, int, int]] = set()
     out = []
     for lead in s.logged.leaderships:
