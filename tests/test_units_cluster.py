@@ -522,3 +522,33 @@ def test_zookeeper_is_not_asked_while_the_harness_client_is_not_connected():
     finally:
         zk.stop()
         zk.close()
+
+
+def test_a_broker_stopped_cleanly_is_not_started_while_zookeeper_does_not_answer():
+    """A clean stop while the broker could not reach ZooKeeper (the ensemble without a majority) left
+    its session open; started as the ensemble re-formed, the broker exited with NodeExists and a
+    hunt's run could not go on. Its start now waits while ZooKeeper does not answer, as after a kill,
+    up to twice the session timeout and 5 s, and then starts it."""
+    import time
+    from types import SimpleNamespace
+
+    from kazoo.client import KazooClient
+
+    from harness.cluster import KafkaCluster
+
+    zk = KazooClient(hosts="127.0.0.1:1", connection_retry={"max_tries": -1, "delay": 5, "max_delay": 30})
+    zk.start_async()  # a server that is not there: the client keeps connecting
+    started: list[float] = []
+    try:
+        c = KafkaCluster.__new__(KafkaCluster)
+        c._zk, c._stopped, c._paused = zk, {1}, set()
+        c.settings = SimpleNamespace(mode="zk", zookeeper_session_timeout_ms=100)
+        c.topo = SimpleNamespace(is_coordination=lambda b: False)
+        c._node = lambda b: SimpleNamespace(start=lambda: started.append(time.monotonic()))
+        t0 = time.monotonic()
+        waited = c.start_broker(1)
+        assert 5.0 <= waited < 8 and started and started[0] - t0 >= 5.0, (waited, started)
+        assert c._stopped == set()
+    finally:
+        zk.stop()
+        zk.close()

@@ -80,8 +80,7 @@ class DiskFaults:
         nothing failed in its log), so a heal alone cannot promise the node serves again."""
         if not self.settings.faultable_disks or not halted_by_disks(log_tail):  # type: ignore[attr-defined]
             return False
-        self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
-        self.start_broker(n)  # type: ignore[attr-defined]
+        self.start_broker(n)  # type: ignore[attr-defined]  # it waits for a halted broker's registration to go
         return True
 
     def heal_disk(self, n: int, dirs: list[int], since_ms: int, restart: bool = False) -> str:
@@ -95,8 +94,7 @@ class DiskFaults:
         w = self._node(n)  # type: ignore[attr-defined]
         w.reload()
         if w.status != "running":
-            self._killed.add(n)  # type: ignore[attr-defined]  # a halted broker's registration may linger
-            self.start_broker(n)  # type: ignore[attr-defined]
+            self.start_broker(n)  # type: ignore[attr-defined]  # it waits for a halted broker's registration to go
             return "started"
         # A directory whose first error is logged may not be offline yet, or its broker not yet
         # halted: either comes on Kafka's own threads, after this check could have passed.

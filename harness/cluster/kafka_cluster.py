@@ -122,7 +122,6 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         self._zk: KazooClient | None = None
         self._paused: set[int] = set()  # node numbers (brokers and coordination nodes) of each state
         self._stopped: set[int] = set()
-        self._killed: set[int] = set()  # stopped by kill -9 (their ZooKeeper session may outlive them)
         self._last_zk: dict[str | None, ClusterState] = {}  # by topic: the last state ZooKeeper gave
 
     # ---------------------------------------------------------------- lifecycle

@@ -39,7 +39,6 @@ class NodeFaults:
         """kill -9 the node's JVM; the container (and its log dir) stays for a restart."""
         self._node(b).kill(signal="SIGKILL")  # a frozen node too: the engine thaws it to deliver the signal
         self._stopped.add(b)
-        self._killed.add(b)
         self._paused.discard(b)
 
     def power_loss(self, b: int) -> list[Cut]:
@@ -77,16 +76,16 @@ class NodeFaults:
         sticks, the start waits for the old registration to go. Not only after a kill: a broker
         kchaos stopped cleanly may have died on its own first (Kafka halts a broker whose every log
         directory failed, and a heal that found it still running stopped it), and ZooKeeper, asked,
-        says so. Only a ZooKeeper that does not answer is taken as "still there" for a killed broker
-        alone: a clean stop closed its session."""
+        says so. A ZooKeeper that does not answer is taken as "still there", after a clean stop too:
+        a broker stopped while it could not reach ZooKeeper (the ensemble without a majority, its
+        link cut) could not close its session (a hunt's run: restarted while the ensemble had no
+        majority, started again as it re-formed, NodeExists)."""
         waited = 0.0
         if self.settings.mode == "zk" and self._zk is not None and not self.topo.is_coordination(b):
             limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
-            killed = b in self._killed
-            waited = until(lambda: not self._registered_in_zk(b, unanswered=killed), limit, "", 0.1, error=None)
+            waited = until(lambda: not self._registered_in_zk(b), limit, "", 0.1, error=None)
         self._node(b).start()
         self._stopped.discard(b)
-        self._killed.discard(b)
         return waited
 
     def _registered_in_zk(self, b: int, unanswered: bool = True) -> bool:
