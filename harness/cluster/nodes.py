@@ -78,8 +78,7 @@ class NodeFaults:
         directory failed, and a heal that found it still running stopped it), and ZooKeeper, asked,
         says so. A ZooKeeper that does not answer is taken as "still there", after a clean stop too:
         a broker stopped while it could not reach ZooKeeper (the ensemble without a majority, its
-        link cut) could not close its session (a hunt's run: restarted while the ensemble had no
-        majority, started again as it re-formed, NodeExists)."""
+        link cut) could not close its session, and is still registered once the ensemble re-forms."""
         waited = 0.0
         if self.settings.mode == "zk" and self._zk is not None and not self.topo.is_coordination(b):
             limit = self.settings.zookeeper_session_timeout_ms / 1000 * 2 + 5
@@ -88,18 +87,18 @@ class NodeFaults:
         self._stopped.discard(b)
         return waited
 
-    def _registered_in_zk(self, b: int, unanswered: bool = True) -> bool:
-        """Whether broker b's registration is still in ZooKeeper; ``unanswered`` while ZooKeeper does
-        not answer (an ensemble electing a leader; the harness's own session expiring meanwhile,
-        after which the client opens a new one): True, "still there", makes the caller ask again.
-        Not asked while the client is not connected (see ``zk_connected``)."""
+    def _registered_in_zk(self, b: int) -> bool:
+        """Whether broker b's registration is still in ZooKeeper; True, "still there", while ZooKeeper
+        does not answer (an ensemble electing a leader; the harness's own session expiring meanwhile,
+        after which the client opens a new one), which makes the caller ask again. Not asked while
+        the client is not connected (see ``zk_connected``)."""
         assert self._zk is not None
         if not zk_connected(self._zk):
-            return unanswered
+            return True
         try:
             return self._zk.exists(f"/brokers/ids/{b}") is not None
         except (KazooException, KazooTimeoutError):
-            return unanswered
+            return True
 
     def pause(self, b: int) -> None:
         """Freeze every process of the node (SIGSTOP-like, via the cgroup freezer). On a loaded machine
