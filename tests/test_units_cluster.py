@@ -339,6 +339,59 @@ def test_a_pause_the_freezer_gave_up_on_is_asked_again(monkeypatch):
     assert gone.asked == 1
 
 
+def test_a_pause_whose_node_a_stop_thawed_heals_without_thawing_it_again():
+    """A pause and a clean restart of the same leader overlapped: the engine thaws a frozen node as
+    its stop begins, and while the broker ran its controlled shutdown the pause's heal asked the
+    engine to thaw it and was refused, 500 "is not paused", which failed the run. The node counts as
+    no longer paused from the stop's start, and a thaw refused as "is not paused" is what the heal
+    wanted; any other refusal still fails it."""
+    import docker
+
+    from harness.cluster import nodes
+
+    class Container:
+        def __init__(self, refusal=None):
+            self.refusal, self.unpaused, self.paused = refusal, 0, False
+
+        def pause(self):
+            self.paused = True
+
+        def unpause(self):
+            self.unpaused += 1
+            if self.refusal:
+                raise docker.errors.APIError("500 Server Error", explanation=self.refusal)
+            self.paused = False
+
+        def stop(self, timeout):
+            assert 1 not in c._paused, "the node still counted as paused while its stop ran"
+            self.paused = False
+
+    def cluster_with(container):
+        out = nodes.NodeFaults.__new__(nodes.NodeFaults)
+        out._paused, out._stopped = set(), set()
+        out._node = lambda n: container
+        return out
+
+    node = Container()
+    c = cluster_with(node)
+    c.pause(1)
+    c.stop_broker(1)
+    c.resume(1)
+    assert node.unpaused == 0 and c._paused == set() and c._stopped == {1}
+
+    thawed = Container("Container e9a6ce92 is not paused")
+    c = cluster_with(thawed)
+    c.pause(1)
+    c.resume(1)
+    assert thawed.unpaused == 1 and c._paused == set()
+
+    gone = Container("No such container: e9a6ce92")
+    c = cluster_with(gone)
+    c.pause(1)
+    with pytest.raises(docker.errors.APIError):
+        c.resume(1)
+
+
 def test_replicas_are_placed_from_the_seed_as_kafka_places_them():
     """Kafka's placement without racks (leaders round-robin from a start broker, followers shifted),
     its start and shift drawn from the seed: the same seed, the same brokers in the same roles."""

@@ -36,10 +36,11 @@ class NodeFaults:
         return self._containers[self.topo.node_key(n)].get_wrapped_container()
 
     def kill(self, b: int) -> None:
-        """kill -9 the node's JVM; the container (and its log dir) stays for a restart."""
-        self._node(b).kill(signal="SIGKILL")  # a frozen node too: the engine thaws it to deliver the signal
-        self._stopped.add(b)
+        """kill -9 the node's JVM; the container (and its log dir) stays for a restart. A frozen node
+        too: the engine thaws it to deliver the signal, so it is no longer paused from then on."""
         self._paused.discard(b)
+        self._node(b).kill(signal="SIGKILL")
+        self._stopped.add(b)
 
     def power_loss(self, b: int) -> list[Cut]:
         """kill -9, then lose everything past each partition's recovery point (see powerloss.py).
@@ -62,10 +63,12 @@ class NodeFaults:
         return cuts
 
     def stop_broker(self, b: int, timeout_s: int = 30) -> None:
-        """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown."""
+        """Clean shutdown: SIGTERM, so the broker runs its controlled shutdown. A frozen node is thawed
+        by the engine as the stop begins, and its controlled shutdown can take seconds: it counts as
+        no longer paused from the stop's start, so a pause's heal meanwhile has nothing to thaw."""
+        self._paused.discard(b)
         self._node(b).stop(timeout=timeout_s)
         self._stopped.add(b)
-        self._paused.discard(b)
 
     def start_broker(self, b: int) -> float:
         """Start a stopped broker; returns how long the start had to wait (see below), in seconds.
@@ -116,8 +119,14 @@ class NodeFaults:
 
     def resume(self, b: int) -> None:
         """Thaw a frozen node; nothing to do when a fault that overlapped the freeze (a kill, a power
-        loss, a stop) ended it: that fault's own heal starts the node."""
+        loss, a stop) ended it: that fault's own heal starts the node. The engine's "is not paused"
+        says the same (a stop that began between this check and the thaw thawed it first)."""
         if b not in self._paused:
             return
-        self._node(b).unpause()
+        try:
+            self._node(b).unpause()
+        except docker.errors.APIError as e:
+            if "is not paused" not in str(e):
+                raise
+            LOG.info("node %s was no longer paused at its pause's heal: %s", b, e)
         self._paused.discard(b)
