@@ -116,6 +116,24 @@ class HoldsClusterIds(ClientTable):
         return name + self.ids_suffix
 
 
+class GroupOfMembers(HoldsClusterIds):
+    """A consumer group or a share group: ``members`` processes under one group.id made of its
+    ``name`` (each kind declares both fields, with its own default name)."""
+
+    name: str
+    members: int
+
+    @property
+    def member_names(self) -> list[str]:
+        """The names faults and the history give the members: NAME-1 .. NAME-N."""
+        return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
+
+    @property
+    def group_id(self) -> str:
+        """Its group.id: its name as the cluster knows it."""
+        return self.on_the_cluster(self.name)
+
+
 # Kafka's rule for topic names (org.apache.kafka.common.internals.Topic.validate): 1 to 249 of
 # these characters, and neither "." nor "..".
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -256,7 +274,7 @@ class CopierSpec(HoldsClusterIds):
 MAX_MEMBERS = 6  # members of all groups together: each is a process of its own
 
 
-class GroupSpec(HoldsClusterIds):
+class GroupSpec(GroupOfMembers):
     """A consumer group: ``members`` processes subscribed to the scenario's topic, each recording every
     record it returns (with its generation) and every commit the coordinator acknowledged."""
 
@@ -278,16 +296,6 @@ class GroupSpec(HoldsClusterIds):
                                     "consumer: the broker's group.consumer.session.timeout.ms)")
     max_poll_interval_ms: int = Field(8000, ge=1000)
 
-    @property
-    def member_names(self) -> list[str]:
-        """The names faults and the history give the members: NAME-1 .. NAME-N."""
-        return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
-
-    @property
-    def group_id(self) -> str:
-        """Its group.id: its name as the cluster knows it."""
-        return self.on_the_cluster(self.name)
-
     def settings(self) -> dict:
         """What run.json says of the group, for the promises: protocol, assignor, commit mode."""
         return {"name": self.name, "members": self.members, "protocol": self.protocol,
@@ -295,7 +303,7 @@ class GroupSpec(HoldsClusterIds):
                 "isolation": self.isolation_level, "commit": self.commit, "config": self.config}
 
 
-class ShareGroupSpec(HoldsClusterIds):
+class ShareGroupSpec(GroupOfMembers):
     """A share group (KIP-932, queues): ``members`` processes subscribed to the scenario's topic
     that share its partitions record by record, each recording every record it was given (with its
     delivery count) and every acknowledgement it sent with its outcome (docs/share-groups.md)."""
@@ -323,16 +331,6 @@ class ShareGroupSpec(HoldsClusterIds):
                                 "Kafka's default is latest)")
     isolation_level: Isolation = "read_uncommitted"
     session_timeout_ms: int = Field(6000, ge=1000, description="group.share.session.timeout.ms")
-
-    @property
-    def member_names(self) -> list[str]:
-        """The names faults and the history give the members: NAME-1 .. NAME-N."""
-        return [f"{self.name}-{k}" for k in range(1, self.members + 1)]
-
-    @property
-    def group_id(self) -> str:
-        """Its group.id: its name as the cluster knows it."""
-        return self.on_the_cluster(self.name)
 
     def settings(self) -> dict:
         """What run.json says of the group (the offsets it started from and ended at are added by the run)."""
