@@ -281,3 +281,30 @@ def test_a_run_found_on_disk_without_its_cost_counts_its_own_phases_not_nothing(
     hunt(options(tmp_path, runs=3), announce=lambda m: None, go=staircase(calls))
     assert calls == [], "read back, not run again"
     assert json.loads(journal.read_text())["spent"][last]["wall_s"] == 14.4
+
+
+def test_an_answers_shape_is_held_by_its_catalogued_schedule_and_not_by_its_control():
+    """benchmarks/shape_odds.py counts the fresh draws that hold what an answer's mechanism needs:
+    each catalogued schedule that shows it holds its shape; F2's control (the ZooKeeper cut moved
+    after the shrink) does not, nor does the epochs-off schedule with the leader taken before the
+    held follower's fetch timed out, or with its follower's fetches cut both ways."""
+    from benchmarks.shape_odds import epochs_off_shape, f2_shape
+    from harness.scenario import Scenario
+    from harness.scenario.catalogue import find
+    from harness.scenario.loading import load
+
+    f2 = find("zk-isr-update-lost")
+    assert f2_shape(load(f2))
+    assert not f2_shape(load(f2, ["faults.1.at_s=16"]))
+    assert not f2_shape(load(f2, ['faults.1.stream="both"']))
+    assert not f2_shape(load(f2, ["faults.0.duration_s=4"])), "too short for the leader to ask for a shrink"
+    # The leader's restart timed instead of triggered, at times around the hold (4 s to 14 s; the
+    # held fetch times out at 8 s).
+    timed = load(find("hw-truncation-loss")).model_dump(mode="json", exclude_none=True)
+    timed["faults"][3].pop("on")
+    for at_s, holds in ((9.0, True), (6.0, False), (15.0, False)):
+        timed["faults"][3]["at_s"] = at_s
+        assert epochs_off_shape(Scenario.model_validate(timed)) is holds, at_s
+    timed["faults"][3]["at_s"] = 9.0
+    timed["faults"][1]["stream"] = "both"
+    assert not epochs_off_shape(Scenario.model_validate(timed))
