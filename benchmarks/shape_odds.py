@@ -14,10 +14,11 @@ mechanism in docs/findings.md need of a schedule, as faults and their timing:
   for an ISR shrink; and the controller hears nothing from ZooKeeper (``cut_coordination`` of the
   controller, downstream) from before that ask until after it.
 - epochs-off-divergence: a follower's fetch responses held (``cut_fetch`` downstream) and its
-  partition's leader taken away (a fault on the leader that takes its leadership) while they are
-  held, 4 s (the scenario's request timeout, after which the held follower truncates) or more
-  after the hold began. The catalogue's schedule also bumps the leader epoch in between (another
-  follower's clean stop), which this shape does not ask for: its odds are an upper bound.
+  partition's leader taken away while they are held, 4 s (the scenario's request timeout, after
+  which the held follower truncates) or more after the hold began: stopped or killed, or frozen or
+  cut off for as long as its session lasts (shorter, it keeps its leadership). The catalogue's
+  schedule also bumps the leader epoch in between (another follower's clean stop), which this shape
+  does not ask for: its odds are an upper bound.
 
 Triggered faults are counted only with their kind and target, as if they fired at the best moment,
 so these odds too are upper bounds. For the coverage guide (harness/hunt/coverage_guide.py) the
@@ -43,6 +44,7 @@ from harness.scenario.loading import load
 
 STOPS_FETCHING = frozenset({"cut_fetch", "isolate", "pause", "restart", "kill", "power_loss", "cut_replication"})
 LEADER_CHECK_S = 1.5  # Kafka's leader looks for lagging followers this often (ReplicaManager's isr-expiration)
+UNTIL_THE_SESSION_ENDS = frozenset({"pause", "isolate", "cut_coordination"})  # these take it only then
 HELD_FOLLOWER_TIMES_OUT_S = 4.0  # hw-truncation-loss's request.timeout.ms: a held fetch fails, then truncates
 
 
@@ -72,12 +74,27 @@ def f2_shape(s: Scenario) -> bool:
     return False
 
 
+def session_s(s: Scenario) -> float:
+    """How long a broker that answers nothing keeps its leadership: its ZooKeeper session, or its
+    heartbeats' session with the KRaft controllers."""
+    c = s.cluster_settings()
+    return (c.zookeeper_session_timeout_ms if s.mode == "zk" else c.broker_session_timeout_ms) / 1000
+
+
+def takes_the_leader(f: FaultSpec, session: float) -> bool:
+    """A fault on the leader that takes its leadership: a stop, or a silence as long as its session."""
+    if str(f.target) != "leader" or TAKES_THE_LEADER not in FAULTS[f.kind].effects:
+        return False
+    return f.kind not in UNTIL_THE_SESSION_ENDS or f.duration_s >= session
+
+
 def epochs_off_shape(s: Scenario) -> bool:
     """A follower's fetch responses held, and its leader taken away while they are held, once the
     held fetch has timed out (the follower truncated to its high watermark)."""
+    session = session_s(s)
     for hold in (f for f in s.faults if f.kind == "cut_fetch" and f.stream == "downstream" and _follower(f)):
         h0, h1 = _span(hold)
-        for take in (f for f in s.faults if str(f.target) == "leader" and TAKES_THE_LEADER in FAULTS[f.kind].effects):
+        for take in (f for f in s.faults if takes_the_leader(f, session)):
             t0, _ = _span(take)
             if h0 + HELD_FOLLOWER_TIMES_OUT_S <= t0 <= h1 or take.on is not None:
                 return True

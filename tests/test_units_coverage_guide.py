@@ -287,7 +287,8 @@ def test_an_answers_shape_is_held_by_its_catalogued_schedule_and_not_by_its_cont
     """benchmarks/shape_odds.py counts the fresh draws that hold what an answer's mechanism needs:
     each catalogued schedule that shows it holds its shape; F2's control (the ZooKeeper cut moved
     after the shrink) does not, nor does the epochs-off schedule with the leader taken before the
-    held follower's fetch timed out, or with its follower's fetches cut both ways."""
+    held follower's fetch timed out, or frozen for less than its session, or with its follower's
+    fetches cut both ways."""
     from benchmarks.shape_odds import epochs_off_shape, f2_shape
     from harness.scenario import Scenario
     from harness.scenario.catalogue import find
@@ -306,5 +307,9 @@ def test_an_answers_shape_is_held_by_its_catalogued_schedule_and_not_by_its_cont
         timed["faults"][3]["at_s"] = at_s
         assert epochs_off_shape(Scenario.model_validate(timed)) is holds, at_s
     timed["faults"][3]["at_s"] = 9.0
+    for duration_s, holds in ((3.0, False), (7.0, True)):  # a freeze takes the leadership once its 6 s session ends
+        frozen = {**timed, "faults": [*timed["faults"][:3], {**timed["faults"][3], "kind": "pause",
+                                                              "duration_s": duration_s}]}
+        assert epochs_off_shape(Scenario.model_validate(frozen)) is holds, duration_s
     timed["faults"][1]["stream"] = "both"
     assert not epochs_off_shape(Scenario.model_validate(timed))
