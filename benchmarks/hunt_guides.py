@@ -254,6 +254,28 @@ def origins(answers: list[str], guides: list[str], seeds: int) -> None:
                   f"{', '.join(f's{s} {k}' for s, k in showed.items())} |")
 
 
+AIMED_AT = "swarm draw aimed at "
+
+
+def aims_entered(docs: list[dict]) -> tuple[int, int]:
+    """(aimed draws whose run entered the state it was aimed at, aimed draws), over the timeline
+    entries that record the states their run reached (hunts kept before they did are left out)."""
+    aimed = [t for d in docs for t in d.get("timeline", []) if "states" in t and t["came"].startswith(AIMED_AT)]
+    return sum(t["came"][len(AIMED_AT):] in t["states"] for t in aimed), len(aimed)
+
+
+def aims(answers: list[str], seeds: int) -> None:
+    """How many of the coverage guide's aimed draws entered the state they were aimed at: a fault
+    meant to enter a state that its run did not enter is a draw the aim spent for nothing."""
+    rows = [(answer, *aims_entered(list(kept(answer, "coverage", seeds).values()))) for answer in answers]
+    rows = [r for r in rows if r[2]]
+    if rows:
+        print("| answer | aimed draws that entered the state they were aimed at |")
+        print("|---|---|")
+        for answer, entered, aimed in rows:
+            print(f"| {answer} | {entered} of {aimed} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--answers", default=",".join(ANSWERS))
@@ -284,6 +306,8 @@ def main() -> None:
     against_swarm(answers, a.seeds, a.budget)
     print()
     origins(answers, guides, a.seeds)
+    print()
+    aims(answers, a.seeds)
 
 
 if __name__ == "__main__":

@@ -213,6 +213,10 @@ def test_a_coverage_guided_hunt_mutates_what_reached_new_states_and_keeps_a_time
     came = [t["came"] for t in doc["timeline"]]
     assert {"swarm draw", "swarm draw aimed at leader_change"} <= set(came), "fresh draws, some aimed at the way"
     assert all(f"{t['run'][:5]}: {t['came']}" in said for t in doc["timeline"] if t["came"] != "swarm draw")
+    for t in doc["timeline"]:  # the states its run reached: the stand-in's, one per kind of fault in its schedule
+        schedule = Scenario.model_validate(json.loads((tmp_path / "hunt" / "runs" / t["run"] / "run.json").read_text())
+                                           ["scenario_config"])
+        assert t["states"] == sorted({STATE_OF[f.kind] for f in schedule.faults}), t["run"]
 
 
 def test_a_coverage_guided_hunt_is_the_same_hunt_again_and_resumes(tmp_path):
@@ -290,7 +294,6 @@ def test_an_answers_shape_is_held_by_its_catalogued_schedule_and_not_by_its_cont
     held follower's fetch timed out, or frozen for less than its session, or with its follower's
     fetches cut both ways."""
     from benchmarks.shape_odds import epochs_off_shape, f2_shape
-    from harness.scenario import Scenario
     from harness.scenario.catalogue import find
     from harness.scenario.loading import load
 
@@ -313,3 +316,20 @@ def test_an_answers_shape_is_held_by_its_catalogued_schedule_and_not_by_its_cont
         assert epochs_off_shape(Scenario.model_validate(frozen)) is holds, duration_s
     timed["faults"][1]["stream"] = "both"
     assert not epochs_off_shape(Scenario.model_validate(timed))
+
+
+def test_the_benchmark_counts_the_aimed_draws_that_entered_the_state_they_were_aimed_at():
+    """benchmarks/hunt_guides.py reads each aimed draw's ``came`` and the states its run reached;
+    a hunt kept before the timeline recorded states is left out, as is every draw not aimed."""
+    from benchmarks.hunt_guides import aims_entered
+
+    recorded = {"timeline": [
+        {"came": "swarm draw aimed at leader_change", "states": ["isr_leader_alone", "leader_change"]},
+        {"came": "swarm draw aimed at leader_change", "states": ["isr_leader_alone"]},
+        {"came": "swarm draw aimed at coordinator_lost", "states": []},
+        {"came": "swarm draw", "states": ["leader_change"]},
+        {"came": "mutated from h0001", "states": ["coordinator_lost"]},
+    ]}
+    before = {"timeline": [{"came": "swarm draw aimed at leader_change"}]}
+    assert aims_entered([recorded, before]) == (1, 3)
+    assert aims_entered([before]) == (0, 0)

@@ -288,9 +288,10 @@ class Hunt:
         new = corpus.look(trial.name, s, trial.verdict)
         if new and self.opts.guide == "coverage":
             self.announce(f"{trial.name}: new coverage: {', '.join(sorted(new))}")
+        reached = sorted(k for k, n in trial.verdict.coverage.items() if n > 0) if trial.verdict else []
         self.journal["timeline"].append({"run": trial.name, "wall_s": round(looked_at_s, 1),
                                          "features": sum(len(c.seen) for c in self.coverage.values()),
-                                         "findings": len(self.findings), "came": origin})
+                                         "findings": len(self.findings), "came": origin, "states": reached})
 
     def _draw_numbers(self):
         k, n = self.opts.shard
