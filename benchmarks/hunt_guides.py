@@ -257,23 +257,40 @@ def origins(answers: list[str], guides: list[str], seeds: int) -> None:
 AIMED_AT = "swarm draw aimed at "
 
 
+def with_states(doc: dict, runs: Path) -> dict:
+    """``doc`` with each timeline entry's ``states`` (the protocol states its run reached), read from
+    the run's verdict.json in ``runs`` where the hunt was kept before its timeline recorded them and
+    its runs are still on this machine."""
+    timeline = []
+    for t in doc.get("timeline", []):
+        verdict = runs / t["run"] / "verdict.json"
+        if "states" not in t and verdict.exists():
+            coverage = json.loads(verdict.read_text()).get("coverage", {})
+            t = {**t, "states": sorted(k for k, n in coverage.items() if n > 0)}
+        timeline.append(t)
+    return {**doc, "timeline": timeline}
+
+
 def aims_entered(docs: list[dict]) -> tuple[int, int]:
     """(aimed draws whose run entered the state it was aimed at, aimed draws), over the timeline
-    entries that record the states their run reached (hunts kept before they did are left out)."""
-    aimed = [t for d in docs for t in d.get("timeline", []) if "states" in t and t["came"].startswith(AIMED_AT)]
+    entries that say which states their run reached."""
+    aimed = [t for d in docs for t in d.get("timeline", []) if "states" in t and t.get("came", "").startswith(AIMED_AT)]
     return sum(t["came"][len(AIMED_AT):] in t["states"] for t in aimed), len(aimed)
 
 
-def aims(answers: list[str], seeds: int) -> None:
+def aims(answers: list[str], seeds: int, out: Path) -> None:
     """How many of the coverage guide's aimed draws entered the state they were aimed at: a fault
-    meant to enter a state that its run did not enter is a draw the aim spent for nothing."""
-    rows = [(answer, *aims_entered(list(kept(answer, "coverage", seeds).values()))) for answer in answers]
-    rows = [r for r in rows if r[2]]
-    if rows:
-        print("| answer | aimed draws that entered the state they were aimed at |")
-        print("|---|---|")
-        for answer, entered, aimed in rows:
-            print(f"| {answer} | {entered} of {aimed} |")
+    meant to enter a state that its run did not enter is a draw the aim spent for nothing. Hunts kept
+    before their timeline recorded the states count where their runs are still under ``out``."""
+    print("| answer | hunts | aimed draws that entered the state they were aimed at |")
+    print("|---|---|---|")
+    for answer in answers:
+        docs = [with_states(d, hunt_dir(out, answer, "coverage", s) / "runs")
+                for s, d in kept(answer, "coverage", seeds).items()]
+        entered, aimed = aims_entered(docs)
+        counted = sum(any("states" in t for t in d.get("timeline", [])) for d in docs)
+        if aimed:
+            print(f"| {answer} | {counted} | {entered} of {aimed} |")
 
 
 def main() -> None:
@@ -307,7 +324,7 @@ def main() -> None:
     print()
     origins(answers, guides, a.seeds)
     print()
-    aims(answers, a.seeds)
+    aims(answers, a.seeds, a.out)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 
 import pytest
@@ -199,6 +200,24 @@ def test_a_frozen_broker_that_is_killed_meanwhile_is_started_by_the_kills_heal(h
     healed.pause(3)
     healed.kill(3)
     healed.resume(3)  # the freeze's heal: the kill ended the freeze
+    healed.start_broker(3)
+    healed.wait_ready(90)  # raises unless every broker is up and registered
+    node = healed._node(3)
+    node.reload()
+    assert node.status == "running" and not node.attrs["State"]["Paused"]
+
+
+def test_a_frozen_broker_stopped_cleanly_meanwhile_is_not_thawed_again_by_the_freezes_heal(healed):
+    """A drawn schedule froze the leader and restarted it before the freeze's heal. The engine thaws
+    a frozen container as its stop begins; the freeze's heal came during the broker's controlled
+    shutdown and asked the engine to thaw it again, which answered 500 "is not paused" and failed
+    the run."""
+    healed.pause(3)
+    stop = threading.Thread(target=healed.stop_broker, args=(3,))
+    stop.start()
+    time.sleep(0.5)  # the controlled shutdown takes seconds: the heal comes while it runs
+    healed.resume(3)  # the freeze's heal
+    stop.join(60)
     healed.start_broker(3)
     healed.wait_ready(90)  # raises unless every broker is up and registered
     node = healed._node(3)

@@ -333,3 +333,16 @@ def test_the_benchmark_counts_the_aimed_draws_that_entered_the_state_they_were_a
     before = {"timeline": [{"came": "swarm draw aimed at leader_change"}]}
     assert aims_entered([recorded, before]) == (1, 3)
     assert aims_entered([before]) == (0, 0)
+
+
+def test_a_hunt_kept_before_its_timeline_had_states_reads_them_from_its_runs_on_this_machine(tmp_path):
+    from benchmarks.hunt_guides import aims_entered, with_states
+
+    (tmp_path / "h0000").mkdir()
+    coverage = {"leader_change": 2, "unclean_election": 0}
+    (tmp_path / "h0000" / "verdict.json").write_text(json.dumps({"coverage": coverage}))
+    before = {"timeline": [{"run": "h0000", "came": "swarm draw aimed at leader_change"},
+                           {"run": "h0001", "came": "swarm draw aimed at leader_change"}]}  # its run is gone
+    read = with_states(before, tmp_path)
+    assert read["timeline"][0]["states"] == ["leader_change"] and "states" not in read["timeline"][1]
+    assert aims_entered([read]) == (1, 1)
