@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.hunt.loop import GUIDES
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "hunt-guides"
 NO_POWER_LOSS = ('hunt.kinds=["kill", "restart", "pause", "isolate", "cut_fetch", "slow_fetch", "cut_coordination", '
@@ -309,9 +311,11 @@ def main() -> None:
             print(placed.relative_to(ROOT))
         return
     answers, guides = a.answers.split(","), a.guides.split(",")
-    unknown = [x for x in answers if x not in ANSWERS]
-    if unknown:
-        sys.exit(f"--answers: {', '.join(unknown)} (allowed: {', '.join(ANSWERS)})")
+    for option, given, allowed in (("--answers", answers, ANSWERS), ("--guides", guides, GUIDES)):
+        unknown = [x for x in given if x not in allowed]
+        if unknown:
+            print(f"{option}: {', '.join(unknown)} (allowed: {', '.join(allowed)})", file=sys.stderr)
+            sys.exit(2)
     if not a.report_only:
         seeds = [a.only_seed] if a.only_seed else range(1, a.seeds + 1)
         for seed in seeds:  # seed-major: a stopped benchmark has every guide at the same depth

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections.abc import Callable
 
 from benchmarks.hunt_guides import ANSWERS
@@ -136,8 +137,14 @@ def main() -> None:
     ap.add_argument("--guides", default="swarm,coverage")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
-    for answer in a.answers.split(","):
-        for guide in a.guides.split(","):
+    answers, guides = a.answers.split(","), a.guides.split(",")
+    for option, given, allowed in (("--answers", answers, list(SHAPES)), ("--guides", guides, ["swarm", "coverage"])):
+        unknown = [x for x in given if x not in allowed]
+        if unknown:
+            print(f"{option}: {', '.join(unknown)} (allowed: {', '.join(allowed)})", file=sys.stderr)
+            sys.exit(2)
+    for answer in answers:
+        for guide in guides:
             hits = odds(answer, guide, a.draws, a.seed)
             per = f"1 in {a.draws / hits:.0f}" if hits else f"none in {a.draws}"
             print(f"{answer}: {hits} of {a.draws} fresh {guide} draws hold the shape ({per})", flush=True)
