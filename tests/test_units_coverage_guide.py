@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -346,3 +349,15 @@ def test_a_hunt_kept_before_its_timeline_had_states_reads_them_from_its_runs_on_
     read = with_states(before, tmp_path)
     assert read["timeline"][0]["states"] == ["leader_change"] and "states" not in read["timeline"][1]
     assert aims_entered([read]) == (1, 1)
+
+
+@pytest.mark.parametrize(("script", "args", "said"), [
+    (["benchmarks/hunt_guides.py"], ["--guides", "swarm,best", "--report-only"], "--guides: best (allowed: swarm, "),
+    (["benchmarks/hunt_guides.py"], ["--answers", "acks0", "--report-only"], "--answers: acks0 (allowed: acks1-loss"),
+    (["-m", "benchmarks.shape_odds"], ["--answers", "acks1-loss"], "--answers: acks1-loss (allowed: f2-frozen-isr"),
+    (["-m", "benchmarks.shape_odds"], ["--guides", "precursors"], "--guides: precursors (allowed: swarm, coverage)"),
+])
+def test_the_guide_benchmarks_refuse_an_unknown_answer_or_guide_with_exit_2(script, args, said):
+    r = subprocess.run([sys.executable, *script, *args], capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 2 and said in r.stderr, r.stderr
