@@ -34,18 +34,17 @@ import sys
 from collections.abc import Callable
 
 from benchmarks.hunt_guides import ANSWERS
-from harness.faults import FAULTS, TAKES_THE_LEADER
+from harness.faults import FAULTS, SILENCES_ITS_BROKER, TAKES_THE_LEADER
 from harness.hunt.coverage_guide import CoverageCorpus, next_schedule
 from harness.hunt.goal import Goal
 from harness.hunt.guide import swarm
-from harness.hunt.space import draw, vocabulary
+from harness.hunt.space import draw, session_s, vocabulary
 from harness.scenario import FaultSpec, Scenario
 from harness.scenario.catalogue import find
 from harness.scenario.loading import load
 
 STOPS_FETCHING = frozenset({"cut_fetch", "isolate", "pause", "restart", "kill", "power_loss", "cut_replication"})
 LEADER_CHECK_S = 1.5  # Kafka's leader looks for lagging followers this often (ReplicaManager's isr-expiration)
-UNTIL_THE_SESSION_ENDS = frozenset({"pause", "isolate", "cut_coordination"})  # these take it only then
 HELD_FOLLOWER_TIMES_OUT_S = 4.0  # hw-truncation-loss's request.timeout.ms: a held fetch fails, then truncates
 
 
@@ -75,18 +74,11 @@ def f2_shape(s: Scenario) -> bool:
     return False
 
 
-def session_s(s: Scenario) -> float:
-    """How long a broker that answers nothing keeps its leadership: its ZooKeeper session, or its
-    heartbeats' session with the KRaft controllers."""
-    c = s.cluster_settings()
-    return (c.zookeeper_session_timeout_ms if s.mode == "zk" else c.broker_session_timeout_ms) / 1000
-
-
 def takes_the_leader(f: FaultSpec, session: float) -> bool:
     """A fault on the leader that takes its leadership: a stop, or a silence as long as its session."""
     if str(f.target) != "leader" or TAKES_THE_LEADER not in FAULTS[f.kind].effects:
         return False
-    return f.kind not in UNTIL_THE_SESSION_ENDS or f.duration_s >= session
+    return SILENCES_ITS_BROKER not in FAULTS[f.kind].effects or f.duration_s >= session
 
 
 def epochs_off_shape(s: Scenario) -> bool:

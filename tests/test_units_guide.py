@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 from harness import history
 from harness.checker import verdict as verdict_mod
 from harness.checker.verdict import Verdict
-from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
+from harness.faults import FAULTS, HOLDS_FETCHES, SILENCES_ITS_BROKER, TAKES_THE_LEADER
 from harness.hunt import guide, precursors
 from harness.hunt.loop import hunt
 from harness.hunt.precursors import Precursor, Truncation
-from harness.hunt.space import vocabulary
+from harness.hunt.space import session_s, vocabulary
 from harness.scenario import Scenario
 from tests.test_units_hunt import fake_run, options, scenario
 
@@ -123,6 +123,12 @@ def test_a_mutation_aims_one_or_two_faults_more_at_the_precursor():
         assert take.at_s == hold.at_s and 0.1 <= take.on.delay_s <= 1.0
     assert all(f.at_s + f.duration_s <= c.duration_s - 3.0 + 1e-9 for c in children for f in c.faults[1:]), \
         "healed before the workload ends"
+    takes = taken + [take for _, take in both]
+    assert not [f for f in takes if FAULTS[f.kind].operation], "an operator's election may leave the leader leading"
+    session = session_s(s)
+    silences = [f for f in takes if SILENCES_ITS_BROKER in FAULTS[f.kind].effects]
+    assert silences and all(f.duration_s >= session + 1.0 and f.stream != "downstream" for f in silences), \
+        "a freeze or a cut shorter than the broker's session leaves it leading"
 
 
 def test_a_fault_on_a_truncation_fits_within_the_hold_and_its_own_length():

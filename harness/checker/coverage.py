@@ -333,6 +333,9 @@ def _kind_is(flag: str) -> Callable[[str, str], bool]:
 # broker's leadership away aimed at the partition's leader or at the controller. A hunt aims a share
 # of its fresh draws at the states on its goal's way (harness/hunt/coverage_guide.py); the other
 # states are reached only as the cluster answers a schedule (an ISR shrinking, a replica truncating).
+# The states a fault aimed at them enters only by taking its broker's leadership away: a silence
+# aimed at one lasts the broker's session (harness/hunt/space.py, ``takes_the_leader``).
+ENTERED_BY_A_LEADER_TAKEN = frozenset({"leader_change", "controller_failover"})
 AIMED_BY: dict[str, Callable[[str, str], bool]] = {
     "leader_change": _takes_the_leader_of("leader", by_operation=True),
     "controller_failover": _takes_the_leader_of("controller", by_operation=False),

@@ -124,6 +124,9 @@ class Target:
 
 
 TAKES_THE_LEADER = "takes the leader"  # a fault effect: its broker stops leading
+# A fault effect: its broker answers nothing but runs on, so it leads until its session ends (ZooKeeper's,
+# or its heartbeats' with the KRaft controllers): shorter, or silent only towards it, it keeps leading.
+SILENCES_ITS_BROKER = "silences its broker"
 HOLDS_FETCHES = "holds fetches"  # a fault effect: a follower falls behind
 CUTS_ITS_CLIENTS = "cuts its clients"  # a fault effect: clients' connections to its broker break
 
@@ -759,14 +762,14 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
                       "(`recovery-point-offset-checkpoint`)."),
     FaultKind("pause", "freeze the JVM, resume after duration_s", "#9467bd", _pause, _resume,
               summary="JVM frozen, resumed after duration_s",
-              effects=frozenset({TAKES_THE_LEADER})),
+              effects=frozenset({TAKES_THE_LEADER, SILENCES_ITS_BROKER})),
     FaultKind("restart", "clean shutdown, start again after duration_s", "#8c564b", _stop, _start,
               summary="clean shutdown, started again after duration_s",
               effects=frozenset({TAKES_THE_LEADER})),
     FaultKind("isolate", "every link of the node black-holed", "#e377c2", _cut(_every_link), toxic=CUT_TOXIC,
               directional=True,
               summary="every link black-holed",
-              effects=frozenset({TAKES_THE_LEADER})),
+              effects=frozenset({TAKES_THE_LEADER, SILENCES_ITS_BROKER})),
     FaultKind("cut_replication", "inter-broker links of the broker", "#ff7f0e",
               _cut(lambda c, a, b: c.topo.replication_links(b)), toxic=CUT_TOXIC, directional=True, on_nodes=False,
               summary="inter-broker links cut"),
@@ -782,7 +785,7 @@ FAULTS: dict[str, FaultKind] = {f.name: f for f in (
               "coordination node: its links to the other nodes of the quorum (brokers still reach it)", "#bcbd22",
               _cut(lambda c, a, b: c.topo.coordination(b)), toxic=CUT_TOXIC, directional=True,
               summary="cut from ZooKeeper or the KRaft controllers",
-              effects=frozenset({TAKES_THE_LEADER})),
+              effects=frozenset({TAKES_THE_LEADER, SILENCES_ITS_BROKER})),
     FaultKind("cut_client", "host clients to the broker", "#17becf", _cut(lambda c, a, b: c.topo.client_links(b)),
               toxic=CUT_TOXIC, directional=True, on_nodes=False,
               summary="host clients cut from the broker", effects=frozenset({CUTS_ITS_CLIENTS})),

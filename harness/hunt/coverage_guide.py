@@ -35,10 +35,19 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from harness.checker.coverage import AIMED_BY
+from harness.checker.coverage import AIMED_BY, ENTERED_BY_A_LEADER_TAKEN
 from harness.checker.verdict import Verdict
 from harness.hunt.guide import swarm
-from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, draw_fault, with_faults
+from harness.hunt.space import (
+    FIRST_FAULT_S,
+    QUIET_TAIL_S,
+    Move,
+    bounds,
+    draw,
+    draw_fault,
+    takes_the_leader,
+    with_faults,
+)
 from harness.scenario import Scenario
 
 BUCKETS = (1, 2, 3, 4, 8, 16)  # a count's bucket is the greatest of these it reaches
@@ -234,13 +243,19 @@ def aimed_moves(moves: list[Move], on_the_way: frozenset[str]) -> dict[str, list
 def aim(drawn: Scenario, rng: random.Random, aimed: dict[str, list[Move]]) -> tuple[Scenario, str] | None:
     """``drawn`` with one of its faults (or, without faults, a first one) replaced by a fault aimed
     at a state on the goal's way, drawn as a fresh draw's are, and that state; None when ten tries
-    give no schedule the scenario accepts."""
+    give no schedule the scenario accepts. A silence aimed at a state that takes a leadership lasts
+    the broker's session, moved earlier where it would outlast the workload."""
     faults = [f.model_dump(mode="json", exclude_none=True) for f in drawn.faults]
     for _ in range(10):
         state = rng.choice(sorted(aimed))
         move = rng.choice(aimed[state])
         i = rng.randrange(len(faults)) if faults else 0
         f = draw_fault(drawn, rng, move, i, bounds(drawn))
+        if state in ENTERED_BY_A_LEADER_TAKEN:
+            f = takes_the_leader(drawn, f)
+            if "on" not in f:
+                latest = drawn.duration_s - f["duration_s"] - QUIET_TAIL_S
+                f["at_s"] = round(max(FIRST_FAULT_S, min(f["at_s"], latest)), 1)
         try:
             return with_faults(drawn, [*faults[:i], f, *faults[i + 1:]]), state
         except (ValidationError, ValueError):

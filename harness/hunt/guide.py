@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
 from harness.hunt.precursors import Precursor
-from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, with_faults
+from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, takes_the_leader, with_faults
 from harness.mechanisms import CUT_TOXIC
 from harness.scenario import Scenario
 
@@ -106,15 +106,24 @@ def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move
     return [f] if f is not None else []
 
 
+def leader_takers(moves: list[Move]) -> list[str]:
+    """The hunt's kinds that take a partition's leader away by failing its broker: an operator's
+    election is not one (a preferred election leaves a leader that is the preferred replica leading)."""
+    return sorted({m.kind for m in moves
+                   if TAKES_THE_LEADER in FAULTS[m.kind].effects and not FAULTS[m.kind].operation})
+
+
 def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
     """The partition's leader stopped, paused or cut off 0.2 to 2.5 s after the replica truncated:
-    if the truncated replica is elected before it fetches again, what it dropped is gone."""
-    kinds = sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects})
+    if the truncated replica is elected before it fetches again, what it dropped is gone. A freeze
+    or a cut lasts the broker's session (``takes_the_leader``): shorter, it leaves it leading."""
+    kinds = leader_takers(moves)
     if not kinds:
         return []
     lo, hi = bounds(s).fault_duration_s
-    f = _fitted(s, {"at_s": round(p.at_s + rng.uniform(0.2, 2.5), 1), "duration_s": round(rng.uniform(lo, hi), 1),
-                    "kind": rng.choice(kinds), "target": "leader", "partition": p.partition})
+    f = _fitted(s, takes_the_leader(s, {"at_s": round(p.at_s + rng.uniform(0.2, 2.5), 1),
+                                        "duration_s": round(rng.uniform(lo, hi), 1), "kind": rng.choice(kinds),
+                                        "target": "leader", "partition": p.partition}))
     return [f] if f is not None else []
 
 
@@ -126,13 +135,14 @@ def hold_and_take(s: Scenario, p: Precursor, rng: random.Random, moves: list[Mov
     what a leader taken by a kill or a cut waits for (its session to expire) before an election."""
     cuts = [m for m in moves if HOLDS_FETCHES in FAULTS[m.kind].effects and FAULTS[m.kind].toxic == CUT_TOXIC]
     hold = _hold(s, p, rng, cuts or moves, (10.0, 15.0), (0.5, 2.0))
-    kinds = sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects})
+    kinds = leader_takers(moves)
     if hold is None or not kinds:
         return []
     lo, hi = bounds(s).fault_duration_s
-    take = _fitted(s, {"at_s": hold["at_s"], "duration_s": round(rng.uniform(lo, hi), 1), "kind": rng.choice(kinds),
-                       "target": "leader", "partition": p.partition,
-                       "on": {"event": "truncation", "broker": p.broker, "delay_s": round(rng.uniform(0.1, 1.0), 1)}})
+    take = _fitted(s, takes_the_leader(s, {
+        "at_s": hold["at_s"], "duration_s": round(rng.uniform(lo, hi), 1), "kind": rng.choice(kinds),
+        "target": "leader", "partition": p.partition,
+        "on": {"event": "truncation", "broker": p.broker, "delay_s": round(rng.uniform(0.1, 1.0), 1)}}))
     return [hold, take] if take is not None else []
 
 

@@ -17,7 +17,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from harness.cluster.formation import FormationFault
-from harness.faults import FAULT_KINDS, FAULTS, Target
+from harness.faults import FAULT_KINDS, FAULTS, SILENCES_ITS_BROKER, Target
 from harness.scenario import HuntSpec, Scenario
 
 TRIGGER_DELAY_S = (0.0, 2.0)
@@ -28,6 +28,7 @@ QUIET_TAIL_S = 3.0  # a drawn fault ends at least this long before the workload 
 FORMATION_KINDS = get_args(FormationFault.model_fields["kind"].annotation)
 FORMATION_MOMENTS = get_args(FormationFault.model_fields["after"].annotation)
 FORMATION_DELAY_S = (0.0, 1.5)  # after that moment: before the brokers have all registered
+SESSION_MARGIN_S = 1.0  # a silence meant to take a leader lasts its broker's session and this much more
 
 
 @dataclass(frozen=True)
@@ -164,3 +165,22 @@ def _trigger(s: Scenario, rng: random.Random, f: dict, number: int) -> dict:
     elif event in ("fault_start", "fault_end"):
         on["fault"] = rng.randrange(number)
     return on
+
+
+def session_s(s: Scenario) -> float:
+    """How long a broker that answers nothing keeps leading: its ZooKeeper session, or its
+    heartbeats' session with the KRaft controllers."""
+    c = s.cluster_settings()
+    return (c.zookeeper_session_timeout_ms if s.mode == "zk" else c.broker_session_timeout_ms) / 1000
+
+
+def takes_the_leader(s: Scenario, f: dict) -> dict:
+    """``f``, a fault drawn to take its broker's leadership, made one that does: a silence
+    (SILENCES_ITS_BROKER) lasts the broker's session and a second more, both ways (silent only
+    towards the broker, its heartbeats still reach ZooKeeper or the controllers). Any other kind as
+    drawn: a stop or a kill takes the leadership at once or when its session ends, however short."""
+    if SILENCES_ITS_BROKER not in FAULTS[f["kind"]].effects:
+        return f
+    out = {k: v for k, v in f.items() if not (k == "stream" and v == "downstream")}
+    out["duration_s"] = max(f["duration_s"], round(session_s(s) + SESSION_MARGIN_S, 1))
+    return out
