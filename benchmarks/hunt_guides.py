@@ -49,9 +49,9 @@ def hunt_dir(out: Path, answer: str, guide: str, seed: int) -> Path:
     return out / answer / guide / f"s{seed}"
 
 
-def result_path(answer: str, guide: str, seed: int) -> Path:
+def result_path(answer: str, guide: str, seed: int, results: Path = RESULTS) -> Path:
     """Where a finished hunt's hunt.json is kept (committed with the code it measured)."""
-    return RESULTS / answer / guide / f"s{seed}.json"
+    return results / answer / guide / f"s{seed}.json"
 
 
 def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None:
@@ -161,12 +161,13 @@ def _artifact(name: str) -> tuple[str, str, int]:
     return answer, guide, int(seed)
 
 
-def kept(answer: str, guide: str, seeds: int) -> dict[int, dict]:
+def kept(answer: str, guide: str, seeds: int, results: Path = RESULTS) -> dict[int, dict]:
     """The kept hunts of an answer and guide, by seed."""
-    return {s: json.loads(p.read_text()) for s in range(1, seeds + 1) if (p := result_path(answer, guide, s)).exists()}
+    paths = {s: result_path(answer, guide, s, results) for s in range(1, seeds + 1)}
+    return {s: json.loads(p.read_text()) for s, p in paths.items() if p.exists()}
 
 
-def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> None:
+def report(answers: list[str], guides: list[str], seeds: int, budget: str, results: Path = RESULTS) -> None:
     """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
     nothing in the budget), the code that ran them, and the median coverage at fixed times."""
     budget_s = budget_seconds(budget)
@@ -176,7 +177,7 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str) -> No
     print("|---|---|---|---|---|---|---|---|" + "---|" * len(COVERAGE_AT_MIN))
     for answer in answers:
         for guide in guides:
-            docs = kept(answer, guide, seeds)
+            docs = kept(answer, guide, seeds, results)
             if not docs:
                 continue
             times = {s: first_finding_s(d) for s, d in docs.items()}
@@ -207,13 +208,13 @@ def sooner_p(guided: list[float], baseline: list[float]) -> float:
     return sum(s >= seen for s in splits) / len(splits)
 
 
-def against_swarm(answers: list[str], seeds: int, budget: str) -> None:
+def against_swarm(answers: list[str], seeds: int, budget: str, results: Path = RESULTS) -> None:
     """For each answer with hunts of both guides: whether the coverage guide found it sooner than
     swarm by more than chance, by time (a hunt that found nothing counts its budget) and by draw (one
     that found nothing, after every other)."""
     budget_s = budget_seconds(budget)
     for answer in answers:
-        guided, baseline = kept(answer, "coverage", seeds), kept(answer, "swarm", seeds)
+        guided, baseline = kept(answer, "coverage", seeds, results), kept(answer, "swarm", seeds, results)
         if not guided or not baseline:
             continue
         times = [[budget_s if (t := first_finding_s(d)) is None else t for d in docs.values()]
@@ -234,7 +235,7 @@ def origin(came: str) -> str:
     return "?"
 
 
-def origins(answers: list[str], guides: list[str], seeds: int) -> None:
+def origins(answers: list[str], guides: list[str], seeds: int, results: Path = RESULTS) -> None:
     """Where the drawn runs came from and which of them showed the first finding, for the hunts whose
     timeline records it (hunts kept before it did are left out)."""
     print("| answer | guide | hunts | drawn runs: fresh, aimed, mutated, built | "
@@ -243,7 +244,7 @@ def origins(answers: list[str], guides: list[str], seeds: int) -> None:
     kinds = ("fresh", "aimed", "mutated", "built")
     for answer in answers:
         for guide in guides:
-            docs = {s: d for s, d in kept(answer, guide, seeds).items()
+            docs = {s: d for s, d in kept(answer, guide, seeds, results).items()
                     if all("came" in t for t in d.get("timeline", []))}
             if not docs:
                 continue
@@ -280,7 +281,7 @@ def aims_entered(docs: list[dict]) -> tuple[int, int]:
     return sum(t["came"][len(AIMED_AT):] in t["states"] for t in aimed), len(aimed)
 
 
-def aims(answers: list[str], seeds: int, out: Path) -> None:
+def aims(answers: list[str], seeds: int, out: Path, results: Path = RESULTS) -> None:
     """How many of the coverage guide's aimed draws entered the state they were aimed at: a fault
     meant to enter a state that its run did not enter is a draw the aim spent for nothing. Hunts kept
     before their timeline recorded the states count where their runs are still under ``out``."""
@@ -288,7 +289,7 @@ def aims(answers: list[str], seeds: int, out: Path) -> None:
     print("|---|---|---|")
     for answer in answers:
         docs = [with_states(d, hunt_dir(out, answer, "coverage", s) / "runs")
-                for s, d in kept(answer, "coverage", seeds).items()]
+                for s, d in kept(answer, "coverage", seeds, results).items()]
         entered, aimed = aims_entered(docs)
         counted = sum(any("states" in t for t in d.get("timeline", [])) for d in docs)
         if aimed:
@@ -304,6 +305,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "hunt-guides")
     ap.add_argument("--only-seed", type=int, help="run this seed alone (one job of the CI workflow hunt-guides.yml)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the hunts already done")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="the kept hunts to report (an earlier guide's: benchmarks/results/hunt-guides-before-*)")
     ap.add_argument("--collect", type=Path, help="place the hunts the CI workflow's jobs uploaded, then stop")
     a = ap.parse_args()
     if a.collect:
@@ -322,13 +325,13 @@ def main() -> None:
             for answer in answers:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)
-    report(answers, guides, a.seeds, a.budget)
+    report(answers, guides, a.seeds, a.budget, a.results)
     print()
-    against_swarm(answers, a.seeds, a.budget)
+    against_swarm(answers, a.seeds, a.budget, a.results)
     print()
-    origins(answers, guides, a.seeds)
+    origins(answers, guides, a.seeds, a.results)
     print()
-    aims(answers, a.seeds, a.out)
+    aims(answers, a.seeds, a.out, a.results)
 
 
 if __name__ == "__main__":
