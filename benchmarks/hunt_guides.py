@@ -49,9 +49,9 @@ def hunt_dir(out: Path, answer: str, guide: str, seed: int) -> Path:
     return out / answer / guide / f"s{seed}"
 
 
-def result_path(answer: str, guide: str, seed: int, results: Path = RESULTS) -> Path:
+def result_path(answer: str, guide: str, seed: int, results: Path | None = None) -> Path:
     """Where a finished hunt's hunt.json is kept (committed with the code it measured)."""
-    return results / answer / guide / f"s{seed}.json"
+    return (results or RESULTS) / answer / guide / f"s{seed}.json"
 
 
 def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None:
@@ -161,13 +161,13 @@ def _artifact(name: str) -> tuple[str, str, int]:
     return answer, guide, int(seed)
 
 
-def kept(answer: str, guide: str, seeds: int, results: Path = RESULTS) -> dict[int, dict]:
+def kept(answer: str, guide: str, seeds: int, results: Path | None = None) -> dict[int, dict]:
     """The kept hunts of an answer and guide, by seed."""
     paths = {s: result_path(answer, guide, s, results) for s in range(1, seeds + 1)}
     return {s: json.loads(p.read_text()) for s, p in paths.items() if p.exists()}
 
 
-def report(answers: list[str], guides: list[str], seeds: int, budget: str, results: Path = RESULTS) -> None:
+def report(answers: list[str], guides: list[str], seeds: int, budget: str, results: Path | None = None) -> None:
     """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
     nothing in the budget), the code that ran them, and the median coverage at fixed times."""
     budget_s = budget_seconds(budget)
@@ -208,7 +208,7 @@ def sooner_p(guided: list[float], baseline: list[float]) -> float:
     return sum(s >= seen for s in splits) / len(splits)
 
 
-def against_swarm(answers: list[str], seeds: int, budget: str, results: Path = RESULTS) -> None:
+def against_swarm(answers: list[str], seeds: int, budget: str, results: Path | None = None) -> None:
     """For each answer with hunts of both guides: whether the coverage guide found it sooner than
     swarm by more than chance, by time (a hunt that found nothing counts its budget) and by draw (one
     that found nothing, after every other)."""
@@ -235,7 +235,7 @@ def origin(came: str) -> str:
     return "?"
 
 
-def origins(answers: list[str], guides: list[str], seeds: int, results: Path = RESULTS) -> None:
+def origins(answers: list[str], guides: list[str], seeds: int, results: Path | None = None) -> None:
     """Where the drawn runs came from and which of them showed the first finding, for the hunts whose
     timeline records it (hunts kept before it did are left out)."""
     print("| answer | guide | hunts | drawn runs: fresh, aimed, mutated, built | "
@@ -281,7 +281,7 @@ def aims_entered(docs: list[dict]) -> tuple[int, int]:
     return sum(t["came"][len(AIMED_AT):] in t["states"] for t in aimed), len(aimed)
 
 
-def aims(answers: list[str], seeds: int, out: Path, results: Path = RESULTS) -> None:
+def aims(answers: list[str], seeds: int, out: Path, results: Path | None = None) -> None:
     """How many of the coverage guide's aimed draws entered the state they were aimed at: a fault
     meant to enter a state that its run did not enter is a draw the aim spent for nothing. Hunts kept
     before their timeline recorded the states count where their runs are still under ``out``."""
@@ -305,8 +305,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "hunt-guides")
     ap.add_argument("--only-seed", type=int, help="run this seed alone (one job of the CI workflow hunt-guides.yml)")
     ap.add_argument("--report-only", action="store_true", help="print the table of the hunts already done")
-    ap.add_argument("--results", type=Path, default=RESULTS,
-                    help="the kept hunts to report (an earlier guide's: benchmarks/results/hunt-guides-before-*)")
+    ap.add_argument("--results", type=Path,
+                    help="the kept hunts to report (default: benchmarks/results/hunt-guides; an earlier "
+                         "guide's: hunt-guides-before-*)")
     ap.add_argument("--collect", type=Path, help="place the hunts the CI workflow's jobs uploaded, then stop")
     a = ap.parse_args()
     if a.collect:
