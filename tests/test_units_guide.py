@@ -124,7 +124,7 @@ def test_a_mutation_aims_one_or_two_faults_more_at_the_precursor():
     assert all(f.at_s + f.duration_s <= c.duration_s - 3.0 + 1e-9 for c in children for f in c.faults[1:]), \
         "healed before the workload ends"
     takes = taken + [take for _, take in both]
-    assert not [f for f in takes if FAULTS[f.kind].operation], "an operator's election may leave the leader leading"
+    assert not [f for f in takes if f.kind == "elect_preferred"], "an operator's election may leave the leader leading"
     session = session_s(s)
     silences = [f for f in takes if SILENCES_ITS_BROKER in FAULTS[f.kind].effects]
     assert silences and all(f.duration_s >= session + 1.0 and f.stream != "downstream" for f in silences), \
@@ -250,3 +250,15 @@ def test_the_follower_keeps_truncations_written_after_it_started_across_a_restar
     f.close()
     assert [(t.broker, t.offset) for t in f.seen()] == [(2, 7), (2, 9)], "not the line from before, none twice"
     assert len(c.opened) == 2 and c.opened[1] > c.opened[0], "opened again from the last line read"
+
+
+def test_a_precursors_leader_is_taken_by_failing_its_broker_an_operators_decommission_too():
+    """A preferred election leaves a leader that is the preferred replica leading, so it is no step
+    meant to take that leader away; a decommission shuts the broker down, so it is one."""
+    from harness.faults import Target
+    from harness.hunt.space import Move
+
+    every = [Move(kind, Target.parse("leader")) for kind in FAULTS]
+    takers = guide.leader_takers(every)
+    assert "elect_preferred" not in takers and {"kill", "restart", "pause", "decommission"} <= set(takers)
+    assert all(TAKES_THE_LEADER in FAULTS[k].effects for k in takers)

@@ -107,10 +107,11 @@ def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move
 
 
 def leader_takers(moves: list[Move]) -> list[str]:
-    """The hunt's kinds that take a partition's leader away by failing its broker: an operator's
-    election is not one (a preferred election leaves a leader that is the preferred replica leading)."""
-    return sorted({m.kind for m in moves
-                   if TAKES_THE_LEADER in FAULTS[m.kind].effects and not FAULTS[m.kind].operation})
+    """The hunt's kinds that take a partition's leader away by failing its broker, a decommission
+    among them; an operator's action that leaves the broker running is not one (a preferred
+    election leaves a leader that is the preferred replica leading)."""
+    return sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects
+                   and not (FAULTS[m.kind].operation and FAULTS[m.kind].heal is None)})
 
 
 def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:
