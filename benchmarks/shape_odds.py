@@ -34,11 +34,11 @@ import sys
 from collections.abc import Callable
 
 from benchmarks.hunt_guides import ANSWERS
-from harness.faults import FAULTS, SILENCES_ITS_BROKER, TAKES_THE_LEADER
+from harness.faults import FAULTS, SILENCES_ITS_BROKER
 from harness.hunt.coverage_guide import CoverageCorpus, next_schedule
 from harness.hunt.goal import Goal
 from harness.hunt.guide import swarm
-from harness.hunt.space import draw, session_s, vocabulary
+from harness.hunt.space import draw, fails_its_broker, session_s, vocabulary
 from harness.scenario import FaultSpec, Scenario
 from harness.scenario.catalogue import find
 from harness.scenario.loading import load
@@ -74,9 +74,10 @@ def f2_shape(s: Scenario) -> bool:
     return False
 
 
-def takes_the_leader(f: FaultSpec, session: float) -> bool:
-    """A fault on the leader that takes its leadership: a stop, or a silence as long as its session."""
-    if str(f.target) != "leader" or TAKES_THE_LEADER not in FAULTS[f.kind].effects:
+def leader_taken(f: FaultSpec, session: float) -> bool:
+    """A fault on the leader that takes its leadership: one that fails its broker
+    (``fails_its_broker``), a silence for as long as its session."""
+    if str(f.target) != "leader" or not fails_its_broker(f.kind):
         return False
     return SILENCES_ITS_BROKER not in FAULTS[f.kind].effects or f.duration_s >= session
 
@@ -87,7 +88,7 @@ def epochs_off_shape(s: Scenario) -> bool:
     session = session_s(s)
     for hold in (f for f in s.faults if f.kind == "cut_fetch" and f.stream == "downstream" and _follower(f)):
         h0, h1 = _span(hold)
-        for take in (f for f in s.faults if takes_the_leader(f, session)):
+        for take in (f for f in s.faults if leader_taken(f, session)):
             t0, _ = _span(take)
             if h0 + HELD_FOLLOWER_TIMES_OUT_S <= t0 <= h1 or take.on is not None:
                 return True

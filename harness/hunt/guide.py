@@ -27,9 +27,18 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from harness.faults import FAULTS, HOLDS_FETCHES, TAKES_THE_LEADER
+from harness.faults import FAULTS, HOLDS_FETCHES
 from harness.hunt.precursors import Precursor
-from harness.hunt.space import FIRST_FAULT_S, QUIET_TAIL_S, Move, bounds, draw, takes_the_leader, with_faults
+from harness.hunt.space import (
+    FIRST_FAULT_S,
+    QUIET_TAIL_S,
+    Move,
+    bounds,
+    draw,
+    fails_its_broker,
+    takes_the_leader,
+    with_faults,
+)
 from harness.mechanisms import CUT_TOXIC
 from harness.scenario import Scenario
 
@@ -107,11 +116,8 @@ def hold_fetches(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move
 
 
 def leader_takers(moves: list[Move]) -> list[str]:
-    """The hunt's kinds that take a partition's leader away by failing its broker, a decommission
-    among them; an operator's action that leaves the broker running is not one (a preferred
-    election leaves a leader that is the preferred replica leading)."""
-    return sorted({m.kind for m in moves if TAKES_THE_LEADER in FAULTS[m.kind].effects
-                   and not (FAULTS[m.kind].operation and FAULTS[m.kind].heal is None)})
+    """The hunt's kinds that take a partition's leader away by failing its broker (``fails_its_broker``)."""
+    return sorted({m.kind for m in moves if fails_its_broker(m.kind)})
 
 
 def take_the_leader(s: Scenario, p: Precursor, rng: random.Random, moves: list[Move]) -> list[dict]:

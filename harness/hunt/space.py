@@ -17,7 +17,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from harness.cluster.formation import FormationFault
-from harness.faults import FAULT_KINDS, FAULTS, SILENCES_ITS_BROKER, Target
+from harness.faults import FAULT_KINDS, FAULTS, SILENCES_ITS_BROKER, TAKES_THE_LEADER, Target
 from harness.scenario import HuntSpec, Scenario
 
 TRIGGER_DELAY_S = (0.0, 2.0)
@@ -172,6 +172,14 @@ def session_s(s: Scenario) -> float:
     heartbeats' session with the KRaft controllers."""
     c = s.cluster_settings()
     return (c.zookeeper_session_timeout_ms if s.mode == "zk" else c.broker_session_timeout_ms) / 1000
+
+
+def fails_its_broker(kind: str) -> bool:
+    """Whether a fault of ``kind`` takes its broker's leadership away by failing the broker (a stop,
+    a kill, a silence, an operator's decommission); an operator's action that leaves the broker
+    running does not (a preferred election leaves a leader that is the preferred replica leading)."""
+    k = FAULTS[kind]
+    return TAKES_THE_LEADER in k.effects and not (k.operation and k.heal is None)
 
 
 def takes_the_leader(s: Scenario, f: dict) -> dict:
