@@ -92,7 +92,31 @@ def test_fault_free_run_finds_every_acknowledged_record(tmp_path, kept_cluster):
     assert [r["producer"] for r in run["load"]] == ["a", "b"] and not any(r["short"] for r in run["load"])
     assert run["phases"]["workload"] >= s.duration_s and run["phases"] == res.phases
     (v,) = check_runs([d])
-    assert v.anomalies == {**dict.fromkeys(v.anomalies, 0), "uncommitted_read": len(at_hw)} and v.verdict == "pass"
+    assert_clean_but_for_what_a_retry_permits(v, d, len(at_hw))
+
+
+# What producer b (acks=1, not idempotent, up to 5 requests in flight) may show without a fault: a request
+# it retried (one that timed out on a loaded machine, or met a leader moved by a lapsed ZooKeeper session)
+# lets a later batch land first. Its configuration does not promise send order, and the verdict says so.
+RETRY_ANOMALIES = frozenset({"nonmonotonic_send", "duplicate"})
+
+
+def assert_clean_but_for_what_a_retry_permits(v, d, reads_at_hw: int) -> None:
+    """The verdict passes; idempotent producer a shows nothing; non-idempotent producer b shows at
+    most a retry's reorder or duplicate, and only where the run shows the retry: librdkafka's own
+    request timeout in the client log, or a leader change in the run's samples."""
+    shown = {k: n for k, n in v.anomalies.items() if n}
+    detail = f"counts {shown}, examples { {k: v.examples.get(k, [])[:3] for k in shown} }"
+    assert v.verdict == "pass", detail
+    assert v.anomalies["uncommitted_read"] == reads_at_hw, detail
+    by_producer = {c.producers[0]: c for c in v.by_config}
+    assert not {k for k, n in by_producer["a"].counts.items() if n and k != "uncommitted_read"}, detail
+    b = by_producer["b"]
+    retried = {k for k, n in b.counts.items() if n and k != "uncommitted_read"}
+    if retried:
+        assert retried <= RETRY_ANOMALIES and not any(b.promises[k].promised for k in retried), detail
+        timeouts = [x for x in (d / "logs" / "clients.log").read_text().splitlines() if "REQTMOUT" in x]
+        assert timeouts or v.coverage.get("leader_change"), f"{detail}, and no retry in the run to explain it"
 
 
 def test_leader_kill_is_logged_with_times_that_bracket_the_leader_change_and_reported(tmp_path, kept_cluster):
