@@ -379,7 +379,7 @@ def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
     assert out.exit_code == 1 and len(out.findings) == 1, "one signature, one finding"
     doc = json.loads((tmp_path / "hunt" / "hunt.json").read_text())
     f = doc["findings"][0]
-    assert f["reproduced"] == {"k": 2, "n": 2} and f["confirmed"] == {"k": 2, "n": 2}
+    assert f["reproduced"] == {"k": 2, "n": 2} and f["confirmed"] == {"k": 2, "n": 2, "unfired": 0}
     assert f["faults_after"] == 2 and f["faults_before"] >= 2 and f["known"] == "acks1-leader-kill"
     assert f["signature"].startswith("lost | acks=1") and f["signature"].endswith("| cut_fetch+kill")
     assert doc["runs"] == len(calls) and doc["wall_s"] >= 0 and doc["workload_s"] > 0 and doc["drawn"] == 12
@@ -391,6 +391,27 @@ def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
     assert needs_kill_and_cut(minimal) and len(minimal.faults) == 2
     assert minimal.topic.name == "chaos", "the scenario's topic, not the one a drawn run had on a shared cluster"
     assert not list((tmp_path / "hunt" / "findings").glob(".*partial"))
+
+
+def test_a_confirmation_whose_trigger_never_fired_is_a_miss_the_finding_counts_as_unfired(tmp_path):
+    """A re-run whose triggered fault never fired misses the schedule as written, and counts so in the
+    rate; hunt.json and the announcement also say how many of the misses fired no trigger, so a finding
+    not reproduced reads apart from one whose faults met their moment and showed nothing."""
+    said: list[str] = []
+    found = rule([])
+
+    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        v = found(path, s, reuse)
+        if path.name.rsplit("-", 1)[-1] == "c1":  # the first re-run: its trigger never fired, nothing lost
+            v = verdict({}).model_copy(update={"run_dir": str(path), "verdict": "not exercised",
+                                               "not_exercised": ["kill on isr_shrink"]})
+            verdict_mod.write(path, v)
+        return v
+
+    hunt(options(tmp_path, confirm=3), announce=said.append, go=go)
+    f = json.loads((tmp_path / "hunt" / "hunt.json").read_text())["findings"][0]
+    assert f["confirmed"] == {"k": 2, "n": 3, "unfired": 1}
+    assert any("confirmed 2 of 3, 1 of them firing no trigger, reproduced" in m for m in said), said
 
 
 def test_a_findings_runs_share_the_kept_cluster_each_on_a_topic_of_its_own_unless_asked_not_to(tmp_path):

@@ -105,6 +105,17 @@ class Base:
 
 
 @dataclass
+class Rate:
+    """Runs of one schedule: how many showed the hit (``k`` of ``n``), the first that did, and how many
+    did not because a trigger of the schedule never fired."""
+
+    k: int = 0
+    n: int = 0
+    first: Trial | None = None
+    unfired: int = 0
+
+
+@dataclass
 class Finding:
     id: str
     signature: str
@@ -115,6 +126,9 @@ class Finding:
     minimal: Scenario
     confirmed: tuple[int, int]
     reproduced: tuple[int, int]
+    # re-runs as found that did not show it because a trigger of the schedule never fired: misses of the
+    # schedule as written, but not runs in which its faults met the moment the drawn run's met
+    confirmed_unfired: int = 0
     shrink_judged: int = 0
     seen_in: list[str] = field(default_factory=list)
     shrink_test: Sprt | None = None  # the sequential test its candidates were judged by
@@ -131,7 +145,7 @@ class Finding:
         return {"id": self.id, "signature": self.signature, "known": self.known, "anomaly": self.hit.anomaly,
                 "configuration": self.hit.where, "promised": self.hit.promised,
                 "reproduced": {"k": self.reproduced[0], "n": self.reproduced[1]},
-                "confirmed": {"k": self.confirmed[0], "n": self.confirmed[1]},
+                "confirmed": {"k": self.confirmed[0], "n": self.confirmed[1], "unfired": self.confirmed_unfired},
                 "faults_before": len(self.original.faults), "faults_after": len(self.minimal.faults),
                 "found_in": self.found_in, "seen_in": self.seen_in, "shrink_runs": self.shrink_judged,
                 "shrink_test": self.shrink_summary(),
@@ -352,35 +366,39 @@ class Hunt:
         kinds = [f.kind for f in s.faults]
         finding = Finding(fid, signature(hit, kinds), hit, known_id(hit, trial.verdict, kinds),
                           trial.name, s, s, (0, 0), (0, 0), original_run=trial)
-        k, n, confirming = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
-        finding.confirmed = (k, n)
+        confirming = self._rate(s, f"{trial.name}-c", hit, self.opts.confirm)
+        finding.confirmed, finding.confirmed_unfired = (confirming.k, confirming.n), confirming.unfired
         finding.reproduced = finding.confirmed
         if finding.confirmed[0] > 0 and not self.out_of_time:
-            self._shrink(finding, trial.name, confirming or trial)
+            self._shrink(finding, trial.name, confirming.first or trial)
         if self.out_of_time:
             self.announce(f"{fid}: the time budget ran out while investigating it; written as it stands")
         finding.signature = signature(hit, [f.kind for f in finding.minimal.faults])
         self._write(finding)
-        self.announce(f"finding {fid}: {finding.signature}: reproduced {finding.reproduced[0]} of "
-                      f"{finding.reproduced[1]}, {len(s.faults)} -> {len(finding.minimal.faults)} faults"
+        k, n = finding.confirmed
+        unfired = f", {finding.confirmed_unfired} of them firing no trigger" if finding.confirmed_unfired else ""
+        self.announce(f"finding {fid}: {finding.signature}: confirmed {k} of {n}{unfired}, reproduced "
+                      f"{finding.reproduced[0]} of {finding.reproduced[1]}, {len(s.faults)} -> "
+                      f"{len(finding.minimal.faults)} faults"
                       + (f" (known: {finding.known})" if finding.known else ""))
         return finding
 
-    def _rate(self, s: Scenario, prefix: str, hit: Hit, n: int) -> tuple[int, int, Trial | None]:
-        """In how many of ``n`` runs of ``s`` the hit shows again: (k, runs done: fewer than ``n``
-        when the time budget runs out, the first run that showed it)."""
-        k = done = 0
-        first = None
+    def _rate(self, s: Scenario, prefix: str, hit: Hit, n: int) -> Rate:
+        """In how many of ``n`` runs of ``s`` the hit shows again (fewer runs than ``n`` when the
+        time budget runs out)."""
+        rate = Rate()
         try:
             for i in range(1, n + 1):
                 trial = self._run(f"{prefix}{i}", s)
-                done += 1
+                rate.n += 1
                 if self._shows(trial, hit):
-                    k += 1
-                    first = first or trial
+                    rate.k += 1
+                    rate.first = rate.first or trial
+                elif trial.verdict is not None and trial.verdict.not_exercised:
+                    rate.unfired += 1
         except OutOfTime:
             pass
-        return k, done, first
+        return rate
 
     def _shows(self, trial: Trial, hit: Hit) -> bool:
         return trial.verdict is not None and any(h.key == hit.key for h in self.opts.goal.hits(trial.verdict))
@@ -416,13 +434,13 @@ class Hunt:
         if result.scenario is finding.original and self.opts.measure is None:  # the confirmations measured it
             finding.minimal_run = showing
             return
-        k, n, measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.measure or self.opts.confirm)
-        if n == 0:  # the budget ran out before the minimal schedule's first measurement: report it as found
+        measured = self._rate(result.scenario, f"{name}-m", finding.hit, self.opts.measure or self.opts.confirm)
+        if measured.n == 0:  # the budget ran out before the minimal schedule's first measurement: report it as found
             self.announce(f"{name}: no time left to measure the shrunk schedule; written as found, with its rate")
             finding.minimal, finding.minimal_run = finding.original, showing
             return
-        finding.reproduced = (k, n)
-        finding.minimal_run = measured or shown.get(id(result.scenario))
+        finding.reproduced = (measured.k, measured.n)
+        finding.minimal_run = measured.first or shown.get(id(result.scenario))
 
     # ------------------------------------------------------------------ what is written
 
