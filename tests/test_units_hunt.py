@@ -322,6 +322,10 @@ def test_bug_md_speaks_the_trackers_language(tmp_path):
     root = bug_md(doc, hit, s, run, fits).split("## Root cause")[1]
     assert root.lstrip().startswith("Unexplained") and "KAFKA-17754 (lost)" in root and \
         "Consistent with the configuration only" in root, "a known bug no log shows is listed, never the cause"
+    missed = {"reproduced": {"k": 0, "n": 3}, "confirmed": {"k": 0, "n": 3, "unfired": 2}, "found_in": "h0004"}
+    unfired = bug_md(doc | missed, hit, s, run, fits)
+    assert "> Not reproduced: none of 3 re-runs on a clean cluster showed it again (2 of them fired no trigger of " \
+           "the schedule)" in unfired
 
 
 def test_wilson_interval_matches_newcombes_table():
