@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import tomllib
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from harness.checker.verdict import KnownIssue, NotHealed, Verdict
 from harness.hunt import shrink as shrinking
 from harness.hunt.goal import Goal, Hit, signature
 from harness.hunt.known import known_id
-from harness.hunt.loop import HuntOptions, hunt
+from harness.hunt.loop import INVESTIGATIONS_UNREPRODUCED, HuntOptions, hunt
 from harness.hunt.space import draw, vocabulary
 from harness.hunt.trials import HuntError
 from harness.hunt.write_up import bug_md, scenario_toml
@@ -452,11 +453,37 @@ def test_another_hunt_in_the_same_directory_is_refused(tmp_path):
 def test_a_finding_that_never_reproduces_is_reported_so_and_not_shrunk(tmp_path):
     calls: list[str] = []
     flaky = {f"h{n:04d}-acks1-leader-kill-3.9.1-zk-c{i}" for n in range(40) for i in (1, 2)}
-    out = hunt(options(tmp_path, runs=4), announce=lambda m: None, go=rule(calls, flaky))
+    out = hunt(options(tmp_path, runs=60), announce=lambda m: None, go=rule(calls, flaky))
     f = out.findings[0]
     assert f.confirmed == (0, 2) and f.reproduced == (0, 2) and f.minimal == f.original.model_copy(
         update={"name": f.minimal.name, "description": f.minimal.description})
     assert not any("-s" in c.rsplit("-", 1)[-1] for c in calls), "nothing is shrunk that did not reproduce"
+    lost = [c for c in calls if c.endswith("-zk") and json.loads(
+        (tmp_path / "hunt" / "runs" / c / "verdict.json").read_text())["anomalies"]["lost"]]
+    assert {f.found_in for f in out.findings} | {r for f in out.findings for r in f.seen_in} == set(lost)
+    assert len(out.findings) > 1 and any(f.seen_in for f in out.findings), "sightings investigated, then noted"
+    assert max(Counter(f.signature for f in out.findings).values()) == INVESTIGATIONS_UNREPRODUCED
+
+
+def test_a_failure_seen_again_after_its_finding_did_not_reproduce_is_investigated_again(tmp_path):
+    """The first finding's re-runs show nothing; the next run that shows the same failure is a second
+    sighting in a schedule of its own: investigated, it reproduces and is shrunk."""
+    said: list[str] = []
+    first: list[str] = []
+    stand_in = rule([])
+
+    def go(path: Path, s: Scenario, reuse: bool) -> Verdict:
+        if first and path.name.startswith(f"{first[0]}-c"):
+            return rule([], flaky={path.name})(path, s, reuse)
+        v = stand_in(path, s, reuse)
+        if not first and path.name.endswith("-zk") and v.anomalies["lost"]:
+            first.append(path.name)
+        return v
+
+    out = hunt(options(tmp_path), announce=said.append, go=go)
+    assert [f.confirmed for f in out.findings[:2]] == [(0, 2), (2, 2)], out.findings
+    assert out.findings[1].found_in != first[0] and len(out.findings[1].minimal.faults) == 2
+    assert any("which did not reproduce: investigating this run too" in m and "01-lost" in m for m in said)
 
 
 def test_a_time_budget_ends_the_hunt_with_what_it_found(tmp_path):

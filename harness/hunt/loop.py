@@ -50,6 +50,10 @@ from harness.run.kept_cluster import (
 from harness.scenario import Scenario, ScenarioError
 
 HUNT_JSON = "hunt.json"
+# A finding that did not reproduce on confirmation showed once; a later run that shows it again is a
+# second sighting in a schedule of its own, investigated in turn (confirmed, shrunk), up to this many
+# findings of one failure while none of them reproduced; after that a sighting is only noted (seen_in).
+INVESTIGATIONS_UNREPRODUCED = 3
 # How a hunt chooses its next schedule: swarm draws only (the baseline); swarm draws and schedules
 # built on runs whose replicas dropped acknowledged records (guide.py); those, and schedules mutated
 # from runs that reached protocol states no earlier run had (coverage_guide.py).
@@ -350,10 +354,13 @@ class Hunt:
             return False
         hits = self.opts.goal.hits(trial.verdict)
         for hit in hits:
-            same = next((f for f in self.findings if f.covers(hit, s)), None)
-            if same is not None:
-                same.seen_in.append(trial.name)
+            same = [f for f in self.findings if f.covers(hit, s)]
+            if same and (any(f.confirmed[0] > 0 for f in same) or len(same) >= INVESTIGATIONS_UNREPRODUCED):
+                same[0].seen_in.append(trial.name)
                 continue
+            if same:
+                self.announce(f"{trial.name}: {hit.anomaly} again, as in {same[-1].id}, which did not reproduce: "
+                              "investigating this run too")
             self.findings.append(self._investigate(hit, trial, s, base))
             break  # one investigation per run: the other hits of it show up again if they are real
         return bool(hits)
