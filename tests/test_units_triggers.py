@@ -178,6 +178,40 @@ def test_a_slow_trigger_does_not_delay_another(tmp_path):
     assert took < 0.5, f"it took {took:.2f} s: the slow watcher held it up"
 
 
+def test_a_trigger_on_a_faults_start_keeps_its_delay_from_that_start_not_from_the_end_of_acting(tmp_path):
+    """A fault that takes seconds to act (a clean stop of each follower in turn, longer while the leader
+    is frozen) started when it began to act: a fault chained on its start fires its delay after that.
+    Counted from when acting returned, a hunt's ZooKeeper restart chained 0.5 s after the followers'
+    restart came 21 s late, after the workload, in one run and never in its re-run."""
+    import time
+
+    from harness.faults import PlannedFault
+    from harness.history.events import EventLog
+    from harness.run.nemesis import Nemesis
+
+    c = _Cluster()
+    hit: list[int] = []
+
+    def slow_pause(b):  # broker 3's fault takes 1.5 s to act
+        if b == 3:
+            time.sleep(1.5)
+        hit.append(b)
+
+    c.pause = slow_pause  # type: ignore[method-assign]
+    events = EventLog(tmp_path / "events.jsonl")
+    nem = Nemesis(c, "t", events)  # type: ignore[arg-type]
+    slow = PlannedFault(at_s=0, duration_s=3, kind="pause", target="broker:3", partition=0, number=0)
+    chained = PlannedFault(at_s=0, duration_s=1, kind="pause", target="broker:2", partition=0,
+                           on=Trigger("fault_start", fault=0, delay_s=0.2), number=1)
+    nem.start([slow, chained], time.monotonic())
+    deadline = time.monotonic() + 5
+    while len(hit) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    nem.stop()
+    events.close()
+    assert hit == [2, 3], "the chained fault acted while the one it follows was still acting"
+
+
 def test_a_triggered_fault_in_flight_when_the_run_stops_is_finished_and_healed_before_stop_returns(tmp_path):
     """A trigger's delayed fault whose application is still under way when the schedule ends (a
     clean stop takes seconds) must not outlive stop(): on a cluster kept for the next run it would

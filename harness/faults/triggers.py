@@ -27,7 +27,8 @@ EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hw": ("the partition's high watermark reaches offset", ("offset",)),
     "truncation": ("a replica of the partition truncates its log, removing records (with broker: that broker's; "
                    "its log's `Truncating to offset`)", ()),
-    "fault_start": ("fault number `fault` of the scenario starts", ("fault",)),
+    "fault_start": ("fault number `fault` of the scenario starts (begins to act: one on several brokers, at the "
+                    "first)", ("fault",)),
     "fault_end": ("fault number `fault` of the scenario ends (is healed)", ("fault",)),
 }
 PARTITION_EVENTS = ("isr_shrink", "isr_grow", "leader_change", "hw", "truncation")

@@ -155,7 +155,10 @@ class Nemesis:
 
     # ------------------------------------------------------------ apply / heal
     def apply(self, f: PlannedFault, detail: dict | None = None) -> Applied:
-        """Apply a fault; one that fails halfway takes back the toxics it added before raising."""
+        """Apply a fault; one that fails halfway takes back the toxics it added before raising. The fault
+        counts as started (for a trigger on its start) once its target is resolved and before it acts:
+        acting can take seconds (a clean stop of each follower in turn, longer while the leader is
+        frozen), and a fault chained on another's start keeps its delay from that start."""
         brokers = self.resolve(f)
         st = self.c.describe(self.topic, timeout_s=5, quorum=True if f.target.of_quorum else None)
         a = Applied(f, brokers, start_ms=now_ms(), tag=f"f{next(_TAGS)}", topic=self.topic, detail={
@@ -173,12 +176,12 @@ class Nemesis:
             if self.group_id(group) != group:
                 a.detail["group_id"] = self.group_id(group)
         member = self.members(f.target.client) if self.members is not None and f.target.role == "client" else None
+        self._mark(self.started, f)
         if member is not None and kind.on_member is not None:  # on the member's process, not its links
             a.brokers, a.member = [], member
             getattr(member, kind.on_member[0])()
             self.events.write(FaultStart(kind=f.kind, target=str(f.target), brokers=[], tag=a.tag, ts_ms=a.start_ms,
                                          **a.detail))
-            self._mark(self.started, f)
             return a
         try:
             if kind.on_client is not None:
@@ -196,7 +199,6 @@ class Nemesis:
             raise
         self.events.write(FaultStart(kind=f.kind, target=str(f.target), brokers=brokers, nodes=self.node_names(brokers),
                                      tag=a.tag, ts_ms=a.start_ms, **a.detail))
-        self._mark(self.started, f)
         return a
 
     def node_names(self, nodes: list[int]) -> list[str]:
