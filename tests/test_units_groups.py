@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.clients.groups import Group, member_conf
 from harness.history.events import as_line, from_dicts
 from harness.report.groups import held_spans
@@ -116,6 +118,46 @@ def test_the_coordinators_commit_log_is_read_in_the_order_it_was_written():
     p1 = commits_of(entries, "g", "chaos", 1)
     assert [(e.generation, e.offset) for e in p1] == [(2, None), (2, 550), (2, 255)]
     assert commits_of(entries, "other", "chaos", 1) == []
+
+
+class BrokersThatHold:
+    """A stand-in for a cluster's ``exec``: broker b's files of ``__consumer_offsets-1`` are
+    ``held[b]`` (None: no files), and DumpLogSegments prints ``printed[b]`` for them."""
+
+    def __init__(self, held: dict[int, bool], printed: dict[int, str]):
+        self.held, self.printed, self.asked = held, printed, []
+
+    def exec(self, node: str, cmd: list[str]) -> tuple[int, str]:
+        b = int(node.split("-")[1])
+        self.asked.append(b)
+        if cmd[-1].startswith("ls "):
+            return (0, "/var/lib/kafka/data/__consumer_offsets-1/00000000000000000000.log\n") if self.held[b] \
+                else (2, "ls: cannot access: No such file or directory")
+        return 0, self.printed[b]
+
+
+def test_a_coordinator_partition_the_leader_gives_nothing_of_is_read_on_another_in_sync_replica():
+    """Read on the leader first; a leader whose files are not found, or whose tool prints no segment,
+    is named in the file and the next in-sync replica is read; none giving anything is a failure
+    that says so (a ToolFailed event), never an empty record."""
+    from harness.run.coordinator_log import NothingRead, read_partition
+
+    dumped = "Dumping /var/lib/kafka/data/__consumer_offsets-1/00000000000000000000.log\n| offset: 0 ..."
+    leader_fine = BrokersThatHold({1: True, 2: True}, {1: dumped, 2: ""})
+    assert read_partition(leader_fine, "__consumer_offsets-1", [1, 2]) == (dumped, [])
+    assert leader_fine.asked == [1, 1], "the leader's files listed, then dumped; no other broker asked"
+
+    elsewhere = BrokersThatHold({1: False, 2: True, 3: True}, {2: "", 3: dumped})
+    text, said = read_partition(elsewhere, "__consumer_offsets-1", [1, 2, 3])
+    assert text == dumped
+    assert said == ["# broker 1: no segment of __consumer_offsets-1 to read",
+                    "# broker 2: no segment of __consumer_offsets-1 to read",
+                    "# read on broker 3, in the partition's ISR"]
+
+    nowhere = BrokersThatHold({1: False, 2: True}, {2: "some warning, no segment"})
+    with pytest.raises(NothingRead) as e:
+        read_partition(nowhere, "__consumer_offsets-1", [1, 2])
+    assert (e.value.tool, e.value.node) == ("kafka-dump-log", "kafka-1,2") and "[1, 2]" in str(e.value)
 
 
 def test_a_members_numbered_acknowledgements_are_taken_in_call_order(tmp_path):

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from harness.cluster import KafkaCluster
+from harness.cluster.errors import ClusterError
 from harness.cluster.kafka_tools import ToolError, ToolMissing
 from harness.run.replicas import dump_log_segments
 
@@ -42,31 +43,71 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if h == INT_MIN else abs(h)) % partitions
 
 
+class NothingRead(ClusterError):
+    """No in-sync replica of a group's ``__consumer_offsets`` partition gave DumpLogSegments output
+    to read (no log files found, or the tool printed no segment): the group has no coordinator's
+    record, which is said, never left as an empty file that reads like a group that wrote nothing."""
+
+    def __init__(self, partition: str, tried: list[int]):
+        self.tool, self.node = "kafka-dump-log", "kafka-" + ",".join(map(str, tried))
+        super().__init__(f"{partition}: no in-sync replica's files were read (brokers {tried} tried)")
+
+
 @dataclass
 class CoordinatorDump:
-    """What ``dump`` read: the file's text, and each tool failure that left a group without its
+    """What ``dump`` read: the file's text, and each failure that left a group without its
     coordinator's record (said on the terminal, in verdict.json's assumptions and in the report)."""
 
     text: str
-    failures: list[ToolError | ToolMissing] = field(default_factory=list)
+    failures: list[ToolError | ToolMissing | NothingRead] = field(default_factory=list)
+
+
+def read_partition(cluster: KafkaCluster, partition: str, replicas: list[int]) -> tuple[str, list[str]]:
+    """One ``__consumer_offsets`` partition decoded, read on the first of ``replicas`` (its leader,
+    then the rest of its ISR) whose files give the tool something to print (a "Dumping" line): its
+    text, and a comment line for each replica that gave nothing. Raises the last replica's tool
+    failure, or NothingRead when none gave output and none failed.
+
+    Any in-sync replica holds what the leader committed, and the coordinator's records are committed
+    before it answers, so a replica that does gives the same record. A read can find nothing where
+    the replica holds the partition: a command the engine answers empty, or a replica reassigned
+    since the metadata was read."""
+    said: list[str] = []
+    last: ToolError | ToolMissing | None = None
+    for b in replicas:
+        try:
+            text = dump_log_segments(cluster, b, partition, "--offsets-decoder", "--print-data-log") or ""
+        except (ToolError, ToolMissing) as e:
+            last = e
+            said.append(f"# broker {b}: {e}")
+            continue
+        if any(line.startswith("Dumping ") for line in text.splitlines()):
+            if said:
+                said.append(f"# read on broker {b}, in the partition's ISR")
+            return text, said
+        said.append(f"# broker {b}: no segment of {partition} to read")
+    raise last if last is not None else NothingRead(partition, replicas)
 
 
 def dump(cluster: KafkaCluster, groups: list[str]) -> CoordinatorDump:
-    """Each group's lines in its ``__consumer_offsets`` partition, read on the broker that leads it."""
-    out, failures = [], []
+    """Each group's lines in its ``__consumer_offsets`` partition, read on the broker that leads it
+    (or, where that gives nothing, on another in-sync replica, which the file names)."""
+    out: list[str] = []
+    failures: list[ToolError | ToolMissing | NothingRead] = []
     meta = cluster.admin.list_topics(topic=OFFSETS_TOPIC, timeout=30).topics.get(OFFSETS_TOPIC)
     if meta is None or not meta.partitions:
         return CoordinatorDump(f"# no broker holds {OFFSETS_TOPIC}\n")
-    dumped: dict[int, str | ToolError | ToolMissing] = {}  # groups that share a partition read it once
+    dumped: dict[int, str | ClusterError] = {}  # groups that share a partition read it once
     for g in groups:
         p = partition_for(g, len(meta.partitions))
         leader = meta.partitions[p].leader
         out.append(f"# group {g}: {OFFSETS_TOPIC}-{p}, read on its leader, broker {leader}")
         if p not in dumped:
+            replicas = [leader, *(b for b in meta.partitions[p].isrs if b != leader)]
             try:
-                dumped[p] = dump_log_segments(cluster, leader, f"{OFFSETS_TOPIC}-{p}", "--offsets-decoder",
-                                              "--print-data-log") or ""
-            except (ToolError, ToolMissing) as e:
+                dumped[p], said = read_partition(cluster, f"{OFFSETS_TOPIC}-{p}", replicas)
+                out += said
+            except (ToolError, ToolMissing, NothingRead) as e:
                 dumped[p] = e
                 failures.append(e)
         text = dumped[p]
