@@ -604,3 +604,38 @@ def test_a_broker_stopped_cleanly_is_not_started_while_zookeeper_does_not_answer
     finally:
         zk.stop()
         zk.close()
+
+
+# The log of the broker that exited while `kchaos up` formed a cluster on a loaded CI machine.
+SESSION_LAPSED_AT_BOOT = """\
+[2026-12-02 01:57:15,420] ERROR [KafkaServer id=2] Fatal error during KafkaServer startup. Prepare to shutdown \
+(kafka.server.KafkaServer)
+org.apache.zookeeper.KeeperException$SessionExpiredException: KeeperErrorCode = Session expired for /feature
+\tat org.apache.zookeeper.KeeperException.create(KeeperException.java:134)
+[2026-12-02 01:57:15,766] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)
+"""
+
+
+def test_a_broker_whose_session_lapsed_while_the_cluster_formed_is_started_again_twice_at_most():
+    """A broker that exits at start-up because ZooKeeper expired its session is started again, as a
+    supervisor would, twice at most; any other exit, or a third, is the cluster's failure to start."""
+    from harness.cluster.errors import lost_its_session_while_starting
+    from harness.cluster.state import BOOT_RESTARTS, StateReads
+
+    class Forming(StateReads):
+        def __init__(self):
+            self._boot_restarts, self.started = {}, []
+
+        def start_broker(self, b: int) -> float:
+            self.started.append(b)
+            return 0.0
+
+    assert lost_its_session_while_starting(SESSION_LAPSED_AT_BOOT)
+    other = SESSION_LAPSED_AT_BOOT.replace("SessionExpiredException", "NodeExistsException")
+    assert not lost_its_session_while_starting(other)
+    c = Forming()
+    assert not c.restart_if_boot_lost_session(2, other) and c.started == []
+    assert [c.restart_if_boot_lost_session(2, SESSION_LAPSED_AT_BOOT) for _ in range(BOOT_RESTARTS + 1)] == \
+        [True] * BOOT_RESTARTS + [False]
+    assert c.started == [2] * BOOT_RESTARTS
+    assert c.restart_if_boot_lost_session(3, SESSION_LAPSED_AT_BOOT), "each broker has restarts of its own"

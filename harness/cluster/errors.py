@@ -7,6 +7,18 @@ class ClusterError(RuntimeError):
     """The cluster could not be started or did not become healthy; the message says why."""
 
 
+# A ZooKeeper-mode broker that lost its ZooKeeper session while it started: Kafka exits (code 1),
+# as it does for any error during KafkaServer.startup, where it would have re-registered had the
+# session lapsed a moment later.
+BOOT_FAILED = "Fatal error during KafkaServer startup"
+SESSION_EXPIRED = "SessionExpiredException"
+
+
+def lost_its_session_while_starting(log: str) -> bool:
+    """Whether a broker's log says it exited because its ZooKeeper session expired during start-up."""
+    return BOOT_FAILED in log and SESSION_EXPIRED in log
+
+
 class TopicError(ValueError):
     """A topic request Kafka refused (or that could never succeed on this cluster)."""
 

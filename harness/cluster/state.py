@@ -17,13 +17,14 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster import quorum
-from harness.cluster.errors import ClusterError, TopicError, why_exited
+from harness.cluster.errors import BOOT_FAILED, ClusterError, TopicError, lost_its_session_while_starting, why_exited
 from harness.cluster.quorum import QuorumState
 from harness.cluster.state_types import ClusterState, PartitionState
 from harness.cluster.zk import zk_connected
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
+BOOT_RESTARTS = 2  # times a forming cluster's broker is started again after its session lapsed at start-up
 
 
 class StateReads:
@@ -121,12 +122,14 @@ class StateReads:
         parts.sort(key=lambda x: (x.topic, x.partition))
         return ClusterState(controller, brokers, parts)
 
-    def wait_ready(self, timeout_s: float = 120.0) -> None:
-        """Until a controller is elected and clients see every broker in the metadata."""
+    def wait_ready(self, timeout_s: float = 120.0, forming: bool = False) -> None:
+        """Until a controller is elected and clients see every broker in the metadata. ``forming``:
+        the cluster's own start, without a formation fault, where a broker that exited because its
+        ZooKeeper session lapsed while it started is started again (``restart_if_boot_lost_session``)."""
         want = set(self.settings.broker_ids)
 
         def ready() -> bool:
-            self._raise_if_exited()
+            self._raise_if_exited(forming)
             try:
                 st = self.describe(timeout_s=2)
                 seen = set(self.admin.list_topics(timeout=2).brokers)
@@ -136,9 +139,10 @@ class StateReads:
 
         until(ready, timeout_s, "brokers did not all register", error=ClusterError)
 
-    def _raise_if_exited(self) -> None:
+    def _raise_if_exited(self, forming: bool = False) -> None:
         """Raise if a node the harness did not stop has exited, unless Kafka halted it for its failed
-        disks in a cluster whose disks kchaos fails: that one is started again."""
+        disks in a cluster whose disks kchaos fails, or (``forming``) it lost its ZooKeeper session
+        while it started: that one is started again."""
         stopped = {self.topo.node_key(n) for n in self._stopped}
         nodes = {self.topo.node_key(n): n for n in [*self.settings.broker_ids, *self.settings.coordination_ids]}
         for key, c in self._containers.items():
@@ -153,8 +157,24 @@ class StateReads:
                 LOG.warning("%s: Kafka halted it for its failed log directories after the disk was given back; "
                             "started again", key)
                 continue
-            raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n"
-                               + why_exited(w.logs().decode(errors="replace")))
+            log = w.logs().decode(errors="replace")
+            if forming and key in nodes and self.restart_if_boot_lost_session(nodes[key], log):
+                continue
+            raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n" + why_exited(log))
+
+    def restart_if_boot_lost_session(self, n: int, log: str) -> bool:
+        """Start broker n again, at most BOOT_RESTARTS times, if it exited because ZooKeeper expired
+        its session while it started; False (and nothing done) otherwise. A supervisor restarts such a
+        broker; on a loaded machine a ZooKeeper or a broker JVM stalled past the session timeout while
+        every broker starts, and the cluster that forms is the same. Said on the terminal."""
+        done = self._boot_restarts.get(n, 0)
+        if done >= BOOT_RESTARTS or not lost_its_session_while_starting(log):
+            return False
+        self._boot_restarts[n] = done + 1
+        LOG.warning("kafka-%d exited while it started: ZooKeeper expired its session (%s); started again (%d of %d)",
+                    n, BOOT_FAILED, done + 1, BOOT_RESTARTS)
+        self.start_broker(n)  # type: ignore[attr-defined]  # it waits for the lapsed registration to go
+        return True
 
     def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
         """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""
