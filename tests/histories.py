@@ -13,7 +13,7 @@ from harness.history import (
     DELIVERIES,
     DELIVERIES_SCHEMA,
     OFFSETS,
-    OFFSETS_SCHEMA,
+    OFFSETS_WRITTEN_SCHEMA,
     PRODUCED,
     PRODUCED_SCHEMA,
     PRODUCED_V2_SCHEMA,
@@ -115,10 +115,11 @@ class History:
         return self
 
     def commit(self, group: str, offset: int, partition: int = 0, phase: str = "live",
-               ts: int | None = None) -> History:
-        """A row of offsets.parquet for the current topic."""
+               ts: int | None = None, log_offset: int | None = None) -> History:
+        """A row of offsets.parquet for the current topic (``log_offset``: a "written" row's place in
+        the coordinator's log)."""
         self.offsets.append({"group": group, "topic": self.topic, "partition": partition, "offset": offset,
-                             "ts_ms": self.ts if ts is None else ts, "phase": phase})
+                             "ts_ms": self.ts if ts is None else ts, "phase": phase, "log_offset": log_offset})
         self.ts += 1
         return self
 
@@ -190,7 +191,7 @@ class History:
         if self.txns:
             write_table(path / TXNS, self.txns, TXNS_SCHEMA)
         if self.offsets:
-            write_table(path / OFFSETS, self.offsets, OFFSETS_SCHEMA)
+            write_table(path / OFFSETS, self.offsets, OFFSETS_WRITTEN_SCHEMA)
         if self.deliveries:
             write_table(path / DELIVERIES, self.deliveries, DELIVERIES_SCHEMA)
         if self.share_acks:

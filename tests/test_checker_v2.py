@@ -70,6 +70,11 @@ def txn_history(plant: str | None = None) -> History:
     h.commit("gx", 3).commit("gx", 9)
     if plant == "offset_regression":
         h.commit("gx", 6)
+    # The coordinator's record, in the order it wrote it: the commit of 6 failed at the member and
+    # was written after 9 when the regression is the coordinator's alone.
+    written = [3, 9, 6] if plant == "coordinator_regression" else [3, 9]
+    for log_offset, offset in enumerate(reversed(written)):  # rows in any order: the log orders them
+        h.commit("gx", offset, phase="written", log_offset=len(written) - 1 - log_offset)
     h.commit("gx", 9, phase="final")
     copier_output(h, plant)
     return h
@@ -212,7 +217,7 @@ def test_a_groups_unseen_records_are_judged_by_how_it_commits(planted, commit, v
     v = planted[f"group-{commit}"]
     assert v.anomalies == {**dict.fromkeys(ANOMALIES, 0), "group_unseen": 1}
     (g,) = [g for g in v.by_group if g.group == "g"]
-    assert g.counts == {"group_unseen": 1, "offset_regression": 0} and g.redelivered == 1
+    assert g.counts == {"group_unseen": 1, "offset_regression": 0, "coordinator_regression": 0} and g.redelivered == 1
     assert (g.verdict, v.verdict) == (verdict, verdict)
     assert g.promises["group_unseen"].promised == (commit == "sync")
     assert all(c.counts["group_unseen"] == 0 for c in v.by_config), "a group's anomalies are judged in its row"

@@ -220,6 +220,15 @@ def test_every_driver_records_the_contract(client, driver_runs):
     assert run["groups"][0]["id"] == s.groups[0].group_id == f"g-{client}", "the group's id on the cluster"
     assert f'"group":"g-{client}"' in (d / "logs" / "group-coordinator.log").read_text(), \
         "the coordinator's record of the group, by its id"
+    # The coordinator's record as offsets.parquet's written rows, for a library that reports its commits
+    # (the others' live rows are that record): every acknowledged commit is one the coordinator wrote.
+    written = [r for r in offsets if r["group"] == g and r["phase"] == "written"]
+    acknowledged = {(r["partition"], r["offset"]) for r in offsets if r["group"] == g and r["phase"] == "live"}
+    if client in ("librdkafka", "java"):
+        assert written and all(r["log_offset"] is not None for r in written), "the coordinator's written rows"
+    assert not written or acknowledged <= {(r["partition"], r["offset"]) for r in written}, \
+        ("acknowledged commits the coordinator did not write", acknowledged - {(r["partition"], r["offset"])
+                                                                               for r in written})
     assert run["client"]["name"] == client and run["producers"][0]["config"] == {"compression.type": "lz4"}
     assert run["producers"][1]["client"]["name"] != client, "a table's own client"
     assert {c["name"] for c in run["clients"]} == {client, run["producers"][1]["client"]["name"]}

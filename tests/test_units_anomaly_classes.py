@@ -22,8 +22,8 @@ def test_every_class_is_one_module_with_a_complete_record():
 def test_the_contracts_split_and_owners_come_from_the_records():
     assert V1_ANOMALIES == ("lost", "divergence", "uncommitted_read", "duplicate", "nonmonotonic_send",
                             "nonmonotonic_poll", "phantom", "old_topic_read")
-    assert set(GROUP_ANOMALIES) == {"group_unseen", "offset_regression", "share_unseen", "share_accepted_redelivered",
-                                    "share_rejected_redelivered", "share_over_delivered"}
+    assert set(GROUP_ANOMALIES) == {"group_unseen", "offset_regression", "coordinator_regression", "share_unseen",
+                                    "share_accepted_redelivered", "share_rejected_redelivered", "share_over_delivered"}
     assert set(PRODUCER_ANOMALIES) == {"lost", "duplicate", "nonmonotonic_send", "torn_txn", "eos_duplicate",
                                        "eos_lost"}
 

@@ -18,6 +18,7 @@ from harness.history import (
     CONSUMED,
     DELIVERIES,
     ISOLATIONS,
+    OFFSET_PHASES,
     OFFSETS,
     OUTCOMES,
     PHASES,
@@ -110,8 +111,10 @@ def v2_breaches(produced: DataFrame, consumed: DataFrame, txns: DataFrame | None
         out.append((TXNS, f"column 'outcome' outside the contract (allowed: {', '.join(OUTCOMES)})",
                      txns.filter(_bad_enum("outcome", OUTCOMES))))
     if offsets is not None:
-        out.append((OFFSETS, f"column 'phase' outside the contract (allowed: {', '.join(PHASES)})",
-                    offsets.filter(_bad_enum("phase", PHASES))))
+        out.append((OFFSETS, f"column 'phase' outside the contract (allowed: {', '.join(OFFSET_PHASES)})",
+                    offsets.filter(_bad_enum("phase", OFFSET_PHASES))))
+        out.append((OFFSETS, "a row of phase 'written' without its 'log_offset' (the coordinator's order)",
+                    offsets.filter((F.col("phase") == "written") & F.col("log_offset").isNull())))
         out.append((OFFSETS, "two rows of phase 'final' for one (group, topic, partition) (the final read gives one)",
                     offsets.filter(F.col("phase") == "final").groupBy("run", "group", "topic", "partition")
                     .count().filter(F.col("count") > 1)))

@@ -131,7 +131,7 @@ KNOWN_ISSUES = (
                  "a kafka-go reader returned a message with a control record's key and value (the kafka-go driver "
                  "logs each)")),
     KnownIssueRecord(
-        "kchaos-F1", ("offset_regression",), "librdkafka_async_commits",
+        "kchaos-F1", ("offset_regression", "coordinator_regression"), "librdkafka_async_commits",
         "librdkafka retries an OffsetCommit that failed with the coordinator's connection and sends the retry "
         "after newer commits of the same partition; the coordinator keeps the last one it is given "
         "(docs/findings.md F1; not reported upstream)",

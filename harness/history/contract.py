@@ -68,12 +68,18 @@ SCHEMAS = {PRODUCED: PRODUCED_SCHEMA, CONSUMED: CONSUMED_SCHEMA, REPLICAS: REPLI
 STATUSES = ("ok", "fail", "info")
 ACKS = ("0", "1", "all")
 PHASES = ("live", "final")
+# offsets.parquet's phases: a group's commits as its members saw them take effect ("live"), its
+# committed offset read after healing ("final"), and each commit its coordinator wrote to
+# __consumer_offsets, read from the log after healing, in the order written ("written").
+OFFSET_PHASES = ("live", "final", "written")
 
 # v2 only adds: optional columns of the v1 files (null when absent) and two optional files.
 OPTIONAL_COLUMNS = {
     PRODUCED: pa.schema([pa.field("txn", pa.string(), True), pa.field("source", pa.string(), True)]),
     CONSUMED: pa.schema([pa.field("isolation", pa.string(), True), pa.field("group", pa.string(), True),
                          pa.field("generation", pa.int64(), True)]),
+    # a "written" row's offset in __consumer_offsets: the order the coordinator wrote the commits in
+    OFFSETS: pa.schema([pa.field("log_offset", pa.int64(), True)]),
 }
 TXNS_SCHEMA = pa.schema([
     pa.field("txn", pa.string(), False),
@@ -118,6 +124,7 @@ OPTIONAL_FILES = {TXNS: TXNS_SCHEMA, OFFSETS: OFFSETS_SCHEMA, DELIVERIES: DELIVE
                   SHARE_ACKS: SHARE_ACKS_SCHEMA}
 PRODUCED_V2_SCHEMA = pa.schema([*PRODUCED_SCHEMA, *OPTIONAL_COLUMNS[PRODUCED]])
 CONSUMED_V2_SCHEMA = pa.schema([*CONSUMED_SCHEMA, *OPTIONAL_COLUMNS[CONSUMED]])
+OFFSETS_WRITTEN_SCHEMA = pa.schema([*OFFSETS_SCHEMA, *OPTIONAL_COLUMNS[OFFSETS]])  # with the coordinator's order
 OUTCOMES = ("committed", "aborted", "unknown")
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
@@ -378,6 +385,8 @@ def validate(path: Path) -> RunDir:
         f = path / name
         if f.exists():
             _check_columns(f, schema, required=True)
+            if name in OPTIONAL_COLUMNS:
+                optional |= {f"{name}:{c}" for c in _check_columns(f, OPTIONAL_COLUMNS[name], required=False)}
             rows[name], schemas[name] = _rows_and_schema(f)
     if rows[PRODUCED] == 0:
         raise HistoryError(f"{path / PRODUCED}: empty history (no rows)")

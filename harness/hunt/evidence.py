@@ -24,10 +24,11 @@ _COMMIT_LINE = re.compile(r"Sent OffsetCommitRequest|Received OffsetCommitRespon
                           r"Disconnected|marking the coordinator|retrying later|Deferring")
 
 
-def offset_regression(run_dir: Path, verdict: Verdict) -> list[str]:
-    """The first regression as the coordinator wrote it (its ``__consumer_offsets``) and as the
-    member that committed it logged it (its librdkafka debug log, when ``debug`` was set)."""
-    examples = verdict.examples.get("offset_regression") or []
+def offset_regression(run_dir: Path, verdict: Verdict, anomaly: str = "offset_regression") -> list[str]:
+    """The first regression (of ``anomaly``: the members' acknowledged commits, or the coordinator's
+    record) as the coordinator wrote it (its ``__consumer_offsets``) and as the member that
+    committed it logged it (its librdkafka debug log, when ``debug`` was set)."""
+    examples = verdict.examples.get(anomaly) or []
     if not examples:
         return []
     ex = examples[0]
@@ -42,10 +43,10 @@ def offset_regression(run_dir: Path, verdict: Verdict) -> list[str]:
         out += ["(not recorded in this run)", ""]
     member = _member_that_committed(run_dir, group, topic, partition, int(ex["offset"]), int(ex["ts_ms"]))
     if member is not None:
-        lines = _client_lines(member.with_suffix(".log"), topic, partition, int(ex["prev_ts_ms"]) - 8000,
-                              int(ex["ts_ms"]) + 100)
+        since = int(ex.get("prev_ts_ms") or ex["ts_ms"])  # a written row has only its own time
+        lines = _client_lines(member.with_suffix(".log"), topic, partition, since - 8000, int(ex["ts_ms"]) + 100)
         out += [f"### The member's client log: `{member.stem}`, the {len(lines)} lines on commits and the "
-                "coordinator's connection before the regression was acknowledged", ""]
+                "coordinator's connection before the regression", ""]
         out += ["```", *lines, "```", ""] if lines else [
             "(no debug log: set the group's `config = { debug = \"cgrp,protocol\" }` to see the requests)", ""]
     return out
@@ -131,8 +132,9 @@ def isr_not_restored(run_dir: Path, verdict: Verdict) -> list[str]:
     return out
 
 
-EVIDENCE: dict[str, Callable[[Path, Verdict], list[str]]] = {"offset_regression": offset_regression,
-                                                             "isr_not_restored": isr_not_restored}
+EVIDENCE: dict[str, Callable[[Path, Verdict], list[str]]] = {
+    "offset_regression": offset_regression, "isr_not_restored": isr_not_restored,
+    "coordinator_regression": lambda run_dir, verdict: offset_regression(run_dir, verdict, "coordinator_regression")}
 
 
 def evidence(anomaly: str, run_dir: Path, verdict: Verdict) -> list[str]:

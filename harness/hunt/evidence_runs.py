@@ -35,7 +35,8 @@ TRANSACTIONS = {"kafka.coordinator.transaction": "DEBUG", "org.apache.kafka.coor
 LOGGERS: dict[str, dict[str, str]] = {
     **dict.fromkeys(("lost", "divergence", "uncommitted_read", NOT_HEALED, "duplicate", "nonmonotonic_send",
                      "phantom"), REPLICATION),
-    **dict.fromkeys(("offset_regression", "group_unseen", "poll_skip", "nonmonotonic_poll"), GROUPS),
+    **dict.fromkeys(("offset_regression", "coordinator_regression", "group_unseen", "poll_skip", "nonmonotonic_poll"),
+                     GROUPS),
     **dict.fromkeys(("aborted_read", "torn_txn", "precommitted_read", "eos_duplicate", "eos_lost"), TRANSACTIONS),
 }
 # librdkafka's debug contexts for each kind of client table.

@@ -38,7 +38,8 @@ ON_THE_WAY: dict[str, frozenset[str]] = {
     "uncommitted_read": _READ_REMOVED, "nonmonotonic_poll": _READ_REMOVED, "phantom": _READ_REMOVED,
     "duplicate": _PRODUCER_RETRIED, "nonmonotonic_send": _PRODUCER_RETRIED, "eos_duplicate": _PRODUCER_RETRIED,
     "torn_txn": _PRODUCER_RETRIED, "aborted_read": _PRODUCER_RETRIED, "precommitted_read": _PRODUCER_RETRIED,
-    "offset_regression": _GROUP_MOVED, "group_unseen": _GROUP_MOVED, "poll_skip": _GROUP_MOVED,
+    "offset_regression": _GROUP_MOVED, "coordinator_regression": _GROUP_MOVED, "group_unseen": _GROUP_MOVED,
+    "poll_skip": _GROUP_MOVED,
     NOT_HEALED: frozenset({"answer_lost", "controller_failover", "below_min_insync", "isr_leader_alone"}),
 }
 

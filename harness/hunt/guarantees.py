@@ -77,6 +77,13 @@ GUARANTEES: dict[str, Guarantee] = {
                  "not overwritten by an earlier one",
         impact="a member that restarts, or takes the partition over in a rebalance, resumes from the older offset "
                "and processes the records after it a second time"),
+    "coordinator_regression": Guarantee(
+        "Committed offset of a consumer group moves backwards in the group coordinator's log", quote=ASYNC_ORDER,
+        source=COMMIT_ASYNC,
+        inferred="as for an acknowledged commit: the group's committed offset is the last commit its coordinator "
+                 "wrote, acknowledged to the member or not, so a commit written behind a newer one moves it back",
+        impact="a member that restarts, or takes the partition over in a rebalance, resumes from the older offset "
+               "and processes the records after it a second time"),
     NOT_HEALED: Guarantee(
         "ISR does not expand after a caught-up follower returns", quote=LAG_TIME,
         source=f"{BROKER_CONFIGS} (replica.lag.time.max.ms)",

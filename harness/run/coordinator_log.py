@@ -166,6 +166,15 @@ def commits_of(entries: list[Entry], group: str, topic: str, partition: int) -> 
         e.offset is None or (e.topic == topic and e.partition == partition))]
 
 
+def written_offsets(entries: list[Entry], group: str) -> list[dict]:
+    """A group's commits as the coordinator wrote them, as offsets.parquet's "written" rows: each
+    with its offset in ``__consumer_offsets`` (the order written) and the time the coordinator
+    stamped it, whether or not the member learnt that it took effect."""
+    return [{"group": group, "topic": e.topic, "partition": e.partition, "offset": e.offset, "ts_ms": e.create_ms,
+             "phase": "written", "log_offset": e.log_offset}
+            for e in entries if e.group == group and e.offset is not None]
+
+
 def live_offsets(entries: list[Entry], group: str) -> list[dict]:
     """A group's commits as the coordinator wrote them, as offsets.parquet's live rows (each at the
     time the coordinator stamped it): the commits of a group whose library reports none of its own."""

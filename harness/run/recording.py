@@ -331,8 +331,9 @@ class Recording:
 
     def _write_coordinator_log(self, path: Path) -> list[dict]:
         """logs/group-coordinator.log; a tool that could not read a group's commits is an event. The
-        live commits of the groups whose library reports none (Group.reports_commits) are returned,
-        from the coordinator's record."""
+        coordinator's record as offsets.parquet rows: the "written" rows of the groups whose library
+        reports its commits, and the "live" rows of those whose library reports none
+        (Group.reports_commits), for which the coordinator's record is the only one."""
         read = coordinator_log.dump(self.cluster, [g.spec.group_id for g in self.groups])
         path.write_text(read.text)
         unreported = [g.spec for g in self.groups if not g.reports_commits]
@@ -340,13 +341,14 @@ class Recording:
             self.events.write(ToolFailed(ts_ms=now_ms(), tool=e.tool, node=e.node,
                                          error=str(e)[:800], lacks="the group coordinator's own record of the "
                                          "groups' commits (logs/group-coordinator.log): offset_regression is judged "
-                                         "from the members' acknowledgements alone, with no broker-side check"
+                                         "from the members' acknowledgements alone, with no broker-side check, and "
+                                         "coordinator_regression not at all"
                                          + (f", and groups {', '.join(g.name for g in unreported)} have none"
                                             if unreported else "")))
-        if not unreported:
-            return []
         entries = coordinator_log.parse(read.text)
-        return [r for g in unreported for r in as_named(coordinator_log.live_offsets(entries, g.group_id), g.name)]
+        as_rows = {True: coordinator_log.written_offsets, False: coordinator_log.live_offsets}
+        return [r for g in self.groups
+                for r in as_named(as_rows[g.reports_commits](entries, g.spec.group_id), g.spec.name)]
 
     def _isr_not_restored(self, topic: str, why: Exception) -> IsrNotRestored:
         """The topic's partitions whose ISR is short of their replicas, as the cluster answers now."""
@@ -427,7 +429,7 @@ class Recording:
         if txns:
             history.write_table(d / history.TXNS, txns, history.TXNS_SCHEMA)
         if self.copier is not None or self.groups:
-            history.write_table(d / history.OFFSETS, offsets, history.OFFSETS_SCHEMA)
+            history.write_table(d / history.OFFSETS, offsets, history.OFFSETS_WRITTEN_SCHEMA)
         if self.share_groups:
             shared = [sg.history() for sg in self.share_groups]
             history.write_table(d / history.DELIVERIES, [r for rows, _ in shared for r in rows],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from harness.checker.anomaly import (
     aborted_read,
+    coordinator_regression,
     divergence,
     duplicate,
     eos_duplicate,
@@ -38,7 +39,8 @@ from harness.history import RunConfig
 
 CLASSES: tuple[AnomalyClass, ...] = tuple(m.CLASS for m in (
     lost, divergence, uncommitted_read, duplicate, nonmonotonic_send, nonmonotonic_poll, phantom, old_topic_read,
-    aborted_read, torn_txn, precommitted_read, poll_skip, group_unseen, offset_regression, eos_duplicate, eos_lost,
+    aborted_read, torn_txn, precommitted_read, poll_skip, group_unseen, offset_regression, coordinator_regression,
+    eos_duplicate, eos_lost,
     share_unseen, share_accepted_redelivered, share_rejected_redelivered, share_over_delivered,
 ))
 BY_NAME: dict[str, AnomalyClass] = {c.name: c for c in CLASSES}
