@@ -208,3 +208,25 @@ def test_each_commit_carries_the_consumer_groups_epoch_it_was_written_in():
         '"partition":0}} payload: {"version":"3","data":{"offset":7,"leaderEpoch":0,"metadata":""}}',
     ])
     assert [(e.group, e.offset, e.generation) for e in parse(text)] == [("k", None, 4), ("k", 7, 4)]
+
+
+def test_the_reports_context_of_a_coordinators_regression_is_its_log_in_the_order_written(tmp_path):
+    """The rows around a coordinator_regression are the coordinator's written commits in log order
+    (not the order of their time stamps, which a coordinator's failover to a skewed clock can reorder),
+    the one that went back marked; an offset_regression's, the acknowledged commits by time."""
+    from types import SimpleNamespace
+
+    from harness.history import OFFSETS, OFFSETS_WRITTEN_SCHEMA, write_table
+    from harness.report.groups import group_context
+
+    row = {"group": "g", "topic": "t", "partition": 0}
+    written = [(10, 100, 1000), (11, 200, 990), (12, 150, 995)]  # (log_offset, offset, ts_ms): 150 written last
+    write_table(tmp_path / OFFSETS, [
+        *({**row, "offset": o, "ts_ms": ts, "phase": "written", "log_offset": lo} for lo, o, ts in written),
+        {**row, "offset": 200, "ts_ms": 1001, "phase": "live", "log_offset": None}], OFFSETS_WRITTEN_SCHEMA)
+    example = {**row, "offset": 150, "log_offset": 12, "ts_ms": 995, "prev_offset": 200, "prev_log_offset": 11}
+    out = group_context(tmp_path, SimpleNamespace(examples={"coordinator_regression": [example]}))
+    (table,) = out["coordinator_regression"]
+    assert table["title"] == "g: commits the coordinator wrote to t-0 around the one that went back"
+    assert [(r["log_offset"], r["offset"], r["went back"]) for r in table["rows"]] == [
+        (10, 100, False), (11, 200, False), (12, 150, True)]

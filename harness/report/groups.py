@@ -148,16 +148,21 @@ def group_context(d: Path, verdict: Verdict, limit: int = 5) -> dict[str, list[d
                                                                 f"offset {e['offset']}", "rows": [
                 {"offset": o, "value": v, "returned by": ", ".join(sorted(readers.get(v, ()))) or "nobody"}
                 for o, v in sorted(log.items())]})
-    regressed = (verdict.examples.get("offset_regression") or [])[:limit]
-    if regressed:
-        commits = sorted((r for r in pq.read_table(d / OFFSETS).to_pylist() if r["phase"] == "live"),
-                         key=lambda r: (r["ts_ms"], r["offset"]))
+    # The acknowledged commits in the order acknowledged; the coordinator's, in the order it wrote them.
+    for anomaly, phase, order, whose in (("offset_regression", "live", ("ts_ms", "offset"), "commits"),
+                                         ("coordinator_regression", "written", ("log_offset",),
+                                          "commits the coordinator wrote")):
+        regressed = (verdict.examples.get(anomaly) or [])[:limit]
+        if not regressed:
+            continue
+        commits = sorted((r for r in pq.read_table(d / OFFSETS).to_pylist() if r["phase"] == phase),
+                         key=lambda r: tuple(r[k] for k in order))
         for e in regressed:
             mine = [c for c in commits if c["group"] == e["group"] and c["partition"] == e["partition"]]
-            i = next((k for k, c in enumerate(mine) if c["ts_ms"] == e["ts_ms"] and c["offset"] == e["offset"]), 0)
-            out.setdefault("offset_regression", []).append({
-                "title": f"{e['group']}: commits to {e['topic']}-{e['partition']} around the one that went back",
-                "rows": [{"ts_ms": c["ts_ms"], "offset": c["offset"], "went back": c is mine[i]}
+            i = next((k for k, c in enumerate(mine) if all(c[k] == e[k] for k in (*order, "offset"))), 0)
+            out.setdefault(anomaly, []).append({
+                "title": f"{e['group']}: {whose} to {e['topic']}-{e['partition']} around the one that went back",
+                "rows": [{**{k: c[k] for k in order}, "offset": c["offset"], "went back": c is mine[i]}
                          for c in mine[max(0, i - AROUND): i + AROUND + 1]]})
     return out
 
