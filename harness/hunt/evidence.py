@@ -7,6 +7,7 @@ log of the commits it accepted, the client's debug log of the requests it sent a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -134,7 +135,7 @@ def isr_not_restored(run_dir: Path, verdict: Verdict) -> list[str]:
 
 EVIDENCE: dict[str, Callable[[Path, Verdict], list[str]]] = {
     "offset_regression": offset_regression, "isr_not_restored": isr_not_restored,
-    "coordinator_regression": lambda run_dir, verdict: offset_regression(run_dir, verdict, "coordinator_regression")}
+    "coordinator_regression": functools.partial(offset_regression, anomaly="coordinator_regression")}
 
 
 def evidence(anomaly: str, run_dir: Path, verdict: Verdict) -> list[str]:
