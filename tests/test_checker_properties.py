@@ -98,7 +98,7 @@ v2_consumed_row = st.fixed_dictionaries({
 })
 txn_outcome = st.tuples(st.sampled_from(["committed", "aborted", "unknown"]), st.integers(0, 100))
 offset_row = st.fixed_dictionaries({"topic": topics, "partition": partitions, "offset": st.integers(0, 8),
-                                    "ts": st.integers(0, 20), "phase": st.sampled_from(["live", "final"])})
+                                    "ts": st.integers(0, 20), "phase": st.sampled_from(["live", "final", "written"])})
 value_txn = st.fixed_dictionaries({f"v{i}": st.sampled_from([None, "t0", "t1", "t2"]) for i in range(8)})
 v2_history = st.tuples(st.lists(v2_produced_row, min_size=1, max_size=20), st.lists(v2_consumed_row, max_size=25),
                        st.fixed_dictionaries({t: txn_outcome for t in ("t0", "t1", "t2")}),
@@ -132,12 +132,13 @@ def build_v2(p_rows, c_rows, outcomes, o_rows, txn_of) -> History:
     h.topic = "t"
     h.read("v0", 0, phase="final", consumer="final")
     finals = set()
-    for r in o_rows:
+    for place, r in enumerate(o_rows):
         if r["phase"] == "final" and (r["topic"], r["partition"]) in finals:
             continue  # one final row per (group, topic, partition)
         finals.add((r["topic"], r["partition"]))
         h.topic = r["topic"]
-        h.commit("gx", r["offset"], partition=r["partition"], phase=r["phase"], ts=t0 + r["ts"])
+        h.commit("gx", r["offset"], partition=r["partition"], phase=r["phase"], ts=t0 + r["ts"],
+                 log_offset=place if r["phase"] == "written" else None)
     h.topic = "t"
     _list_every_topic(h)
     return h

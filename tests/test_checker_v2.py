@@ -71,7 +71,8 @@ def txn_history(plant: str | None = None) -> History:
     if plant == "offset_regression":
         h.commit("gx", 6)
     # The coordinator's record, in the order it wrote it: the commit of 6 failed at the member and
-    # was written after 9 when the regression is the coordinator's alone.
+    # was written after 9 when the regression is the coordinator's alone. The acknowledged commit of
+    # 6 is not in it (lost with the coordinator's log), so the acknowledged regression stands.
     written = [3, 9, 6] if plant == "coordinator_regression" else [3, 9]
     for log_offset, offset in enumerate(reversed(written)):  # rows in any order: the log orders them
         h.commit("gx", offset, phase="written", log_offset=len(written) - 1 - log_offset)
@@ -114,6 +115,7 @@ def planted(tmp_path_factory) -> dict:
     hs["group-async-regressed-java"] = async_commits_regressed({"name": "java", "version": "kafka-clients 3.9.1"})
     hs["group-async-regressed-java-group"] = async_commits_regressed(group_client={"name": "java",
                                                                                   "version": "kafka-clients 4.1.2"})
+    hs |= {f"acknowledged-2-9-6-written-{'-'.join(map(str, w))}": acknowledged_then_written(w) for w in WRITTEN_ORDERS}
     hs["torn-across-producers"] = torn_across_producers()
     hs["aborted-and-unknown"] = aborted_and_unknown()
     hs["v1-poll-skip"] = v1_poll_skip()
@@ -208,6 +210,33 @@ def test_librdkafkas_retried_async_commit_is_named_where_a_groups_offsets_move_b
     assert group_label(g).startswith("group g: java 4.1.2 classic"), "a group's row names its client"
     assert v.by_config and all(c.config.startswith("librdkafka 2.16.0 acks=") and c.settings["client"] ==
                                "librdkafka 2.16.0" for c in v.by_config), "a configuration names its client"
+
+
+# The coordinator's log of group g's commits (written rows, in log order), each judged against the
+# acknowledged order 2, 9, 6: the counts of offset_regression and coordinator_regression.
+WRITTEN_ORDERS = {(2, 6, 9): (0, 0), (2, 9, 6): (1, 1), (2, 6): (1, 0), (2, 9, 6, 9): (1, 1)}
+
+
+def acknowledged_then_written(written: tuple[int, ...]) -> History:
+    """Group g's members were told of commits 2, 9 and then 6; the coordinator wrote ``written``."""
+    h = group_history("async")
+    h.commit("g", 6)
+    for log_offset, offset in enumerate(written):
+        h.commit("g", offset, phase="written", log_offset=log_offset)
+    return h
+
+
+@pytest.mark.parametrize(("written", "counts"), WRITTEN_ORDERS.items())
+def test_an_acknowledged_regression_counts_unless_the_coordinator_wrote_the_two_commits_forward(
+        planted, written, counts):
+    """A member is told of its commits in the client's order, not the coordinator's: librdkafka's
+    synchronous commit in the revocation callback returns before the callbacks of the asynchronous
+    commits sent ahead of it, which the coordinator wrote first (2, 6, 9 here). Where the log wrote 6
+    again after 9, or never wrote 9 (the commit lost with the coordinator's log), the group's offset
+    did move back and the acknowledged regression stands."""
+    (g,) = [g for g in planted[f"acknowledged-2-9-6-written-{'-'.join(map(str, written))}"].by_group
+            if g.group == "g"]
+    assert (g.counts["offset_regression"], g.counts["coordinator_regression"]) == counts
 
 
 @pytest.mark.parametrize(("commit", "verdict"), [("auto", "pass"), ("sync", "fail")])

@@ -1,5 +1,6 @@
 """offset_regression: for each (group, topic, partition), "live" rows of offsets.parquet ordered by
-(ts_ms, offset): adjacent pairs whose later offset is lower."""
+(ts_ms, offset): adjacent pairs whose later offset is lower, unless the coordinator's log shows it
+wrote the two commits in the forward order."""
 
 from __future__ import annotations
 
@@ -10,41 +11,67 @@ from typing import TYPE_CHECKING
 from harness.checker.anomaly.record import AnomalyClass
 from harness.checker.anomaly.share_unseen import SHARE
 from harness.checker.excuses import Excuses, Promise
-from harness.checker.findings import (
-    finding,
-)
+from harness.checker.findings import finding
 from harness.checker.prepare import Inputs
-from harness.checker.reference import (
-    Tables,
-)
+from harness.checker.reference import Tables
 from harness.checker.spark_api import F, Window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+PARTITION = ["run", "group", "topic", "partition"]
+
 
 def count(i: Inputs) -> DataFrame | None:
     """offset_regression: for each (group, topic, partition), "live" rows of offsets.parquet ordered by
-    (ts_ms, offset): adjacent pairs whose later offset is lower.
+    (ts_ms, offset): adjacent pairs whose later offset is lower, unless the coordinator's log shows it
+    wrote the two commits in the forward order.
 
+    The live rows are the commits members were told took effect, in the order they were told. That
+    order is the client's, not the coordinator's: a synchronous commit in the revocation callback
+    returns before the callbacks of the asynchronous commits sent ahead of it, which the coordinator
+    wrote first. So where the coordinator's log was read (the "written" rows), a pair whose lower
+    offset the coordinator wrote only before it first wrote the higher one is not a regression: the
+    group's committed offset went forward. A pair the log does not hold both of (a commit lost with
+    the coordinator's own log, or a group whose log could not be read) keeps the acknowledged order.
     The example is the commit that regressed and the one before it."""
     if i.v2.offsets is None:
         return None
-    w = Window.partitionBy("run", "group", "topic", "partition").orderBy("ts_ms", "offset")
+    w = Window.partitionBy(*PARTITION).orderBy("ts_ms", "offset")
     commits = (i.v2.offsets.filter(F.col("phase") == "live")
-               .select("run", "group", "topic", "partition", "offset", "ts_ms",
+               .select(*PARTITION, "offset", "ts_ms",
                        F.lag("offset").over(w).alias("prev_offset"), F.lag("ts_ms").over(w).alias("prev_ts_ms")))
-    return finding("offset_regression", commits.filter(F.col("offset") < F.col("prev_offset")), "group", "ts_ms")
+    backwards = commits.filter(F.col("offset") < F.col("prev_offset"))
+    written = (i.v2.offsets.filter(F.col("phase") == "written").groupBy(*PARTITION, "offset")
+               .agg(F.min("log_offset").alias("first_written"), F.max("log_offset").alias("last_written")))
+    lower = written.select(*PARTITION, "offset", F.col("last_written").alias("lower_last_written"))
+    higher = written.select(*PARTITION, F.col("offset").alias("prev_offset"),
+                            F.col("first_written").alias("higher_first_written"))
+    judged = backwards.join(lower, [*PARTITION, "offset"], "left").join(higher, [*PARTITION, "prev_offset"], "left")
+    forward_in_log = F.col("lower_last_written") < F.col("higher_first_written")
+    kept = judged.filter(~F.coalesce(forward_in_log, F.lit(False))).drop("lower_last_written", "higher_first_written")
+    return finding("offset_regression", kept, "group", "ts_ms")
 
 
 def reference(h: Tables) -> int:
-    """Per (group, t, p), live commits ordered by (ts_ms, offset): adjacent pairs whose later offset is lower."""
-    offsets = h.offsets
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in offsets:
+    """Per (group, t, p), live commits ordered by (ts_ms, offset): adjacent pairs whose later offset is
+    lower, less those whose lower offset was written (phase "written", by log_offset) only before the
+    higher offset's first write."""
+    acked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    writes: dict[tuple, list[int]] = defaultdict(list)
+    for r in h.offsets:
+        where = (r["group"], r["topic"], r["partition"])
         if r["phase"] == "live":
-            groups[(r["group"], r["topic"], r["partition"])].append((r["ts_ms"], r["offset"]))
-    return sum(sum(1 for a, b in itertools.pairwise(sorted(rows)) if b[1] < a[1]) for rows in groups.values())
+            acked[where].append((r["ts_ms"], r["offset"]))
+        elif r["phase"] == "written":
+            writes[(*where, r["offset"])].append(r["log_offset"])
+
+    def written_forward(where: tuple, higher: int, lower: int) -> bool:
+        lows, highs = writes.get((*where, lower)), writes.get((*where, higher))
+        return bool(lows and highs) and max(lows) < min(highs)
+
+    return sum(1 for where, rows in acked.items() for a, b in itertools.pairwise(sorted(rows))
+               if b[1] < a[1] and not written_forward(where, a[1], b[1]))
 
 
 def promise(x: Excuses) -> Promise:
