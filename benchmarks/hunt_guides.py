@@ -39,7 +39,7 @@ NO_POWER_LOSS = ('hunt.kinds=["kill", "restart", "pause", "isolate", "cut_fetch"
 ANSWERS: dict[str, list[str]] = {
     "acks1-loss": ["acks1-leader-kill", "--anomaly", "lost"],
     "epochs-off-divergence": ["hw-truncation-loss", "--anomaly", "lost,divergence", "--set", NO_POWER_LOSS],
-    "f1-offset-regression": ["group-async-commits", "--anomaly", "offset_regression"],
+    "f1-offset-regression": ["group-async-commits", "--anomaly", "offset_regression,coordinator_regression"],
     "f2-frozen-isr": ["zk-isr-update-lost"],
 }
 COVERAGE_AT_MIN = (5, 10, 20, 40)
