@@ -19,7 +19,8 @@ from harness.checker.spark_api import F, Window
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-PARTITION = ["run", "group", "topic", "partition"]
+# The columns that name one group's commits to one partition in one run.
+GROUP_PARTITION = ["run", "group", "topic", "partition"]
 
 
 def count(i: Inputs) -> DataFrame | None:
@@ -37,17 +38,18 @@ def count(i: Inputs) -> DataFrame | None:
     The example is the commit that regressed and the one before it."""
     if i.v2.offsets is None:
         return None
-    w = Window.partitionBy(*PARTITION).orderBy("ts_ms", "offset")
+    w = Window.partitionBy(*GROUP_PARTITION).orderBy("ts_ms", "offset")
     commits = (i.v2.offsets.filter(F.col("phase") == "live")
-               .select(*PARTITION, "offset", "ts_ms",
+               .select(*GROUP_PARTITION, "offset", "ts_ms",
                        F.lag("offset").over(w).alias("prev_offset"), F.lag("ts_ms").over(w).alias("prev_ts_ms")))
     backwards = commits.filter(F.col("offset") < F.col("prev_offset"))
-    written = (i.v2.offsets.filter(F.col("phase") == "written").groupBy(*PARTITION, "offset")
+    written = (i.v2.offsets.filter(F.col("phase") == "written").groupBy(*GROUP_PARTITION, "offset")
                .agg(F.min("log_offset").alias("first_written"), F.max("log_offset").alias("last_written")))
-    lower = written.select(*PARTITION, "offset", F.col("last_written").alias("lower_last_written"))
-    higher = written.select(*PARTITION, F.col("offset").alias("prev_offset"),
+    lower = written.select(*GROUP_PARTITION, "offset", F.col("last_written").alias("lower_last_written"))
+    higher = written.select(*GROUP_PARTITION, F.col("offset").alias("prev_offset"),
                             F.col("first_written").alias("higher_first_written"))
-    judged = backwards.join(lower, [*PARTITION, "offset"], "left").join(higher, [*PARTITION, "prev_offset"], "left")
+    judged = (backwards.join(lower, [*GROUP_PARTITION, "offset"], "left")
+              .join(higher, [*GROUP_PARTITION, "prev_offset"], "left"))
     forward_in_log = F.col("lower_last_written") < F.col("higher_first_written")
     kept = judged.filter(~F.coalesce(forward_in_log, F.lit(False))).drop("lower_last_written", "higher_first_written")
     return finding("offset_regression", kept, "group", "ts_ms")
