@@ -260,7 +260,8 @@ def run(
     """Run a scenario against a real cluster, record its history, then check it.
 
     Exit 0: the configuration's promises held; 1: one was broken; 2: bad input; 3: the run failed;
-    4: a triggered fault never fired (the run did not test what it is for)."""
+    4: a fault of the schedule never acted: a trigger never fired, or a fault could not be applied (the run did
+    not test what it is for)."""
     from harness import scenario as scenario_mod
     from harness.cluster import reaper
     from harness.run.result import default_out
@@ -429,7 +430,7 @@ def _csv(values: list[str] | None) -> list[str] | None:
 
 
 def _exit_code(verdicts: list) -> int:
-    """1 if a promise broke, else 4 if a triggered fault never fired (the run tested nothing), else 0."""
+    """1 if a promise broke, else 4 if a fault of the schedule never acted (the run did not test it), else 0."""
     if any(v.failed for v in verdicts):
         return EXIT_BROKEN
     return EXIT_NOT_EXERCISED if any(not v.exercised for v in verdicts) else EXIT_OK

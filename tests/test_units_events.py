@@ -115,3 +115,16 @@ def test_check_exits_2_on_a_run_json_key_of_another_shape(tmp_path):
     r = _check(d)
     assert r.returncode == 2 and "run.json: key 'topics': Input should be a valid list" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_fault_that_never_acted_makes_the_run_not_exercised():
+    """A trigger that never fired and a fault the nemesis could not apply both leave the run short
+    of what it was for; a fault that started and healed does not."""
+    from harness.checker.judge import not_exercised
+
+    applied = [e for e in ONE_OF_EACH if isinstance(e, (FaultStart, Fault, TriggerFired))]
+    assert not_exercised(applied) == []
+    said = not_exercised(ONE_OF_EACH)
+    assert said == ["fault 2 (kill leader) on hw offset=9", "kill leader not applied: partition 0 has no leader"]
+    skipped_only = [e for e in ONE_OF_EACH if not isinstance(e, TriggerUnfired)]
+    assert not_exercised(skipped_only) == ["kill leader not applied: partition 0 has no leader"]

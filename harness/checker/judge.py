@@ -40,7 +40,7 @@ from harness.checker.verdict import (
 )
 from harness.faults import FAULTS
 from harness.history import ProducerConfig, RunConfig, RunDir, read_events
-from harness.history.events import Event, Fault, IsrNotRestored, State, ToolFailed, TriggerUnfired
+from harness.history.events import Event, Fault, FaultSkipped, IsrNotRestored, State, ToolFailed, TriggerUnfired
 from harness.versions import leader_epochs_on
 
 
@@ -426,6 +426,17 @@ def _reported(job: JobResult, kind: str, idx: int, note: str | None = None) -> R
     return Reported(count=job.of(kind).count(idx), examples=job.of(kind).examples.get(idx, []), note=note)
 
 
+def not_exercised(events: list[Event]) -> list[str]:
+    """The faults of the schedule that never acted on the cluster: a trigger whose event never came,
+    and a fault the nemesis could not apply (its target not resolvable then, its container already
+    stopped by another fault, an operator's request that failed) or whose trigger's delay outlasted
+    the schedule. A run with any did not test what it was drawn or written for, so it is "not
+    exercised" rather than a pass."""
+    unfired = [f"fault {e.fault} ({e.kind} {e.target}) on {e.on}" for e in events if isinstance(e, TriggerUnfired)]
+    skipped = [f"{e.kind} {e.target} not applied: {e.reason}" for e in events if isinstance(e, FaultSkipped)]
+    return unfired + skipped
+
+
 def logged_by(rd: RunDir, clocks_moved: bool) -> Logged:
     """What the run's own logs say of its topics that its events do not (coverage's ``Logged``)."""
     topics = [t.name for t in rd.config.topic_list()]
@@ -446,7 +457,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     lo, hi = job.span.get(idx, (None, None))
     faults = [e for e in events if isinstance(e, Fault)]
     counts = {a: job.of(a).count(idx) for a in ANOMALIES}
-    unfired = [f"fault {e.fault} ({e.kind} {e.target}) on {e.on}" for e in events if isinstance(e, TriggerUnfired)]
+    unfired = not_exercised(events)
     not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
     account = controller_account(rd.path, _first_topic(rd.config)) if rd.config.mode == "kraft" else None

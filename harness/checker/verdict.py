@@ -189,8 +189,8 @@ class Verdict(_Model):
     contract: str = "v1"  # "v2" when the run directory has any v2 file or column
     run_id: str
     run_dir: str
-    # "not exercised": no promise broken, but a triggered fault never fired, so the run did not test
-    # what its scenario is for
+    # "not exercised": no promise broken, but a fault of the schedule never acted (a trigger that never
+    # fired, a fault the nemesis could not apply), so the run did not test what its scenario is for
     verdict: Literal["pass", "fail", "not exercised"]
     anomalies: dict[str, int]
     examples: dict[str, list[Example]]
@@ -218,7 +218,7 @@ class Verdict(_Model):
     known_issues: list[KnownIssue] = Field(default_factory=list)
     # what the run's clients do not report, and so what it could not judge (not a zero: not looked for)
     not_judged: list[NotJudged] = Field(default_factory=list)
-    not_exercised: list[str] = Field(default_factory=list)  # the triggers that never fired
+    not_exercised: list[str] = Field(default_factory=list)  # the faults that never acted (unfired, not applied)
     # how often the run entered each protocol state (harness/checker/coverage.py): what its faults
     # reached, so that "0 lost" reads against what was at risk
     coverage: dict[str, int] = Field(default_factory=dict)
