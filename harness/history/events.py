@@ -280,7 +280,7 @@ class Fault(FaultDetail):
 
 class FaultSkipped(_Record):
     """A fault of the schedule not applied: its target could not be resolved, or its trigger's
-    delay outlasted the schedule."""
+    delay outlasted the schedule; the run is not exercised."""
 
     type: Literal["fault_skipped"] = "fault_skipped"
     ts_ms: int
