@@ -325,8 +325,8 @@ def test_bug_md_speaks_the_trackers_language(tmp_path):
         "Consistent with the configuration only" in root, "a known bug no log shows is listed, never the cause"
     missed = {"reproduced": {"k": 0, "n": 3}, "confirmed": {"k": 0, "n": 3, "unfired": 2}, "found_in": "h0004"}
     unfired = bug_md(doc | missed, hit, s, run, fits)
-    assert "> Not reproduced: none of 3 re-runs on a clean cluster showed it again (2 of them fired no trigger of " \
-           "the schedule)" in unfired
+    assert "> Not reproduced: none of 3 re-runs on a clean cluster showed it again (2 of them with a fault of " \
+           "the schedule that never acted)" in unfired
 
 
 def test_wilson_interval_matches_newcombes_table():
@@ -400,7 +400,7 @@ def test_a_hunt_confirms_shrinks_and_writes_each_finding_once(tmp_path):
 
 def test_a_confirmation_whose_trigger_never_fired_is_a_miss_the_finding_counts_as_unfired(tmp_path):
     """A re-run whose triggered fault never fired misses the schedule as written, and counts so in the
-    rate; hunt.json and the announcement also say how many of the misses fired no trigger, so a finding
+    rate; hunt.json and the announcement also say how many of the misses had a fault that never acted, so a finding
     not reproduced reads apart from one whose faults met their moment and showed nothing."""
     said: list[str] = []
     found = rule([])
@@ -416,7 +416,7 @@ def test_a_confirmation_whose_trigger_never_fired_is_a_miss_the_finding_counts_a
     hunt(options(tmp_path, confirm=3), announce=said.append, go=go)
     f = json.loads((tmp_path / "hunt" / "hunt.json").read_text())["findings"][0]
     assert f["confirmed"] == {"k": 2, "n": 3, "unfired": 1}
-    assert any("confirmed 2 of 3, 1 of them firing no trigger, reproduced" in m for m in said), said
+    assert any("confirmed 2 of 3, 1 of them with a fault that never acted, reproduced" in m for m in said), said
 
 
 def test_a_findings_runs_share_the_kept_cluster_each_on_a_topic_of_its_own_unless_asked_not_to(tmp_path):

@@ -383,7 +383,8 @@ class Hunt:
         finding.signature = signature(hit, [f.kind for f in finding.minimal.faults])
         self._write(finding)
         k, n = finding.confirmed
-        unfired = f", {finding.confirmed_unfired} of them firing no trigger" if finding.confirmed_unfired else ""
+        missed = finding.confirmed_unfired
+        unfired = f", {missed} of them with a fault that never acted" if missed else ""
         self.announce(f"finding {fid}: {finding.signature}: confirmed {k} of {n}{unfired}, reproduced "
                       f"{finding.reproduced[0]} of {finding.reproduced[1]}, {len(s.faults)} -> "
                       f"{len(finding.minimal.faults)} faults"

@@ -220,7 +220,7 @@ def bug_md(finding: dict, hit: Hit, minimal: Scenario, run_dir: Path, verdict: V
     if k == 0:
         unfired = finding["confirmed"].get("unfired", 0)
         out += [f"> Not reproduced: none of {n} re-runs on a clean cluster showed it again"
-                + (f" ({unfired} of them fired no trigger of the schedule)" if unfired else "")
+                + (f" ({unfired} of them with a fault of the schedule that never acted)" if unfired else "")
                 + f"; it showed once, in `{finding['found_in']}`. Report it only once it reproduces.", ""]
     if not hit.promised:
         out += [f"> Not a bug report: this configuration does not promise to prevent {hit.anomaly} ({hit.why}). "
