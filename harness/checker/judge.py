@@ -457,7 +457,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     lo, hi = job.span.get(idx, (None, None))
     faults = [e for e in events if isinstance(e, Fault)]
     counts = {a: job.of(a).count(idx) for a in ANOMALIES}
-    unfired = not_exercised(events)
+    never_acted = not_exercised(events)
     not_healed = [healed for e in events if isinstance(e, IsrNotRestored) for healed in _not_healed(e)]
     broken = any(r.broken for r in rows) or any(g.broken for g in groups) or bool(outside) or bool(not_healed)
     account = controller_account(rd.path, _first_topic(rd.config)) if rd.config.mode == "kraft" else None
@@ -469,7 +469,7 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
     return Verdict(
         contract="v2" if rd.v2 else "v1",
         run_id=rd.run_id, run_dir=str(rd.path),
-        verdict="fail" if broken else ("not exercised" if unfired else "pass"), not_exercised=unfired,
+        verdict="fail" if broken else ("not exercised" if never_acted else "pass"), not_exercised=never_acted,
         not_healed=not_healed,
         anomalies=counts,
         examples={a: job.of(a).examples.get(idx, []) for a in ANOMALIES},
