@@ -30,7 +30,6 @@ ALPHA = 0.05  # how often a candidate without the bug may be kept
 BETA = 0.10  # how often a candidate with it may be dropped
 MAX_RUNS = 8  # runs of one candidate at most
 P0_SHARE = 0.05  # p0 as a share of p1 when not given
-HIGHEST_P1 = 0.999  # a rate of k of k, short of 1 so that a miss is evidence, not a proof
 
 
 @dataclass(frozen=True)

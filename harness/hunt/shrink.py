@@ -41,7 +41,6 @@ class Step:
 class Shrunk:
     scenario: Scenario
     steps: list[Step] = field(default_factory=list)
-    budget_left: int = 0
 
     @property
     def judged(self) -> int:
@@ -190,7 +189,7 @@ def shrink(s: Scenario, still_fails: StillFails, budget: int, stop: type[Excepti
     for j in reversed(range(1, len(current.producers))):
         current = judge(f"without producer {current.producers[j].name}",
                         lambda j=j, base=current: _without_producer(base, j)) or current
-    return Shrunk(current, judge.steps, judge.budget)
+    return Shrunk(current, judge.steps)
 
 
 def _smaller(judge: _Judge, current: Scenario, label: str, unit: str, get: Callable[[Scenario], float],

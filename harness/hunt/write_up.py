@@ -53,25 +53,6 @@ def fault_in_words(i: int, f: FaultSpec) -> str:
     return f"{i}. {when}: {what} for {f.duration_s:g} s ({kind.help})"
 
 
-def configuration_in_words(s: Scenario) -> list[str]:
-    t = s.topic
-    lines = [f"- topic `{t.name}`: {t.partitions} partition{'s' if t.partitions != 1 else ''}, replication factor "
-             f"{t.replication_factor}, "
-             f"min.insync.replicas {t.min_insync_replicas}, unclean leader election "
-             f"{'on' if t.unclean_leader_election else 'off'}"]
-    for p in s.producers:
-        extra = f", config {p.config}" if p.config else ""
-        lines.append(f"- producer `{p.name}` x{p.count}: acks={p.acks}, idempotence={p.idempotence}, "
-                     f"transactional={p.transactional}, {p.rate:g} records/s{extra}")
-    for g in s.groups:
-        lines.append(f"- group `{g.name}`: {g.members} members, {json.dumps(g.settings())}")
-    if s.copier is not None:
-        lines.append(f"- copier: {json.dumps(s.copier.model_dump(mode='json'))}")
-    if s.broker_config:
-        lines.append(f"- broker config: {s.broker_config}")
-    return lines
-
-
 def _client(client: ClientLibrary | None) -> str:
     """A client library as a report names it: ``java kafka-clients 3.9.1``, ``librdkafka 2.16.0`` (whose
     version already names it)."""

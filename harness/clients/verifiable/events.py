@@ -3,8 +3,9 @@ VerifiableProducer or VerifiableConsumer prints on its stdout (``{"timestamp": .
 one object a line), turned into produced.parquet's rows and a group member's lines (groups.py's
 ``read``, ``commit_failed``, ``rebalance``). Pure functions of the lines: no process here.
 
-What the protocol does not say is never made up; ``CANNOT_TELL`` names it, run.json carries it with
-the client, and the verdict says what it could not judge for that client:
+What the protocol does not say is never made up; the library's record in harness/clients/registry.py
+names it (``cannot_tell``), run.json carries it with the client, and the verdict says what it could
+not judge for that client:
 
 - ``send_time``: a producer reports a send when its callback ran, not when it was handed to the
   client: a send's ``send_ts_ms`` is its callback's time (its ack time), so latency is not measured;
@@ -25,7 +26,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-CANNOT_TELL = ("send_time", "poll_hw", "failed_send_partition")
 NO_CALLBACK = "run ended before a callback"
 
 
