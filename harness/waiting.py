@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 
 def until(cond: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.25,
-          error: type[Exception] | None = TimeoutError) -> float:
+          error: Callable[[str], Exception] | None = TimeoutError) -> float:
     """Call ``cond`` every ``interval_s`` until it returns true; the seconds that took.
 
-    When the time is up, raise ``error`` saying ``what`` did not happen, or, with ``error=None``,
+    When the time is up, raise ``error`` (an exception class, or a function that makes one from the
+    message, to add what the wait last saw) saying ``what`` did not happen, or, with ``error=None``,
     return the seconds waited (for waits that go on regardless).
     """
     t0 = time.monotonic()

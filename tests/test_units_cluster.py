@@ -576,6 +576,36 @@ def test_zookeeper_is_not_asked_while_the_harness_client_is_not_connected():
         zk.close()
 
 
+def test_brokers_count_as_registered_only_from_a_live_answer_and_a_wait_that_runs_out_says_what_it_saw():
+    """ZooKeeper that does not answer the harness gives the last state read, frozen: every broker and
+    a controller from before the fault, which must not end the wait for the cluster to be ready. A
+    wait that runs out names the brokers it wanted and what it last saw, so a run that could not go
+    on says which of registration, the clients' metadata or ZooKeeper's answer was missing."""
+    from types import SimpleNamespace
+
+    from harness.cluster import KafkaCluster
+    from harness.cluster.errors import ClusterError
+    from harness.cluster.state_types import ClusterState
+
+    answers = {"state": ClusterState(controller=2, brokers=[1, 2, 3], partitions=[], frozen=True)}
+    c = KafkaCluster.__new__(KafkaCluster)
+    c.settings = SimpleNamespace(broker_ids=[1, 2, 3])
+    c._raise_if_exited = lambda forming=False: None
+    c.describe = lambda timeout_s=5.0: answers["state"]
+    c._admin = SimpleNamespace(list_topics=lambda timeout: SimpleNamespace(brokers={1: None, 2: None, 3: None}))
+    with pytest.raises(ClusterError) as e:
+        c.wait_ready(timeout_s=0.5)
+    assert str(e.value) == ("brokers did not all register within 0 s (wanted [1, 2, 3]; last seen: ZooKeeper's "
+                            "last answer (it does not answer now): [1, 2, 3], in the clients' metadata: [1, 2, 3], "
+                            "controller: 2)")
+    answers["state"] = ClusterState(controller=-1, brokers=[1, 3], partitions=[])
+    with pytest.raises(ClusterError, match=r"last seen: registered: \[1, 3\], in the clients' metadata: "
+                                           r"\[1, 2, 3\], controller: none\)"):
+        c.wait_ready(timeout_s=0.5)
+    answers["state"] = ClusterState(controller=2, brokers=[1, 2, 3], partitions=[])
+    c.wait_ready(timeout_s=0.5)
+
+
 def test_a_broker_stopped_cleanly_is_not_started_while_zookeeper_does_not_answer():
     """A clean stop while the broker could not reach ZooKeeper (the ensemble without a majority) left
     its session open; started as the ensemble re-formed, the broker exited with NodeExists and a

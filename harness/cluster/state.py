@@ -27,6 +27,15 @@ LOG = logging.getLogger("kchaos.cluster")
 BOOT_RESTARTS = 2  # times a forming cluster's broker is started again after its session lapsed at start-up
 
 
+def registration_seen(st: ClusterState, in_metadata: set[int]) -> str:
+    """What a wait for the brokers saw, for the error that says it ran out: the brokers registered
+    with the controller's source of truth, those in the clients' metadata, the controller, and
+    whether that source had stopped answering (a frozen state is the last one read, not a live one)."""
+    source = "ZooKeeper's last answer (it does not answer now)" if st.frozen else "registered"
+    return (f"{source}: {sorted(st.brokers)}, in the clients' metadata: {sorted(in_metadata)}, "
+            f"controller: {st.controller if st.controller >= 0 else 'none'}")
+
+
 class StateReads:
 
     def describe(self, topic: str | None = None, timeout_s: float = 5.0, quorum: bool | None = None) -> ClusterState:
@@ -127,17 +136,21 @@ class StateReads:
         the cluster's own start, without a formation fault, where a broker that exited because its
         ZooKeeper session lapsed while it started is started again (``restart_if_boot_lost_session``)."""
         want = set(self.settings.broker_ids)
+        last_seen = ["nothing read yet"]
 
         def ready() -> bool:
             self._raise_if_exited(forming)
             try:
                 st = self.describe(timeout_s=2)
                 seen = set(self.admin.list_topics(timeout=2).brokers)
-            except (KafkaException, NoNodeError, ClusterError):
+            except (KafkaException, NoNodeError, ClusterError) as e:
+                last_seen[0] = f"{type(e).__name__}: {e}"
                 return False
-            return set(st.brokers) >= want and seen >= want and st.controller >= 0
+            last_seen[0] = registration_seen(st, seen)
+            return not st.frozen and set(st.brokers) >= want and seen >= want and st.controller >= 0
 
-        until(ready, timeout_s, "brokers did not all register", error=ClusterError)
+        until(ready, timeout_s, "brokers did not all register",
+              error=lambda what: ClusterError(f"{what} (wanted {sorted(want)}; last seen: {last_seen[0]})"))
 
     def _raise_if_exited(self, forming: bool = False) -> None:
         """Raise if a node the harness did not stop has exited, unless Kafka halted it for its failed
