@@ -136,21 +136,22 @@ class StateReads:
         the cluster's own start, without a formation fault, where a broker that exited because its
         ZooKeeper session lapsed while it started is started again (``restart_if_boot_lost_session``)."""
         want = set(self.settings.broker_ids)
-        last_seen = ["nothing read yet"]
+        last_seen = "nothing read yet"
 
         def ready() -> bool:
+            nonlocal last_seen
             self._raise_if_exited(forming)
             try:
                 st = self.describe(timeout_s=2)
                 seen = set(self.admin.list_topics(timeout=2).brokers)
             except (KafkaException, NoNodeError, ClusterError) as e:
-                last_seen[0] = f"{type(e).__name__}: {e}"
+                last_seen = f"{type(e).__name__}: {e}"
                 return False
-            last_seen[0] = registration_seen(st, seen)
+            last_seen = registration_seen(st, seen)
             return not st.frozen and set(st.brokers) >= want and seen >= want and st.controller >= 0
 
         until(ready, timeout_s, "brokers did not all register",
-              error=lambda what: ClusterError(f"{what} (wanted {sorted(want)}; last seen: {last_seen[0]})"))
+              error=lambda what: ClusterError(f"{what} (wanted {sorted(want)}; last seen: {last_seen})"))
 
     def _raise_if_exited(self, forming: bool = False) -> None:
         """Raise if a node the harness did not stop has exited, unless Kafka halted it for its failed
