@@ -590,7 +590,7 @@ def test_brokers_count_as_registered_only_from_a_live_answer_and_a_wait_that_run
     answers = {"state": ClusterState(controller=2, brokers=[1, 2, 3], partitions=[], frozen=True)}
     c = KafkaCluster.__new__(KafkaCluster)
     c.settings = SimpleNamespace(broker_ids=[1, 2, 3])
-    c._raise_if_exited = lambda forming=False: None
+    c._raise_if_exited = lambda restart_lost_boots=False: None
     c.describe = lambda timeout_s=5.0: answers["state"]
     c._admin = SimpleNamespace(list_topics=lambda timeout: SimpleNamespace(brokers={1: None, 2: None, 3: None}))
     with pytest.raises(ClusterError) as e:
@@ -669,3 +669,53 @@ def test_a_broker_whose_session_lapsed_while_the_cluster_formed_is_started_again
         [True] * BOOT_RESTARTS + [False]
     assert c.started == [2] * BOOT_RESTARTS
     assert c.restart_if_boot_lost_session(3, SESSION_LAPSED_AT_BOOT), "each broker has restarts of its own"
+
+
+def test_the_heal_starts_again_a_broker_that_lost_its_session_while_a_fault_restarted_it_and_says_so():
+    """A broker a fault restarted while ZooKeeper was paused exited at start-up when its session
+    lapsed, and the run could not go on: the heal's wait now starts it again, as a supervisor would,
+    and returns it so the run notes it. A wait that may not restart (a formation fault's) still fails
+    on the exit, and each wait has BOOT_RESTARTS of its own, so a kept cluster's hundredth run has
+    them too."""
+    from types import SimpleNamespace
+
+    from harness.cluster import KafkaCluster
+    from harness.cluster.errors import ClusterError
+    from harness.cluster.state import BOOT_RESTARTS
+    from harness.cluster.state_types import ClusterState
+
+    class Node:
+        def __init__(self, status: str):
+            self.status, self.attrs = status, {"State": {"ExitCode": 1}}
+
+        def reload(self) -> None:
+            pass
+
+        def logs(self, tail: int | None = None) -> bytes:
+            return SESSION_LAPSED_AT_BOOT.encode()
+
+    nodes = {b: Node("running") for b in (1, 2, 3)}
+    c = KafkaCluster.__new__(KafkaCluster)
+    c.settings = SimpleNamespace(broker_ids=[1, 2, 3], coordination_ids=[], faultable_disks=False)
+    c.topo = SimpleNamespace(node_key=lambda n: f"kafka-{n}")
+    c._stopped, c._boot_restarts = set(), {}
+    c._containers = {f"kafka-{b}": SimpleNamespace(get_wrapped_container=lambda b=b: nodes[b]) for b in nodes}
+    c.describe = lambda timeout_s=5.0: ClusterState(controller=1, brokers=[1, 2, 3], partitions=[])
+    c._admin = SimpleNamespace(list_topics=lambda timeout: SimpleNamespace(brokers={1: None, 2: None, 3: None}))
+    started: list[int] = []
+
+    def start_broker(b: int) -> float:
+        started.append(b)
+        nodes[b].status = "running"
+        return 0.0
+
+    c.start_broker = start_broker
+    assert c.wait_ready(timeout_s=0.5, restart_lost_boots=True) == {}
+    nodes[2].status = "exited"
+    with pytest.raises(ClusterError, match=r"container kafka-2 exited \(code 1\)"):
+        c.wait_ready(timeout_s=0.5)
+    assert started == []
+    for _ in range(BOOT_RESTARTS + 1):
+        nodes[2].status = "exited"
+        assert c.wait_ready(timeout_s=0.5, restart_lost_boots=True) == {2: 1}
+    assert started == [2] * (BOOT_RESTARTS + 1)

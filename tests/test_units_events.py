@@ -128,3 +128,22 @@ def test_a_fault_that_never_acted_makes_the_run_not_exercised():
     assert said == ["fault 2 (kill leader) on hw offset=9", "kill leader not applied: partition 0 has no leader"]
     skipped_only = [e for e in ONE_OF_EACH if not isinstance(e, TriggerUnfired)]
     assert not_exercised(skipped_only) == ["kill leader not applied: partition 0 has no leader"]
+
+
+def test_what_the_run_says_it_could_not_do_is_among_what_the_verdict_assumes_or_lacks():
+    """A run's notes (a group that had not committed to the end, a broker the heal started again)
+    were written to events.jsonl and shown nowhere: the verdict now lists them after what it assumes
+    where run.json is silent and what it lacks where a tool failed, in the events' order."""
+    from harness.checker.judge import RunConfigs, assumptions
+    from harness.history.events import Note, ToolFailed
+
+    cfgs = RunConfigs(topics={}, producers={}, producer_topic={}, notes=["producer p is not in run.json"])
+    events = [Note(ts_ms=1, msg="kafka-2 exited while it started"),
+              ToolFailed(ts_ms=2, tool="kafka-dump-log", node="kafka-1", error="exit 1", lacks="the coordinator's log"),
+              Note(ts_ms=3, msg="group g had not committed")]
+    assert assumptions(cfgs, events) == [
+        "producer p is not in run.json",
+        "kafka-dump-log failed on kafka-1: the run lacks the coordinator's log (exit 1)",
+        "the run: kafka-2 exited while it started",
+        "the run: group g had not committed"]
+    assert assumptions(cfgs, []) == ["producer p is not in run.json"]

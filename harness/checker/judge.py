@@ -40,7 +40,7 @@ from harness.checker.verdict import (
 )
 from harness.faults import FAULTS
 from harness.history import ProducerConfig, RunConfig, RunDir, read_events
-from harness.history.events import Event, Fault, FaultSkipped, IsrNotRestored, State, ToolFailed, TriggerUnfired
+from harness.history.events import Event, Fault, FaultSkipped, IsrNotRestored, Note, State, ToolFailed, TriggerUnfired
 from harness.versions import leader_epochs_on
 
 
@@ -493,14 +493,22 @@ def build_verdict(idx: int, rd: RunDir, job: JobResult, threshold_ms: int) -> Ve
         unavailability=outage,
         elections=election_record,
         coordination=Coordination(failovers=failovers(events, outage.faults), **quorum_spans(events)),
-        assumptions=cfgs.notes + [f"{e.tool} failed on {e.node}: the run lacks {e.lacks} ({e.error})"
-                                  for e in events if isinstance(e, ToolFailed)],
+        assumptions=assumptions(cfgs, events),
         known_issues=known_issues(rd.config, cfgs.producers.values(), {**counts, NOT_HEALED: len(not_healed)},
                                   rd.path),
         not_judged=not_judged(rd.config),
         coverage=coverage(rd.config, events, election_record.changes, logged_by(rd, clocks_moved)),
         exposure=fault_exposure(sorted(faults, key=lambda f: f.start_ms), job.exposure.get(idx, {})),
     )
+
+
+def assumptions(cfgs: RunConfigs, events: list[Event]) -> list[str]:
+    """What the verdict assumes where run.json is silent, what it lacks where a tool failed on a node,
+    and what the run itself says it could not do as planned (its notes): each a reason to read the
+    counts with care, said where the counts are."""
+    return cfgs.notes + [f"{e.tool} failed on {e.node}: the run lacks {e.lacks} ({e.error})"
+                         for e in events if isinstance(e, ToolFailed)] \
+        + [f"the run: {e.msg}" for e in events if isinstance(e, Note)]
 
 
 def fault_exposure(faults: list[Fault], rows: dict[int, dict]) -> list[FaultExposure]:

@@ -122,7 +122,7 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
         self._zk: KazooClient | None = None
         self._paused: set[int] = set()  # node numbers (brokers and coordination nodes) of each state
         self._stopped: set[int] = set()
-        self._boot_restarts: dict[int, int] = {}  # broker -> times started again while the cluster formed
+        self._boot_restarts: dict[int, int] = {}  # broker -> times started again in the current wait_ready
         self._last_zk: dict[str | None, ClusterState] = {}  # by topic: the last state ZooKeeper gave
 
     # ---------------------------------------------------------------- lifecycle
@@ -199,7 +199,7 @@ class KafkaCluster(StateReads, Topics, Operations, NodeFaults, ClockFaults, Disk
             c.start()
         self.fault_formation(started)
         try:
-            self.wait_ready(timeout_s, forming=s.formation is None)
+            self.wait_ready(timeout_s, restart_lost_boots=s.formation is None)
         except ClusterError as e:
             raise self.formation_failed(e) from e
         self.formed()

@@ -24,7 +24,7 @@ from harness.cluster.zk import zk_connected
 from harness.waiting import until
 
 LOG = logging.getLogger("kchaos.cluster")
-BOOT_RESTARTS = 2  # times a forming cluster's broker is started again after its session lapsed at start-up
+BOOT_RESTARTS = 2  # times one wait starts a broker again after its session lapsed at start-up
 
 
 def registration_seen(st: ClusterState, in_metadata: set[int]) -> str:
@@ -131,16 +131,19 @@ class StateReads:
         parts.sort(key=lambda x: (x.topic, x.partition))
         return ClusterState(controller, brokers, parts)
 
-    def wait_ready(self, timeout_s: float = 120.0, forming: bool = False) -> None:
-        """Until a controller is elected and clients see every broker in the metadata. ``forming``:
-        the cluster's own start, without a formation fault, where a broker that exited because its
-        ZooKeeper session lapsed while it started is started again (``restart_if_boot_lost_session``)."""
+    def wait_ready(self, timeout_s: float = 120.0, restart_lost_boots: bool = False) -> dict[int, int]:
+        """Until a controller is elected and clients see every broker in the metadata; returns the
+        brokers started again, with how many times. ``restart_lost_boots``: for the cluster's own
+        start without a formation fault, and for the heal after a run's faults, where a broker that
+        exited because its ZooKeeper session lapsed while it started is started again, as a
+        supervisor would (``restart_if_boot_lost_session``), BOOT_RESTARTS times at most in this wait."""
         want = set(self.settings.broker_ids)
         last_seen = "nothing read yet"
+        self._boot_restarts = {}
 
         def ready() -> bool:
             nonlocal last_seen
-            self._raise_if_exited(forming)
+            self._raise_if_exited(restart_lost_boots)
             try:
                 st = self.describe(timeout_s=2)
                 seen = set(self.admin.list_topics(timeout=2).brokers)
@@ -152,11 +155,12 @@ class StateReads:
 
         until(ready, timeout_s, "brokers did not all register",
               error=lambda what: ClusterError(f"{what} (wanted {sorted(want)}; last seen: {last_seen})"))
+        return dict(self._boot_restarts)
 
-    def _raise_if_exited(self, forming: bool = False) -> None:
+    def _raise_if_exited(self, restart_lost_boots: bool = False) -> None:
         """Raise if a node the harness did not stop has exited, unless Kafka halted it for its failed
-        disks in a cluster whose disks kchaos fails, or (``forming``) it lost its ZooKeeper session
-        while it started: that one is started again."""
+        disks in a cluster whose disks kchaos fails, or (``restart_lost_boots``) it lost its ZooKeeper
+        session while it started: that one is started again."""
         stopped = {self.topo.node_key(n) for n in self._stopped}
         nodes = {self.topo.node_key(n): n for n in [*self.settings.broker_ids, *self.settings.coordination_ids]}
         for key, c in self._containers.items():
@@ -172,15 +176,16 @@ class StateReads:
                             "started again", key)
                 continue
             log = w.logs().decode(errors="replace")
-            if forming and key in nodes and self.restart_if_boot_lost_session(nodes[key], log):
+            if restart_lost_boots and key in nodes and self.restart_if_boot_lost_session(nodes[key], log):
                 continue
             raise ClusterError(f"container {key} exited (code {w.attrs['State']['ExitCode']}):\n" + why_exited(log))
 
     def restart_if_boot_lost_session(self, n: int, log: str) -> bool:
         """Start broker n again, at most BOOT_RESTARTS times, if it exited because ZooKeeper expired
         its session while it started; False (and nothing done) otherwise. A supervisor restarts such a
-        broker; on a loaded machine a ZooKeeper or a broker JVM stalled past the session timeout while
-        every broker starts, and the cluster that forms is the same. Said on the terminal."""
+        broker. While a cluster forms on a loaded machine, a ZooKeeper or a broker JVM stalled past the
+        session timeout, and the cluster that forms is the same; after a run, a broker a fault
+        restarted while ZooKeeper was paused or cut off exits so. Said on the terminal."""
         done = self._boot_restarts.get(n, 0)
         if done >= BOOT_RESTARTS or not lost_its_session_while_starting(log):
             return False

@@ -162,7 +162,8 @@ class WorkloadEnd(_Record):
 
 class Note(_Record):
     """Something the run could not do as planned, said in words (a group that did not form, one that
-    had not committed to the end after healing)."""
+    had not committed to the end after healing, a broker the heal started again after it exited while
+    starting)."""
 
     type: Literal["note"] = "note"
     ts_ms: int

@@ -34,6 +34,7 @@ from harness.clients import (
     reader,
 )
 from harness.cluster import KafkaCluster
+from harness.cluster.errors import BOOT_FAILED
 from harness.cluster.topics import seeded_assignment
 from harness.history.events import (
     EventLog,
@@ -281,7 +282,10 @@ class Recording:
         """Heal every fault, wait for the cluster and a full ISR, then stop the live consumers."""
         c = self.cluster
         c.heal()
-        c.wait_ready(120)
+        for n, times in c.wait_ready(120, restart_lost_boots=True).items():
+            self.events.write(Note(ts_ms=now_ms(), msg=f"kafka-{n} exited while it started after the faults, because "
+                                   f"ZooKeeper expired its session ({BOOT_FAILED}): the heal started it again"
+                                   + (f", {times} times" if times > 1 else "")))
         for name in self.topics:
             try:
                 c.wait_full_isr(name, timeout_s=self.isr_wait_s)
