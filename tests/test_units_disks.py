@@ -147,3 +147,55 @@ def test_a_halt_for_failed_disks_is_told_from_any_other_exit():
             "(kafka.log.LogManager)\n")
     assert disks.halted_by_disks(tail)
     assert not disks.halted_by_disks("[t] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)\n")
+
+
+class Healing(disks.DiskFaults):
+    """A node whose disk heals, in the engine's ``status``, with the starts and stops the heal asks for."""
+
+    def __init__(self, status: str, log: str = ""):
+        self.status, self.log, self.asked = status, log, []
+
+    def fail_disk(self, n: int, control: dict, dirs: list[int]) -> None:
+        self.asked.append("disk back")
+
+    def _node(self, n: int):
+        node = self
+
+        class Container:
+            status = node.status
+
+            def reload(self) -> None:
+                pass
+
+            def logs(self, since: int = 0) -> bytes:
+                return node.log.encode()
+
+        return Container()
+
+    def start_broker(self, n: int) -> float:
+        if self.status == "paused":
+            raise RuntimeError("409 Client Error: Conflict (cannot start a paused container, try unpause instead)")
+        self.asked.append("start")
+        return 0.0
+
+    def stop_broker(self, n: int) -> None:
+        self.status = "exited"  # the engine thaws a frozen node as its stop begins
+        self.asked.append("stop")
+
+
+def test_a_disk_heals_under_a_pause_without_starting_the_frozen_node_and_a_restart_ends_the_pause():
+    """A hunt's run could not go on: a disk fault on a follower healed while a pause held that follower
+    frozen, and the heal, taking the frozen node for one Kafka halted, asked the engine to start it
+    (409 Conflict). A frozen node is left frozen with its disk given back; one the heal must restart
+    (a directory its log says failed, or ``restart``) is stopped, which thaws it, and started; a node
+    Kafka halted is started, as before."""
+    failed = f"ERROR Error while writing to checkpoint file {disks.log_dir(1)}/x (kafka.server.LogDirFailureChannel)"
+    frozen = Healing("paused")
+    assert frozen.heal_disk(3, [1], since_ms=0) == "" and frozen.asked == ["disk back"]
+    frozen = Healing("paused")
+    assert frozen.heal_disk(3, [1], since_ms=0, restart=True) == "restarted"
+    assert frozen.asked == ["disk back", "stop", "start"]
+    halted = Healing("exited")
+    assert halted.heal_disk(3, [1], since_ms=0) == "started" and halted.asked == ["disk back", "start"]
+    running = Healing("running", log=failed)
+    assert running.heal_disk(3, [1], since_ms=0) == "restarted" and running.asked == ["disk back", "stop", "start"]

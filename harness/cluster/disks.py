@@ -88,12 +88,16 @@ class DiskFaults:
         Kafka halted it ("started"), restarted if ``restart`` or a directory went offline under it
         since ``since_ms`` (Kafka brings a failed directory back only when it starts: "restarted"),
         else left as it is (""). ``restart`` is for a node that carries on without a failed
-        directory: its log did not always say in time that one failed (docs/disks-and-clocks.md)."""
+        directory: its log did not always say in time that one failed (docs/disks-and-clocks.md).
+
+        A node another fault holds frozen (a pause) is not halted: the engine refuses to start a
+        paused container. It is left frozen unless it must be restarted, whose stop thaws it and
+        ends that pause, as a kill or a stop during a pause does."""
         self.fail_disk(n, {}, dirs)
         time.sleep(CONTROL_RELOAD_S)  # an error after this is not the fault's: it is Kafka's own
         w = self._node(n)  # type: ignore[attr-defined]
         w.reload()
-        if w.status != "running":
+        if w.status not in ("running", "paused"):
             self.start_broker(n)  # type: ignore[attr-defined]  # it waits for a halted broker's registration to go
             return "started"
         # A directory whose first error is logged may not be offline yet, or its broker not yet
