@@ -152,8 +152,8 @@ def test_a_halt_for_failed_disks_is_told_from_any_other_exit():
 class Healing(disks.DiskFaults):
     """A node whose disk heals, in the engine's ``status``, with the starts and stops the heal asks for."""
 
-    def __init__(self, status: str, log: str = ""):
-        self.status, self.log, self.asked = status, log, []
+    def __init__(self, status: str, log: str = "", stopped: frozenset[int] = frozenset()):
+        self.status, self.log, self.asked, self._stopped = status, log, [], set(stopped)
 
     def fail_disk(self, n: int, control: dict, dirs: list[int]) -> None:
         self.asked.append("disk back")
@@ -175,20 +175,23 @@ class Healing(disks.DiskFaults):
     def start_broker(self, n: int) -> float:
         if self.status == "paused":
             raise RuntimeError("409 Client Error: Conflict (cannot start a paused container, try unpause instead)")
+        self._stopped.discard(n)
         self.asked.append("start")
         return 0.0
 
     def stop_broker(self, n: int) -> None:
         self.status = "exited"  # the engine thaws a frozen node as its stop begins
+        self._stopped.add(n)
         self.asked.append("stop")
 
 
-def test_a_disk_heals_under_a_pause_without_starting_the_frozen_node_and_a_restart_ends_the_pause():
+
+def test_a_disk_heals_under_another_fault_without_ending_it_unless_it_must_restart_the_node():
     """A hunt's run could not go on: a disk fault on a follower healed while a pause held that follower
     frozen, and the heal, taking the frozen node for one Kafka halted, asked the engine to start it
     (409 Conflict). A frozen node is left frozen with its disk given back; one the heal must restart
-    (a directory its log says failed, or ``restart``) is stopped, which thaws it, and started; a node
-    Kafka halted is started, as before."""
+    (a directory its log says failed, or ``restart``) is stopped, which thaws it, and started. A node
+    a kill holds down stays down for that kill's heal to start; a node Kafka halted is started."""
     failed = f"ERROR Error while writing to checkpoint file {disks.log_dir(1)}/x (kafka.server.LogDirFailureChannel)"
     frozen = Healing("paused")
     assert frozen.heal_disk(3, [1], since_ms=0) == "" and frozen.asked == ["disk back"]
@@ -199,3 +202,6 @@ def test_a_disk_heals_under_a_pause_without_starting_the_frozen_node_and_a_resta
     assert halted.heal_disk(3, [1], since_ms=0) == "started" and halted.asked == ["disk back", "start"]
     running = Healing("running", log=failed)
     assert running.heal_disk(3, [1], since_ms=0) == "restarted" and running.asked == ["disk back", "stop", "start"]
+    killed = Healing("exited", stopped=frozenset({3}))
+    assert killed.heal_disk(3, [1], since_ms=0, restart=True) == "" and killed.asked == ["disk back"]
+    assert killed._stopped == {3}, "the kill's heal starts it"

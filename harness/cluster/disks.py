@@ -90,11 +90,15 @@ class DiskFaults:
         else left as it is (""). ``restart`` is for a node that carries on without a failed
         directory: its log did not always say in time that one failed (docs/disks-and-clocks.md).
 
-        A node another fault holds frozen (a pause) is not halted: the engine refuses to start a
-        paused container. It is left frozen unless it must be restarted, whose stop thaws it and
-        ends that pause, as a kill or a stop during a pause does."""
+        A node another fault holds down (a kill, a stop, a power loss) is left down: that fault's
+        heal starts it, and a start serves every directory again. A node another fault holds frozen
+        (a pause) is not halted either, and the engine refuses to start a paused container: it is
+        left frozen unless it must be restarted, whose stop thaws it and ends that pause, as a kill
+        or a stop during a pause does."""
         self.fail_disk(n, {}, dirs)
         time.sleep(CONTROL_RELOAD_S)  # an error after this is not the fault's: it is Kafka's own
+        if n in self._stopped:  # type: ignore[attr-defined]
+            return ""
         w = self._node(n)  # type: ignore[attr-defined]
         w.reload()
         if w.status not in ("running", "paused"):
