@@ -197,21 +197,19 @@ class StateReads:
 
     def wait_for(self, cond, timeout_s: float, what: str, interval: float = 0.25) -> float:
         """Poll ``cond(state)`` on fresh metadata; return the seconds it took."""
-        last: list[object] = [None]
+        last: object = None
 
         def check() -> bool:
+            nonlocal last
             try:
                 st = self.describe(timeout_s=2)
-                last[0] = st
+                last = st
                 return bool(cond(st))
             except (KafkaException, TopicError, KeyError, ClusterError) as e:
-                last[0] = e
+                last = e
                 return False
 
-        try:
-            return until(check, timeout_s, what, interval, error=ClusterError)
-        except ClusterError as e:
-            raise ClusterError(f"{e}; last seen: {last[0]}") from None
+        return until(check, timeout_s, what, interval, error=lambda said: ClusterError(f"{said}; last seen: {last}"))
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> float:
         """Until every partition of ``topic`` has its whole AR in the ISR and a leader that serves it."""
