@@ -55,7 +55,7 @@ def test_what_a_verdict_assumes_is_on_the_terminal():
     v = verdict("r1", [], {"duplicate": 3})
     v.assumptions = ["kafka-dump-log failed on kafka-1: the run lacks the coordinator's log (exit 1)"]
     text = "\n".join(render(runs_table([v])))
-    assert "assumes: kafka-dump-log failed on kafka-1" in text and "duplicate 3" in text
+    assert "read with care: kafka-dump-log failed on kafka-1" in text and "duplicate 3" in text
 
 
 def test_what_a_run_could_not_judge_is_on_the_terminal():

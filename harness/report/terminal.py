@@ -51,7 +51,7 @@ def runs_table(verdicts: list[Verdict]) -> Table:
         broke, other = run_cells(v)
         broke_cell = [_listing(broke)] if broke else []
         broke_cell += [f"not healed: {x.describe()}" for x in v.not_healed]
-        other_cell = _listing(other) + "".join(f"\n[yellow]assumes: {a}[/yellow]" for a in v.assumptions)
+        other_cell = _listing(other) + "".join(f"\n[yellow]read with care: {a}[/yellow]" for a in v.assumptions)
         other_cell += "".join(f"\n[yellow]not judged ({n.extent}): {n.unjudged}, {n.client}: {n.why}[/yellow]"
                               for n in v.not_judged)
         other_cell += f"\n[dim]reached: {reached(v)}[/dim]" if v.coverage else ""
