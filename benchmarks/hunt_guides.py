@@ -40,7 +40,7 @@ ANSWERS: dict[str, list[str]] = {
     "acks1-loss": ["acks1-leader-kill", "--anomaly", "lost"],
     "epochs-off-divergence": ["hw-truncation-loss", "--anomaly", "lost,divergence", "--set", NO_POWER_LOSS],
     "f1-offset-regression": ["group-async-commits", "--anomaly", "offset_regression,coordinator_regression"],
-    "f2-frozen-isr": ["zk-isr-update-lost"],
+    "f2-frozen-isr": ["zk-isr-update-lost", "--anomaly", "isr_not_restored"],
 }
 COVERAGE_AT_MIN = (5, 10, 20, 40)
 
@@ -161,10 +161,34 @@ def _artifact(name: str) -> tuple[str, str, int]:
     return answer, guide, int(seed)
 
 
+def goal_of(answer: str) -> list[str] | None:
+    """The anomaly classes an answer's hunts look for (``--anomaly``), None for any broken promise."""
+    args = ANSWERS[answer]
+    return sorted(args[args.index("--anomaly") + 1].split(",")) if "--anomaly" in args else None
+
+
+def stands_for(answer: str, doc: dict) -> bool:
+    """Whether a kept hunt measured ``answer`` as it is hunted now: its goal is the answer's, or it
+    is a swarm hunt for any broken promise in which no run showed one. A swarm hunt's draws do not
+    depend on its goal, which only decides what counts as a finding (and so which runs its mutations
+    build on), so such a hunt is what a hunt of any narrower goal would have been."""
+    hunted = doc["options"].get("anomaly")
+    if hunted == goal_of(answer):
+        return True
+    return doc["options"].get("guide") == "swarm" and hunted is None and not doc["findings"]
+
+
 def kept(answer: str, guide: str, seeds: int, results: Path | None = None) -> dict[int, dict]:
-    """The kept hunts of an answer and guide, by seed."""
+    """The kept hunts of an answer and guide, by seed. The current results must all measure the
+    answer as it is hunted now; an earlier set (``results``) keeps what its hunts looked for."""
     paths = {s: result_path(answer, guide, s, results) for s in range(1, seeds + 1)}
-    return {s: json.loads(p.read_text()) for s, p in paths.items() if p.exists()}
+    docs = {s: json.loads(p.read_text()) for s, p in paths.items() if p.exists()}
+    for s, doc in docs.items():
+        if results is None and not stands_for(answer, doc):
+            raise SystemExit(f"{paths[s]}: hunted {doc['options'].get('anomaly') or 'any broken promise'}, not "
+                             f"{answer}'s {', '.join(goal_of(answer) or ['any broken promise'])}: move it to a "
+                             "hunt-guides-before-* set")
+    return docs
 
 
 def report(answers: list[str], guides: list[str], seeds: int, budget: str, results: Path | None = None) -> None:

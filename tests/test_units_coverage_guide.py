@@ -351,6 +351,29 @@ def test_a_hunt_kept_before_its_timeline_had_states_reads_them_from_its_runs_on_
     assert aims_entered([read]) == (1, 1)
 
 
+def test_a_kept_hunt_counts_for_an_answer_only_if_it_looked_for_what_the_answer_is_hunted_for(tmp_path, monkeypatch):
+    """F2 is hunted for its class (isr_not_restored): a coverage hunt for any broken promise aimed at
+    every class's states and does not count, nor does a swarm hunt that stopped at another class's
+    finding; a swarm hunt for any broken promise that showed none does (its draws were the same)."""
+    import benchmarks.hunt_guides as hg
+
+    def hunt(guide: str, anomaly: list[str] | None, findings: int) -> dict:
+        return {"options": {"guide": guide, "anomaly": anomaly}, "findings": [{}] * findings, "timeline": []}
+
+    assert hg.goal_of("f2-frozen-isr") == ["isr_not_restored"] and hg.goal_of("acks1-loss") == ["lost"]
+    assert hg.stands_for("f2-frozen-isr", hunt("coverage", ["isr_not_restored"], 1))
+    assert hg.stands_for("f2-frozen-isr", hunt("swarm", None, 0))
+    assert not hg.stands_for("f2-frozen-isr", hunt("swarm", None, 1))
+    assert not hg.stands_for("f2-frozen-isr", hunt("coverage", None, 0))
+    assert not hg.stands_for("acks1-loss", hunt("swarm", ["lost", "divergence"], 0))
+    monkeypatch.setattr(hg, "RESULTS", tmp_path)
+    hg.result_path("f2-frozen-isr", "coverage", 1).parent.mkdir(parents=True)
+    hg.result_path("f2-frozen-isr", "coverage", 1).write_text(json.dumps(hunt("coverage", None, 0)))
+    with pytest.raises(SystemExit, match="hunted any broken promise, not f2-frozen-isr's isr_not_restored"):
+        hg.kept("f2-frozen-isr", "coverage", 5)
+    assert set(hg.kept("f2-frozen-isr", "coverage", 5, tmp_path)) == {1}, "an earlier set keeps what it hunted"
+
+
 @pytest.mark.parametrize(("script", "args", "said"), [
     (["benchmarks/hunt_guides.py"], ["--guides", "swarm,best", "--report-only"], "--guides: best (allowed: swarm, "),
     (["benchmarks/hunt_guides.py"], ["--answers", "acks0", "--report-only"], "--answers: acks0 (allowed: acks1-loss"),

@@ -106,13 +106,15 @@ def test_the_benchmark_tells_where_each_hunts_draws_came_from_and_which_showed_t
                                                                                          capsys):
     bench = _benchmark()
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setitem(bench.ANSWERS, "a1", ["x"])
+    options = {"guide": "coverage", "anomaly": None}
     came = ["swarm draw", "swarm draw aimed at coordinator_lost", "mutated from h0000-x (weight 3)",
             "built on h0001-x: kill leader at 3 s, after ..."]
-    doc = {"findings": [{"found_in": "h0001-x"}], "timeline": [{"run": f"h000{k}-x", "came": c}
+    doc = {"options": options, "findings": [{"found_in": "h0001-x"}], "timeline": [{"run": f"h000{k}-x", "came": c}
                                                                for k, c in enumerate(came)]}
     (tmp_path / "a1" / "coverage").mkdir(parents=True)
     (tmp_path / "a1" / "coverage" / "s1.json").write_text(json.dumps(doc))
-    before = {"findings": [], "timeline": [{"run": "h0000-x"}]}
+    before = {"options": options, "findings": [], "timeline": [{"run": "h0000-x"}]}
     (tmp_path / "a1" / "coverage" / "s2.json").write_text(json.dumps(before))
     bench.origins(["a1"], ["coverage", "swarm"], 2)
     row = capsys.readouterr().out.splitlines()[-1]
