@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from harness.hunt.loop import GUIDES
 
@@ -43,6 +44,13 @@ ANSWERS: dict[str, list[str]] = {
     "f2-frozen-isr": ["zk-isr-update-lost", "--anomaly", "isr_not_restored"],
 }
 COVERAGE_AT_MIN = (5, 10, 20, 40)
+BAD_INPUT = 2  # kchaos's exit code for input it refuses before running anything
+
+
+def refuse(message: str) -> NoReturn:
+    """Bad input: the message on stderr, exit 2, as every kchaos command refuses it."""
+    print(message, file=sys.stderr)
+    raise SystemExit(BAD_INPUT)
 
 
 def hunt_dir(out: Path, answer: str, guide: str, seed: int) -> Path:
@@ -64,6 +72,9 @@ def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None
            "--out", str(d)]
     print(" ".join(cmd[2:]), flush=True)
     r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+    if r.returncode == BAD_INPUT:  # e.g. OUT holds a hunt of another goal there: no later hunt would do better
+        refuse(f"{answer}, {guide}, seed {seed}: the hunt refused its input (its message is above); nothing was "
+               "run or kept")
     if r.returncode in (0, 1):  # found, or spent its budget; a stopped or failed hunt is run again
         keep(d / "hunt.json", result_path(answer, guide, seed))
 
@@ -185,9 +196,9 @@ def kept(answer: str, guide: str, seeds: int, results: Path | None = None) -> di
     docs = {s: json.loads(p.read_text()) for s, p in paths.items() if p.exists()}
     for s, doc in docs.items():
         if results is None and not stands_for(answer, doc):
-            raise SystemExit(f"{paths[s]}: hunted {doc['options'].get('anomaly') or 'any broken promise'}, not "
-                             f"{answer}'s {', '.join(goal_of(answer) or ['any broken promise'])}: move it to a "
-                             "hunt-guides-before-* set")
+            refuse(f"{paths[s]}: options.anomaly: hunted {doc['options'].get('anomaly') or 'any broken promise'} "
+                   f"(allowed: {answer}'s {', '.join(goal_of(answer) or ['any broken promise'])}); move it to a "
+                   "hunt-guides-before-* set")
     return docs
 
 

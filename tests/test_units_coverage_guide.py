@@ -351,7 +351,8 @@ def test_a_hunt_kept_before_its_timeline_had_states_reads_them_from_its_runs_on_
     assert aims_entered([read]) == (1, 1)
 
 
-def test_a_kept_hunt_counts_for_an_answer_only_if_it_looked_for_what_the_answer_is_hunted_for(tmp_path, monkeypatch):
+def test_a_kept_hunt_counts_for_an_answer_only_if_it_looked_for_what_the_answer_is_hunted_for(tmp_path, monkeypatch,
+                                                                                                 capsys):
     """F2 is hunted for its class (isr_not_restored): a coverage hunt for any broken promise aimed at
     every class's states and does not count, nor does a swarm hunt that stopped at another class's
     finding; a swarm hunt for any broken promise that showed none does (its draws were the same)."""
@@ -369,9 +370,25 @@ def test_a_kept_hunt_counts_for_an_answer_only_if_it_looked_for_what_the_answer_
     monkeypatch.setattr(hg, "RESULTS", tmp_path)
     hg.result_path("f2-frozen-isr", "coverage", 1).parent.mkdir(parents=True)
     hg.result_path("f2-frozen-isr", "coverage", 1).write_text(json.dumps(hunt("coverage", None, 0)))
-    with pytest.raises(SystemExit, match="hunted any broken promise, not f2-frozen-isr's isr_not_restored"):
+    with pytest.raises(SystemExit) as refused:
         hg.kept("f2-frozen-isr", "coverage", 5)
+    assert refused.value.code == 2
+    assert "options.anomaly: hunted any broken promise (allowed: f2-frozen-isr's isr_not_restored)" in \
+        capsys.readouterr().err
     assert set(hg.kept("f2-frozen-isr", "coverage", 5, tmp_path)) == {1}, "an earlier set keeps what it hunted"
+
+
+def test_the_benchmark_stops_with_exit_2_when_a_hunt_refuses_its_input(tmp_path, monkeypatch, capsys):
+    """A hunt that exits 2 (its OUT holds a hunt of another goal, say) ran nothing: the benchmark
+    says so and stops, rather than going on to the next hunt and printing a table without it."""
+    import benchmarks.hunt_guides as hg
+
+    monkeypatch.setattr(hg, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(hg.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2))
+    with pytest.raises(SystemExit) as refused:
+        hg.run_hunt(tmp_path / "out", "f2-frozen-isr", "swarm", 5, "40m")
+    assert refused.value.code == 2 and "seed 5: the hunt refused its input" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists(), "nothing kept"
 
 
 @pytest.mark.parametrize(("script", "args", "said"), [
