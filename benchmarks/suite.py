@@ -118,9 +118,10 @@ def main() -> None:
     print(f"test seconds, summed over the workers: {sum(per_file.values())} s; the dearest files:")
     for name, s in list(per_file.items())[:12]:
         print(f"  {s:5d} s  {name}")
-    slowest = proc.stdout.split("slowest 20 durations", 1)[-1].split("\n(", 1)[0].splitlines()[1:21]
-    if slowest:
-        print("the slowest tests (pytest --durations=20):", *slowest, sep="\n  ")
+    per_test = json.loads(costs.with_suffix(".tests.json").read_text()) if costs.exists() else {}
+    print("the dearest tests (setup, call and teardown):")
+    for name, s in list(per_test.items())[:30]:
+        print(f"  {s:5d} s  {name}")
     (clone / "pytest-output.txt").write_text(proc.stdout + proc.stderr)
     print(f"pytest's whole output: {clone / 'pytest-output.txt'}")
     cpu = sampler.by_kind()

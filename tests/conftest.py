@@ -150,6 +150,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 _seconds_per_file: dict[str, float] = {}
+_seconds_per_test: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -157,14 +158,20 @@ def pytest_runtest_logreport(report) -> None:
     if os.environ.get(RECORD_COSTS):
         name = file_name(report.nodeid)
         _seconds_per_file[name] = _seconds_per_file.get(name, 0.0) + report.duration
+        _seconds_per_test[report.nodeid] = _seconds_per_test.get(report.nodeid, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session) -> None:
-    """With KCHAOS_RECORD_FILE_COSTS set, write what this suite measured: the table the order comes from."""
+    """With KCHAOS_RECORD_FILE_COSTS set, write what this suite measured: the table the order comes from,
+    and beside it (``*.tests.json``) each test's seconds (setup, call and teardown)."""
     target = os.environ.get(RECORD_COSTS)
     if target and _seconds_per_file and not hasattr(session.config, "workerinput"):
-        costs = {k: round(v) for k, v in sorted(_seconds_per_file.items(), key=lambda kv: -kv[1]) if v >= 1}
-        Path(target).write_text(json.dumps(costs, indent=1) + "\n")
+        Path(target).write_text(json.dumps(_dearest_first(_seconds_per_file), indent=1) + "\n")
+        Path(target).with_suffix(".tests.json").write_text(json.dumps(_dearest_first(_seconds_per_test), indent=1))
+
+
+def _dearest_first(seconds: dict[str, float]) -> dict[str, int]:
+    return {k: round(v) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]) if v >= 1}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
