@@ -74,6 +74,10 @@ def test_follower_cut_leaves_isr_and_returns(healed):
     c = healed
     topic, leader, follower, other = _topic_led_by_controller(c, "isr")
 
+    # The leader times a follower's lag from when it was last caught up: its last fetch that reached the
+    # log end, or, before its first fetch, when the leader took the partition. A record every ISR
+    # member must fetch (acks=all) makes that a fetch from just before the cut.
+    assert all(e is None for _, e in produce(c, topic, 1, "all", prefix="before-cut"))
     t0 = time.monotonic()
     c.cut(c.topo.replication_links(follower))
     # A follower lags only if the leader's log end moves: an idle partition never shrinks its ISR.
@@ -82,9 +86,8 @@ def test_follower_cut_leaves_isr_and_returns(healed):
                       f"broker {follower} did not leave the ISR")
     # The leader checks lag every replica.lag.time.max.ms / 2, then the change must reach metadata.
     assert left <= LAG_S * 1.5 + 5, f"left the ISR after {left:.1f} s (lag time {LAG_S} s)"
-    # The leader times a follower's lag from the arrival of its last fetch that reached the log end,
-    # and an idle follower's fetch waits up to replica.fetch.wait.max.ms in the leader's purgatory:
-    # that fetch may have arrived that long before the cut.
+    # That last fetch may have waited up to replica.fetch.wait.max.ms in the leader's purgatory, so it
+    # may have arrived that long before the cut.
     earliest = LAG_S - FETCH_WAIT_MAX_S
     assert time.monotonic() - t0 >= earliest, f"left the ISR before {earliest:.1f} s could pass"
     st = c.describe(topic).partition(topic, 0)
