@@ -118,7 +118,8 @@ def main() -> None:
     print(f"test seconds, summed over the workers: {sum(per_file.values())} s; the dearest files:")
     for name, s in list(per_file.items())[:12]:
         print(f"  {s:5d} s  {name}")
-    per_test = json.loads(costs.with_suffix(".tests.json").read_text()) if costs.exists() else {}
+    test_costs = costs.with_suffix(".tests.json")
+    per_test = json.loads(test_costs.read_text()) if test_costs.exists() else {}
     print("the dearest tests (setup, call and teardown):")
     for name, s in list(per_test.items())[:30]:
         print(f"  {s:5d} s  {name}")

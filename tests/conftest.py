@@ -149,29 +149,31 @@ def pytest_collection_modifyitems(session, config, items) -> None:
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-_seconds_per_file: dict[str, float] = {}
 _seconds_per_test: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report) -> None:
-    """Sum each file's seconds (setup, call and teardown; in the controller when tests run on workers)."""
+    """Sum each test's seconds (setup, call and teardown; in the controller when tests run on workers)."""
     if os.environ.get(RECORD_COSTS):
-        name = file_name(report.nodeid)
-        _seconds_per_file[name] = _seconds_per_file.get(name, 0.0) + report.duration
         _seconds_per_test[report.nodeid] = _seconds_per_test.get(report.nodeid, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session) -> None:
-    """With KCHAOS_RECORD_FILE_COSTS set, write what this suite measured: the table the order comes from,
-    and beside it (``*.tests.json``) each test's seconds (setup, call and teardown)."""
+    """With KCHAOS_RECORD_FILE_COSTS set, write what this suite measured: each file's seconds, the table
+    the order comes from, and beside it (``*.tests.json``) each test's."""
     target = os.environ.get(RECORD_COSTS)
-    if target and _seconds_per_file and not hasattr(session.config, "workerinput"):
-        Path(target).write_text(json.dumps(_dearest_first(_seconds_per_file), indent=1) + "\n")
-        Path(target).with_suffix(".tests.json").write_text(json.dumps(_dearest_first(_seconds_per_test), indent=1))
+    if target and _seconds_per_test and not hasattr(session.config, "workerinput"):
+        per_file: dict[str, float] = {}
+        for nodeid, seconds in _seconds_per_test.items():
+            per_file[file_name(nodeid)] = per_file.get(file_name(nodeid), 0.0) + seconds
+        Path(target).write_text(_dearest_first(per_file))
+        Path(target).with_suffix(".tests.json").write_text(_dearest_first(_seconds_per_test))
 
 
-def _dearest_first(seconds: dict[str, float]) -> dict[str, int]:
-    return {k: round(v) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]) if v >= 1}
+def _dearest_first(seconds: dict[str, float]) -> str:
+    """The JSON of ``seconds`` rounded, dearest first, those under a second left out."""
+    return json.dumps({k: round(v) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]) if v >= 1},
+                      indent=1) + "\n"
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
