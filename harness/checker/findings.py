@@ -67,13 +67,12 @@ def at_or_above_hw() -> Column:
     return F.col("hw").isNotNull() & (F.col("offset") >= F.col("hw"))
 
 
-def first_reads(i: Inputs, found: DataFrame, which: Column) -> DataFrame:
-    """Per row of ``found`` (per_offset rows: the key and any flags), its earliest live read that
-    ``which`` selects: who read it, under which hw, and when."""
+def first_reads(i: Inputs, found: DataFrame, which: Column, kept: tuple[str, ...] = ()) -> DataFrame:
+    """Per row of ``found`` (per_offset rows: the key, then the columns ``kept`` names), its earliest
+    live read that ``which`` selects: who read it, under which hw, and when."""
     key = [*i.pk.cols, "offset", "value"]
     reads = (i.pk.encode(i.live.select(*KEY, "offset", "value", "hw", "poll_ts_ms", "consumer"))
              .join(small(found, i.uncommitted_rows), on=key, how="inner").filter(which))
-    kept = [c for c in found.columns if c not in key]
     return (reads.groupBy(*key, *kept).agg(F.min(F.struct("poll_ts_ms", "hw", "consumer")).alias("read"))
             .select(*key, *kept, "read.consumer", "read.hw", "read.poll_ts_ms"))
 
@@ -84,7 +83,7 @@ def uncommitted_first_reads(i: Inputs) -> DataFrame:
     record missing from the final log, otherwise a read at or above its hw. The anomaly and the
     findings that excuse some of its rows (stale_hw_read aside) count these same rows."""
     found = i.offs.filter(uncommitted()).select(*i.pk.cols, "offset", "value", "flags")
-    return first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw())
+    return first_reads(i, found, ~has(IN_FINAL) | at_or_above_hw(), kept=("flags",))
 
 
 def copies(i: Inputs) -> DataFrame:

@@ -45,19 +45,25 @@ class PartitionKey:
         number = _case([(t.isNull() if name is None else t == name, F.lit(i)) for i, name in enumerate(self.topics)],
                        F.lit(None))
         code = F.when(p.isNull(), F.lit(NULL_PARTITION)).otherwise(p.cast("long") + F.lit(1 << 31))
-        tp = (number.cast("long") * F.lit(1 << TP_SHIFT) + code).alias("tp")
-        return df.select(*[tp if c == "topic" else F.col(c) for c in df.columns if c != "partition"])
+        tp = number.cast("long") * F.lit(1 << TP_SHIFT) + code
+        # tp takes topic's place by name, as a select of df.columns would put it, without asking the
+        # server for the frame's schema: a round trip and an analysis of its whole plan each time.
+        return df.withColumn("topic", tp).withColumnRenamed("topic", "tp").drop("partition")
 
     def decode(self, df: DataFrame) -> DataFrame:
-        """``df`` with tp replaced by topic and partition again (when packed)."""
+        """``df`` with tp replaced by topic and partition again (when packed). The key leads every
+        frame a finding decodes (``cols`` first), so the key leads what this gives back too, (run,
+        topic, partition) and then the rest in their order, without asking the server for the
+        frame's schema (a round trip and an analysis of its whole plan each time)."""
         if not self.packed:
             return df
-        number = F.shiftright(F.col("tp"), TP_SHIFT)
-        code = F.col("tp").bitwiseAND(F.lit((1 << TP_SHIFT) - 1))
+        tagged = df.withColumnRenamed("run", "_run").withColumnRenamed("tp", "_tp")
+        number = F.shiftright(F.col("_tp"), TP_SHIFT)
+        code = F.col("_tp").bitwiseAND(F.lit((1 << TP_SHIFT) - 1))
         topic = _case([(number == i, F.lit(name)) for i, name in enumerate(self.topics)],
                       F.lit(None).cast("string")).alias("topic")
         part = (F.when(code == NULL_PARTITION, F.lit(None)).otherwise(code - F.lit(1 << 31))
                 .cast("int").alias("partition"))
-        return df.select(*[c for col in df.columns for c in ((topic, part) if col == "tp" else (F.col(col),))])
+        return tagged.select(F.col("_run").alias("run"), topic, part, "*").drop("_run", "_tp")
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
