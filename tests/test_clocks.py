@@ -127,6 +127,7 @@ offset_s = -3600
 """
 
 
+@pytest.mark.chaos_long  # a cluster of its own; the default tier tests the clock's moves (test_units_clocks.py)
 def test_a_producers_clock_moves_an_hour_back_and_returns_while_the_machines_does_not(tmp_path):
     """librdkafka's records are stamped from the moved clock; the Java producer's JVM runs on it
     (libfaketime): its own stamps move while the history it writes, and the machine, keep true time."""

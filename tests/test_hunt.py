@@ -56,6 +56,7 @@ SAFE_SPACE = ("--set", 'hunt.kinds=["cut_replication", "latency"]', "--set", "hu
               "--set", "hunt.fault_duration_s=[1.0, 3.0]", "--set", "hunt.triggers=0")
 
 
+@pytest.mark.chaos_long  # a cluster of its own; the default tier resumes hunts in test_units_hunt.py
 def test_one_drawn_run_is_recorded_and_the_same_command_resumes_it(tmp_path):
     """One schedule drawn on the safe configuration: hunt.json says what it cost and that it ran;
     the same command again runs nothing; a different seed in that directory is refused."""

@@ -27,6 +27,7 @@ def containers_of(pid: int) -> list[dict]:
     return engine.client().api.containers(all=True, filters={"label": f"{LABEL_PID}={pid}"})
 
 
+@pytest.mark.chaos_long  # a cluster of its own; the default tier's runs share kept clusters (test_run.py)
 def test_a_run_reuses_the_cluster_kchaos_up_keeps_and_ctrl_c_leaves_nothing(tmp_path):
     require_docker(["3.9.1"])
     # A registry of kept clusters of its own (the cache folder), and the suite's warm Spark server: a

@@ -41,6 +41,7 @@ target = "txn_coordinator:t"
 """
 
 
+@pytest.mark.chaos_long  # a cluster of its own; the default tier tests the toxic (test_units_kafka_toxics.py)
 def test_lost_marker_answers_are_lost_counted_retried_and_survived(tmp_path):
     require_docker(["3.9.1"])
     p = tmp_path / "s.toml"

@@ -186,6 +186,7 @@ def test_every_fault_kind_for_nodes_acts_on_a_controller_and_heals(tmp_path):
         events.close()
 
 
+@pytest.mark.chaos_long  # a KRaft cluster of its own; the default tier fails over the active controller above
 @pytest.mark.parametrize("after", [
     "registering",
     # at its election (KRaft's bootstrap records), the path a hunt's formation draws took first

@@ -24,6 +24,9 @@ SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 NEWEST = max(KAFKA_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
 
 
+# A 4.4.0 cluster of its own and a 22 s schedule: the long tier (nightly). The default tier judges share
+# histories the tests build (tests/test_checker_share.py).
+@pytest.mark.chaos_long
 def test_a_share_group_under_member_faults_delivers_everything_and_keeps_kip_932s_promises(tmp_path):
     require_docker([NEWEST])  # the default tier builds the newest version's image anyway
     # The request log at DEBUG: a logger's level reaches Kafka 4's log4j2 configuration too. The
