@@ -393,6 +393,7 @@ def judged(tmp_path_factory) -> dict:
     return verdicts
 
 
+@pytest.mark.chaos_long  # an embedded Spark driver's start; the default tier checks on the warm server
 def test_a_check_on_an_embedded_driver_leaves_nothing_cached_in_its_callers_session(tmp_path, embedded_driver):
     """A caller that goes on using its session (an embedded driver's user) finds no rows a check
     cached, and the embedded driver's verdict is the warm server's and the reference's."""
@@ -675,6 +676,7 @@ def test_a_final_read_that_found_nothing_in_an_empty_final_log_is_a_history_not_
     assert v.anomalies["lost"] == 3
 
 
+@pytest.mark.chaos_long  # an embedded Spark driver's start; the default tier checks on the warm server
 def test_a_check_that_fails_midway_leaves_nothing_cached(tmp_path, embedded_driver):
     """Bad input found by the Spark job itself, after it cached the history's rows."""
     d = _corrupt(tmp_path, "no final read")

@@ -150,7 +150,13 @@ def driver_runs(request, kept_cluster, tmp_path_factory) -> dict[str, DriverRun]
     return runs
 
 
-@pytest.mark.parametrize("client", list(LIBRARIES))
+# Two Go libraries' cases in the long tier (nightly): franz-go's, in the default one, runs the
+# protocol package and the producer and consumer loops all three Go drivers share.
+LONG_TIER = ("sarama", "kafka-go")
+
+
+@pytest.mark.parametrize("client", [pytest.param(c, marks=pytest.mark.chaos_long) if c in LONG_TIER else c
+                                    for c in LIBRARIES])
 def test_every_driver_records_the_contract(client, driver_runs):
     """Producers (one transactional, a seeded fifth of its transactions aborted), a consumer, the
     exactly-once copier and a group whose member's process is frozen for 2 s, made by ``client``;
