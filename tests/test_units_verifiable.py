@@ -196,10 +196,12 @@ def test_a_tools_acknowledgements_are_counted_as_it_writes_them_and_its_director
 
 
 def test_a_producer_tool_slow_to_start_is_waited_for_before_the_workload_starts():
-    """A JVM's start takes seconds on a loaded machine: the producer's ``ready`` returns once the tool
-    said ``startup_complete`` (not at once, which took the start from the workload's seconds and,
-    where it outlasted them, failed a tool that does speak the protocol), and gives up at its
-    timeout on a tool that never says it."""
+    """A JVM's start and its first metadata take seconds on a loaded machine: the producer's ``ready``
+    returns once the tool said ``startup_complete`` and its first send was acknowledged (not at
+    once, which took the start from the workload's seconds and, where it outlasted them, failed a
+    tool that does speak the protocol; not at ``startup_complete``, after which the tool's first
+    send waits for the metadata and the late tool then bursts to catch up), and gives up at its
+    timeout on a tool that never says either."""
     import threading
     import time
 
@@ -211,14 +213,21 @@ def test_a_producer_tool_slow_to_start_is_waited_for_before_the_workload_starts(
             self._acked = None
 
     started = "echo '{\"timestamp\": 1, \"name\": \"startup_complete\"}'"
-    slow = Slow(["sh", "-c", f"sleep 1.5; {started}; exec sleep 30"])
+    acked = ("echo '{\"timestamp\": 2, \"name\": \"producer_send_success\", \"key\": \"0\", "
+             "\"value\": \"7.0\", \"topic\": \"t\", \"partition\": 0, \"offset\": 0}'")
+    slow = Slow(["sh", "-c", f"sleep 1.5; {started}; sleep 1.5; {acked}; exec sleep 30"])
     t0 = time.monotonic()
     slow.ready(20)
-    assert 1.4 < time.monotonic() - t0 < 10 and slow.started()
+    assert 2.9 < time.monotonic() - t0 < 12 and slow.started() and slow.seen == 1
     slow.start()  # the process ready launched, not a second one
     slow.stop_event.set()
     slow.join(10)
-    assert slow.failure is None and [e["name"] for e in slow.events] == ["startup_complete"]
+    assert slow.failure is None and [e["name"] for e in slow.events] == ["startup_complete", "producer_send_success"]
+    unacked = Slow(["sh", "-c", f"{started}; exec sleep 30"])
+    t0 = time.monotonic()
+    unacked.ready(1.0)
+    assert 0.9 < time.monotonic() - t0 < 5 and unacked.started() and unacked.seen == 0
+    unacked.proc.kill()
     mute = Slow(["sh", "-c", "exec sleep 30"])
     t0 = time.monotonic()
     mute.ready(0.5)

@@ -6,11 +6,11 @@ tests plug other clients in (kafkatest's ``verifiable_client.py``).
 
 kchaos starts the tool with its documented flags and reads its events (events.py); nothing of
 kchaos runs inside it. A producer is one process started just before the workload starts, which
-waits for its ``startup_complete`` as it waits for every library's producer to be made (the tool
-sends as soon as it is up and takes no "go", so its first sends may come a moment before the
-workload's start); SIGTERM stops it (its shutdown hook flushes and closes). A
-consumer is a VerifiableConsumer alone in a group of its own (the tool always subscribes), reading
-every partition from the start. A group's members are VerifiableConsumers, acted on as every
+waits for its ``startup_complete`` and its first acknowledged send, as it waits for every library's
+producer to be made and connected (the tool sends as soon as it is up and takes no "go", so its
+first sends come a moment before the workload's start); SIGTERM stops it (its shutdown hook
+flushes and closes). A consumer is a VerifiableConsumer alone in a group of its own (the tool
+always subscribes), reading every partition from the start. A group's members are VerifiableConsumers, acted on as every
 library's members are (groups.py): SIGKILL, SIGTERM (a clean leave), and for a freeze SIGSTOP where
 the process stands, since the tool has no point to stop itself at; their commits are the
 coordinator's own record (events.py says why).
@@ -255,10 +255,16 @@ class VerifiableProducer(ToolProcess):
         self._acked = sum(e["name"] == "producer_send_success" for e in self.events)
 
     def ready(self, timeout_s: float) -> None:
-        """The tool started and waited for: a JVM's start, seconds on a loaded machine, is not taken
-        from the workload's time (the tool sends as soon as it is up)."""
+        """The tool started and its first send acknowledged, waited for: a JVM's start and its first
+        metadata and connection, seconds on a loaded machine, are not taken from the workload's time.
+        The tool sends as soon as it is up and its first send waits for the metadata (the Java
+        driver's producer asks for it before it says it is ready); a tool that is late catches up
+        at full speed, and a stop in the middle of that burst interrupts a send in progress."""
+        deadline = time.monotonic() + timeout_s
         try:
             self.launch_and_wait_started(timeout_s)
+            while self.seen == 0 and self.proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(COUNT_EVERY_S)
         except BaseException as e:  # as in _run: a tool that cannot be started fails the run with its name
             self.failure = e
 
