@@ -4,13 +4,13 @@ table's ``client_version``, default the broker's: build.py), or any executable n
 ``config."kchaos.command"`` that takes the same flags and prints the same events, as Kafka's system
 tests plug other clients in (kafkatest's ``verifiable_client.py``).
 
-kchaos starts the tool with its documented flags and reads its events (events.py); nothing of
-kchaos runs inside it. A producer is one process started just before the workload starts, which
-waits for its ``startup_complete`` and its first acknowledged send, as it waits for every library's
-producer to be made and connected (the tool sends as soon as it is up and takes no "go", so its
-first sends come a moment before the workload's start); SIGTERM stops it (its shutdown hook
-flushes and closes). A consumer is a VerifiableConsumer alone in a group of its own (the tool
-always subscribes), reading every partition from the start. A group's members are VerifiableConsumers, acted on as every
+kchaos starts the tool with its documented flags and reads its events (events.py); nothing of kchaos
+runs inside it. A producer is one process started just before the workload starts, which waits for
+its ``startup_complete`` and its first acknowledged send, as it waits for every library's producer
+to be made and connected (the tool sends as soon as it is up and takes no "go", so its first sends
+come a moment before the workload's start); SIGTERM stops it (its shutdown hook flushes and closes).
+A consumer is a VerifiableConsumer alone in a group of its own (the tool always subscribes), reading
+every partition from the start. A group's members are VerifiableConsumers, acted on as every
 library's members are (groups.py): SIGKILL, SIGTERM (a clean leave), and for a freeze SIGSTOP where
 the process stands, since the tool has no point to stop itself at; their commits are the
 coordinator's own record (events.py says why).
