@@ -23,22 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 HZ = os.sysconf("SC_CLK_TCK")
-SPARK_MARK = "org.apache.spark"  # in the warm server's command line
 
 
-def cpu_seconds(mark: str) -> float:
-    """User and system CPU seconds, children included, of every process whose command line holds ``mark``."""
-    total = 0
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            if mark in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
-                total += sum(int(f) for f in fields[11:15])
-        except OSError:
-            continue
-    return total / HZ
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid``, its waited-for children included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / HZ
 
 
 def count_connect_calls(calls: Counter) -> None:
@@ -74,18 +64,23 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, help="the checkout whose harness checks (default: this one)")
     args = ap.parse_args()
     sys.path.insert(0, str((args.tree or Path(__file__).resolve().parent.parent).resolve()))
-    from harness.checker import check_runs
+    from harness.checker import check_runs, warm
 
     calls: Counter = Counter()
     count_connect_calls(calls)
-    check_runs(fresh_copies(args.runs))  # the warm server up, and this process's first plans made
+    warm_up = fresh_copies(args.runs)
+    check_runs(warm_up)  # the warm server up, and this process's first plans made
+    shutil.rmtree(warm_up[0].parent, ignore_errors=True)
+    server = warm.read_info()
+    if server is None or not warm.alive(server):
+        sys.exit("the checks ran on no warm Spark server (is KCHAOS_SPARK_MASTER set?)")
     for i in range(args.repeat):
         copies = fresh_copies(args.runs)
         calls.clear()
-        spark, own, t0 = cpu_seconds(SPARK_MARK), time.process_time(), time.monotonic()
+        spark, own, t0 = cpu_seconds(server.pid), time.process_time(), time.monotonic()
         check_runs(copies)
         wall = time.monotonic() - t0
-        spark, own = cpu_seconds(SPARK_MARK) - spark, time.process_time() - own
+        spark, own = cpu_seconds(server.pid) - spark, time.process_time() - own
         shutil.rmtree(copies[0].parent, ignore_errors=True)
         made = ", ".join(f"{n} {kind}" for kind, n in sorted(calls.items()))
         print(f"check {i + 1}: {wall:.1f} s wall, Spark {spark:.1f} CPU s, this process {own:.1f} CPU s; calls: {made}")
