@@ -36,13 +36,35 @@ SPARK_MASTER_HELP = ("where to check: the warm local Spark Connect server by def
 
 
 
+# `./kchaos` sets this: the command sets this machine up first (_set_up_first), then runs.
+SET_UP_FIRST = "KCHAOS_SET_UP_FIRST"
+
+
 @app.callback()
-def _options(verbose: bool = typer.Option(False, "--verbose", help="client-library and kchaos log lines on stderr "
+def _options(ctx: typer.Context,
+             verbose: bool = typer.Option(False, "--verbose", help="client-library and kchaos log lines on stderr "
                                           "too (they always go to the run directory's logs/clients.log)")) -> None:
     from harness.run import logs
 
     logs.set_verbose(verbose)
     logs.quiet_clients()
+    # popped, so the kchaos processes a command starts do not set up again
+    if os.environ.pop(SET_UP_FIRST, "") == "1" and ctx.invoked_subcommand != "doctor" and "--help" not in sys.argv:
+        _set_up_first()
+
+
+def _set_up_first() -> None:
+    """What `./kchaos` does before its command: `kchaos doctor --fix --quiet`, the warm Spark server
+    kept, in the command's own process, so the modules both import load once (a process of its own
+    cost seconds a call). A machine still missing something stops the command with the table of what
+    and the command that fixes it. `doctor` itself is left out: it is how a user sees what is missing."""
+    from harness.setup import doctor as doctor_mod
+
+    _fix_machine(keep_spark=True, log=lambda m: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {m}"))
+    missing = [c for c in doctor_mod.run_checks(required_only=True) if not c.ok]
+    if missing:
+        err.print(_checks_table(missing))
+        raise typer.Exit(EXIT_NOT_RUN)
 
 
 def _said(label: str, what: object) -> None:
@@ -62,26 +84,35 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
                                            help="leave the warm Spark server running (scripts/setup.sh)")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
     from harness.setup import doctor as doctor_mod
-    from harness.setup import engine, images
 
     if fix:
-        try:
-            doctor_mod.fix(log=_log, stop_spark=not keep_spark)
-        except (engine.EngineError, images.ImageError, BuildError) as e:
-            _said("could not fix", e)
-            raise typer.Exit(EXIT_NOT_RUN) from e
-    checks = doctor_mod.run_checks()
+        _fix_machine(keep_spark, log=_log)
+    checks = doctor_mod.run_checks(required_only=quiet)
     if quiet and all(c.ok for c in checks):
         raise typer.Exit(EXIT_OK)
+    console.print(_checks_table(checks))
+    raise typer.Exit(EXIT_OK if all(c.ok for c in checks) else EXIT_BROKEN)
+
+
+def _fix_machine(keep_spark: bool, log) -> None:
+    """doctor.fix, its failures said and the command stopped with EXIT_NOT_RUN."""
+    from harness.setup import doctor as doctor_mod
+    from harness.setup import engine, images
+
+    try:
+        doctor_mod.fix(log=log, stop_spark=not keep_spark)
+    except (engine.EngineError, images.ImageError, BuildError) as e:
+        _said("could not fix", e)
+        raise typer.Exit(EXIT_NOT_RUN) from e
+
+
+def _checks_table(checks) -> Table:
     t = Table(show_header=True, header_style="bold")
-    t.add_column("check")
-    t.add_column("status")
-    t.add_column("detail")
-    t.add_column("fix")
+    for column in ("check", "status", "detail", "fix"):
+        t.add_column(column)
     for c in checks:
         t.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]missing[/red]", c.detail, c.fix)
-    console.print(t)
-    raise typer.Exit(EXIT_OK if all(c.ok for c in checks) else EXIT_BROKEN)
+    return t
 
 
 @app.command("images")
