@@ -115,14 +115,14 @@ def main() -> None:
           f"{proc.returncode}, {wall:.0f} s wall ({' '.join(summary) or 'no pytest summary'})")
     print(f"cores busy {100 * (busy1 - busy0) / max(1, all1 - all0):.0f}% of the time")
     per_file = json.loads(costs.read_text()) if costs.exists() else {}
-    print(f"test seconds, summed over the workers: {sum(per_file.values())} s; the dearest files:")
+    print(f"test seconds, summed over the workers: {sum(per_file.values()):.0f} s; the dearest files:")
     for name, s in list(per_file.items())[:12]:
-        print(f"  {s:5d} s  {name}")
+        print(f"  {s:7.1f} s  {name}")
     test_costs = costs.with_suffix(".tests.json")
     per_test = json.loads(test_costs.read_text()) if test_costs.exists() else {}
     print("the dearest tests (setup, call and teardown):")
     for name, s in list(per_test.items())[:30]:
-        print(f"  {s:5d} s  {name}")
+        print(f"  {s:7.1f} s  {name}")
     (clone / "pytest-output.txt").write_text(proc.stdout + proc.stderr)
     print(f"pytest's whole output: {clone / 'pytest-output.txt'}")
     cpu = sampler.by_kind()

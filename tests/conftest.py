@@ -166,13 +166,15 @@ def pytest_sessionfinish(session) -> None:
         per_file: dict[str, float] = {}
         for nodeid, seconds in _seconds_per_test.items():
             per_file[file_name(nodeid)] = per_file.get(file_name(nodeid), 0.0) + seconds
-        Path(target).write_text(_dearest_first(per_file))
-        Path(target).with_suffix(".tests.json").write_text(_dearest_first(_seconds_per_test))
+        Path(target).write_text(_dearest_first(per_file, every=True))
+        Path(target).with_suffix(".tests.json").write_text(_dearest_first(_seconds_per_test, every=False))
 
 
-def _dearest_first(seconds: dict[str, float]) -> str:
-    """The JSON of ``seconds`` rounded, dearest first, those under a second left out."""
-    return json.dumps({k: round(v) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]) if v >= 1},
+def _dearest_first(seconds: dict[str, float], every: bool) -> str:
+    """The JSON of ``seconds`` to a tenth, dearest first. ``every``: keep those under a second too (the
+    file table, where a file left out would count as unmeasured and so as dear); else leave them out
+    (the tests', which is for reading)."""
+    return json.dumps({k: round(v, 1) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1]) if every or v >= 1},
                       indent=1) + "\n"
 
 
