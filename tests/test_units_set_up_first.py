@@ -52,13 +52,26 @@ def test_doctor_and_a_call_without_the_setting_do_not_set_up(monkeypatch, tmp_pa
     assert fixes == []
 
 
-def test_a_quiet_doctor_runs_only_the_checks_that_can_fail(monkeypatch):
+def test_a_quiet_doctor_runs_only_the_checks_every_command_needs(monkeypatch):
     """The informational checks (client builds, Spark's start-up cache, the warm server) never fail;
-    the client builds' alone imports every client library's module."""
+    the client builds' alone imports every client library's module. FUSE only the disk faults need."""
     called: list[str] = []
-    for name in ("check_client_builds", "check_spark_archive", "check_warm_spark"):
+    for name in ("check_client_builds", "check_spark_archive", "check_warm_spark", "check_fuse"):
         monkeypatch.setattr(doctor, name, lambda name=name: called.append(name) or [])
     required = doctor.run_checks(required_only=True)
     assert called == []
-    assert [c.name for c in required] == ["python packages", "build tools", "docker engine", "images", "leftovers",
-                                          "disk faults"]
+    assert [c.name for c in required] == ["python packages", "build tools", "docker engine", "images", "leftovers"]
+
+
+def test_a_cluster_with_disk_faults_on_a_machine_without_fuse_cannot_run_and_says_why(monkeypatch, tmp_path):
+    """Refused before any image is built or container started, with the engine's "cannot run" error
+    (exit 3 from the command line; a run sets its directory aside with the reason)."""
+    import harness.setup as setup
+    from harness.setup import engine
+
+    monkeypatch.setattr(setup, "FUSE_DEVICE", str(tmp_path / "no-fuse"))
+    monkeypatch.setattr(engine, "client", lambda **_: pytest.fail("the engine was asked for before the refusal"))
+    with pytest.raises(engine.EngineError, match=r"no-fuse.*modprobe fuse"):
+        setup.cluster_images("3.9.1", disks=True)
+    monkeypatch.setattr(doctor, "FUSE_DEVICE", str(tmp_path / "no-fuse"))
+    assert not doctor.check_fuse().ok, "the full table still says it is missing"

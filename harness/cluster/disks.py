@@ -47,7 +47,9 @@ ALL_DIRS_FAILED = "Shutdown broker because all log dirs in "
 # kchaos-diskfs looks at its control file every 50 ms: an operation that starts this long after
 # the file is rewritten sees the change.
 CONTROL_RELOAD_S = 0.15
-DEVICES = ["/dev/fuse:/dev/fuse:rwm"]
+# The host's FUSE device, handed into each broker's container: the disk faults' file system needs it.
+FUSE_DEVICE = "/dev/fuse"
+DEVICES = [f"{FUSE_DEVICE}:{FUSE_DEVICE}:rwm"]
 CAPABILITIES = ["SYS_ADMIN"]
 
 

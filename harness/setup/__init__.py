@@ -6,6 +6,9 @@ time a command needs it."""
 
 from __future__ import annotations
 
+import os
+
+from harness.cluster.disks import FUSE_DEVICE
 from harness.cluster.settings import ClusterImages
 
 __all__ = ["ClusterImages", "cluster_images"]
@@ -21,6 +24,9 @@ def cluster_images(kafka_version: str, log=None, upgrades: list[str] | tuple[str
 
     from harness.setup import engine, images
 
+    if disks and not os.path.exists(FUSE_DEVICE):
+        raise engine.EngineError(f"this cluster's disk faults need {FUSE_DEVICE}, which this machine does not have "
+                                 "(modprobe fuse, the kernel's FUSE module); every other fault runs without it")
     log = log or (lambda m: print(m, file=sys.stderr))
     client = engine.client(timeout=10)
     images.ensure(client, [kafka_version, *upgrades], log=log)
