@@ -58,7 +58,7 @@ def _set_up_first() -> None:
     kept, in the command's own process, so the modules both import load once (a process of its own
     cost seconds a call). A machine still missing something stops the command with the table of what
     and the command that fixes it. `doctor` itself is left out: it is how a user sees what is missing."""
-    from harness.setup import doctor as doctor_mod
+    from harness import doctor as doctor_mod
 
     _fix_machine(keep_spark=True, log=lambda m: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {m}"))
     missing = [c for c in doctor_mod.run_checks(required_only=True) if not c.ok]
@@ -83,7 +83,7 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
            keep_spark: bool = typer.Option(False, "--keep-spark", hidden=True,
                                            help="leave the warm Spark server running (scripts/setup.sh)")) -> None:
     """Say what is missing to run chaos tests here, and which command fixes it."""
-    from harness.setup import doctor as doctor_mod
+    from harness import doctor as doctor_mod
 
     if fix:
         _fix_machine(keep_spark, log=_log)
@@ -96,7 +96,7 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
 
 def _fix_machine(keep_spark: bool, log) -> None:
     """doctor.fix, its failures said and the command stopped with EXIT_NOT_RUN."""
-    from harness.setup import doctor as doctor_mod
+    from harness import doctor as doctor_mod
     from harness.setup import engine, images
 
     try:

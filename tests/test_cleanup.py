@@ -67,7 +67,7 @@ def test_killed_run_leaves_nothing(sig):
     left = _wait_gone(client, session)
     assert left == [], f"left behind after {sig.name}: {left}"
     # and `kchaos doctor` agrees
-    from harness.setup.doctor import check_leftovers
+    from harness.doctor import check_leftovers
 
     assert check_leftovers().ok
 
@@ -112,7 +112,7 @@ def test_next_run_removes_what_a_dead_run_left():
     labels[reaper.LABEL_SESSION] = "deadbeef0000"
     net = client.networks.create(f"kchaos-orphan-{dead.pid}", labels=labels, internal=True)
     try:
-        from harness.setup.doctor import check_leftovers
+        from harness.doctor import check_leftovers
 
         assert not check_leftovers().ok
         assert reaper.reap_orphans(client) >= 1

@@ -97,8 +97,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("checker", ("harness.checker",)),
     ("report", ("harness.report",)),
     ("campaigns", ("harness.run.matrix", "harness.run.lanes", "harness.hunt")),
-    ("entry points", ("harness.cli", "harness.__main__", "harness.pytest_plugin", "harness.setup.doctor",
-                      "harness.setup.cds_training")),
+    ("entry points", ("harness.cli", "harness.__main__", "harness.pytest_plugin", "harness.doctor",
+                      "harness.checker.cds_training")),
 ]
 
 

@@ -9,9 +9,8 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.setup import doctor
-from harness.setup.doctor import Check
+from harness import cli, doctor
+from harness.doctor import Check
 
 
 @pytest.fixture

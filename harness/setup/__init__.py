@@ -1,6 +1,7 @@
 """Set-up: what a machine needs before a run or a check. The Docker engine (engine), the images built
-locally (images), the Java runtime the Spark driver uses and its start-up cache (java, cds), and
-``kchaos doctor`` over all of them (doctor). The cluster and the workload never call into here;
+locally (images), the Java runtime the Spark driver uses and its start-up cache (java, cds); `kchaos
+doctor` over all of them is harness/doctor.py, an entry point beside the command line, since it also
+asks the checker and the client libraries. The cluster and the workload never call into here;
 callers name the images a cluster runs (``cluster_images``), which builds a version's image the first
 time a command needs it."""
 

@@ -119,7 +119,7 @@ def _train(p: Path, log, timeout_s: float, nice: int) -> Path | None:
     tmp = p.with_name(f".{p.stem}.{os.getpid()}.tmp{p.suffix}")
     t0 = time.monotonic()
     try:
-        subprocess.run(["nice", "-n", str(nice), sys.executable, "-m", "harness.setup.cds_training", str(tmp)],
+        subprocess.run(["nice", "-n", str(nice), sys.executable, "-m", "harness.checker.cds_training", str(tmp)],
                        check=True, timeout=timeout_s, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if not tmp.is_file():
             raise RuntimeError(f"the JVM wrote no cache at {tmp}")

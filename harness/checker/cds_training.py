@@ -1,5 +1,5 @@
 """The training run that writes the driver's start-up cache (cds): a check of a tiny built-in
-history in a JVM told to write the cache when it exits. Run as ``python -m harness.setup.cds_training OUT``
+history in a JVM told to write the cache when it exits. Run as ``python -m harness.checker.cds_training OUT``
 by cds.build, in a child process of its own."""
 
 from __future__ import annotations
