@@ -8,7 +8,9 @@ import gc
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -19,6 +21,9 @@ from harness.clients.registry import BuildError
 from harness.clients.registry import names as library_names
 from harness.scenario.suites import QUICK
 from harness.versions import DEFAULT_VERSION, KAFKA_VERSIONS, default_mode
+
+if TYPE_CHECKING:
+    from harness.doctor import Check
 
 # Commands import what they need themselves: `kchaos check` must not pay for docker, the cluster and
 # the scenario models (about 0.4 s) before its Spark session starts.
@@ -56,7 +61,7 @@ def _options(ctx: typer.Context,
 def _set_up_first() -> None:
     """What `./kchaos` does before its command: `kchaos doctor --fix --quiet`, the warm Spark server
     kept, in the command's own process, so the modules both import load once (a process of its own
-    cost seconds a call). A machine still missing something stops the command with the table of what
+    would load them again: seconds a call). A machine still missing something stops the command with the table of what
     and the command that fixes it. `doctor` itself is left out: it is how a user sees what is missing."""
     from harness import doctor as doctor_mod
 
@@ -94,7 +99,7 @@ def doctor(fix: bool = typer.Option(False, "--fix", help="install, start, build 
     raise typer.Exit(EXIT_OK if all(c.ok for c in checks) else EXIT_BROKEN)
 
 
-def _fix_machine(keep_spark: bool, log) -> None:
+def _fix_machine(keep_spark: bool, log: Callable[[str], None]) -> None:
     """doctor.fix, its failures said and the command stopped with EXIT_NOT_RUN."""
     from harness import doctor as doctor_mod
     from harness.setup import engine, images
@@ -106,7 +111,7 @@ def _fix_machine(keep_spark: bool, log) -> None:
         raise typer.Exit(EXIT_NOT_RUN) from e
 
 
-def _checks_table(checks) -> Table:
+def _checks_table(checks: list[Check]) -> Table:
     t = Table(show_header=True, header_style="bold")
     for column in ("check", "status", "detail", "fix"):
         t.add_column(column)
