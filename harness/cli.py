@@ -61,11 +61,12 @@ def _options(ctx: typer.Context,
 def _set_up_first() -> None:
     """What `./kchaos` does before its command: `kchaos doctor --fix --quiet`, the warm Spark server
     kept, in the command's own process, so the modules both import load once (a process of its own
-    would load them again: seconds a call). A machine still missing something stops the command with the table of what
-    and the command that fixes it. `doctor` itself is left out: it is how a user sees what is missing."""
+    would load them again: seconds a call). A machine still missing something stops the command with
+    the table of what and the command that fixes it. `doctor` itself is left out: it is how a user
+    sees what is missing."""
     from harness import doctor as doctor_mod
 
-    _fix_machine(keep_spark=True, log=lambda m: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {m}"))
+    _fix_machine(keep_spark=True, log=lambda m: _log(m, err))
     missing = [c for c in doctor_mod.run_checks(required_only=True) if not c.ok]
     if missing:
         err.print(_checks_table(missing))
@@ -78,8 +79,8 @@ def _said(label: str, what: object) -> None:
     err.print(f"[red]{label}:[/red] {escape(str(what))}")
 
 
-def _log(msg: str) -> None:
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {msg}")
+def _log(msg: str, out: Console = console) -> None:
+    out.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {msg}")
 
 
 @app.command()
