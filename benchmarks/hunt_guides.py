@@ -11,10 +11,11 @@ hunt.json is copied to ``benchmarks/results/hunt-guides/ANSWER/G/sS.json``, whic
 table is read from there, and a hunt with a result there is not run again, so the benchmark, a day of
 this machine, accumulates across sessions and machines (a machine's ``OUT`` does not outlive it). The time to the
 first finding is the hunt's wall time (its runs, their checks) when it looked at the drawn run that
-showed it (hunt.json's ``timeline``); a hunt that found nothing in its budget counts as the budget,
-censored, and the median says so when half or more were. Coverage is the distinct features the
-hunt's runs reached (harness/hunt/coverage_guide.py), read at fixed times. One hunt at a time: two
-clusters on two cores would slow each other.
+showed it (hunt.json's ``timeline``); a hunt that found nothing counts as the time it searched, a
+lower bound (censored), and the median says so when it is one. A kept hunt that found nothing in less
+than ``--budget`` is hunted again for the whole of it (hunts of a shorter budget bound a median only
+that far). Coverage is the distinct features the hunt's runs reached (harness/hunt/coverage_guide.py),
+read at fixed times. One hunt at a time: two clusters on two cores would slow each other.
 """
 
 from __future__ import annotations
@@ -63,8 +64,12 @@ def result_path(answer: str, guide: str, seed: int, results: Path | None = None)
 
 
 def run_hunt(out: Path, answer: str, guide: str, seed: int, budget: str) -> None:
-    """One hunt, unless its result is kept already; its hunt.json kept once the hunt ended by itself."""
-    if result_path(answer, guide, seed).exists():
+    """One hunt, unless its result is kept already; its hunt.json kept once the hunt ended by itself.
+    A kept hunt that found nothing in less than ``budget`` is hunted again, from the same seed, for the
+    whole of it (resumed where its directory is still under ``out``), and the longer hunt replaces it:
+    a censored time bounds a median only up to the time the hunt searched."""
+    kept_at = result_path(answer, guide, seed)
+    if kept_at.exists() and not searched_less(json.loads(kept_at.read_text()), budget_seconds(budget)):
         return
     d = hunt_dir(out, answer, guide, seed)
     cmd = [sys.executable, "-m", "harness", "hunt", *ANSWERS[answer], "--guide", guide, "--seed", str(seed),
@@ -108,6 +113,24 @@ def ran_at(doc: dict) -> dict[str, float]:
     return out
 
 
+def searched_s(doc: dict) -> float:
+    """How long the hunt searched: the wall time of all its runs, so of a hunt that found nothing the
+    time it is known not to have found its answer in."""
+    return sum(cost["wall_s"] for cost in doc.get("spent", {}).values())
+
+
+def searched_less(doc: dict, budget_s: float) -> bool:
+    """Whether a kept hunt found nothing and stopped before ``budget_s`` (its budget was shorter)."""
+    return not doc.get("findings") and searched_s(doc) < budget_s
+
+
+def time_or_bound(doc: dict) -> tuple[float, bool]:
+    """The time to the hunt's first finding, or, when it found none, the time it searched: a lower
+    bound (True: censored)."""
+    t = first_finding_s(doc)
+    return (searched_s(doc), True) if t is None else (t, False)
+
+
 def first_finding_s(doc: dict) -> float | None:
     """The hunt's wall time when it looked at the drawn run that showed its first finding."""
     if not doc.get("findings"):
@@ -125,17 +148,27 @@ def first_finding_draw(doc: dict) -> int | None:
     return next((k for k, t in enumerate(doc.get("timeline", []), 1) if t["run"] == found), None)
 
 
+def draw_or_bound(doc: dict) -> tuple[float, bool]:
+    """The draw that showed the hunt's first finding, or, when none did, how many it drew: a lower
+    bound (True: censored)."""
+    k = first_finding_draw(doc)
+    return (len(doc.get("timeline", [])), True) if k is None else (k, False)
+
+
 def features_at(doc: dict, minutes: float) -> int:
     at = ran_at(doc)
     seen = [t["features"] for t in doc.get("timeline", []) if at.get(t["run"], t["wall_s"]) <= minutes * 60]
     return seen[-1] if seen else 0
 
 
-def median_censored(times: list[float | None], budget_s: float) -> str:
-    """The median time, ``>budget`` when half or more hunts found nothing."""
-    if sum(t is None for t in times) * 2 >= len(times):
-        return f">{budget_s / 60:g} min"
-    return f"{statistics.median(budget_s if t is None else t for t in times) / 60:.1f} min"
+def median_censored(times: list[tuple[float, bool]]) -> str:
+    """The median of (time, censored) pairs: exact when the median of the known times and bounds is a
+    known time with no bound below it, else ``>`` that median, a lower bound (the median of lower
+    bounds is never above the median of what they bound). Hunts of different budgets mix rightly."""
+    m = statistics.median(t for t, _ in times)
+    if any(censored and t <= m for t, censored in times):
+        return f">{m / 60:.1f} min"
+    return f"{m / 60:.1f} min"
 
 
 def median_draw(draws: list[int | None]) -> str:
@@ -202,10 +235,10 @@ def kept(answer: str, guide: str, seeds: int, results: Path | None = None) -> di
     return docs
 
 
-def report(answers: list[str], guides: list[str], seeds: int, budget: str, results: Path | None = None) -> None:
+def report(answers: list[str], guides: list[str], seeds: int, results: Path | None = None) -> None:
     """One row per answer and guide: the time to the first finding (median, and each seed's: "-" found
-    nothing in the budget), the code that ran them, and the median coverage at fixed times."""
-    budget_s = budget_seconds(budget)
+    nothing, ">T" in the T minutes it searched), the code that ran them, and the median coverage at
+    fixed times."""
     print("| answer | guide | hunts | found | time to the first finding, median (each seed's, min) | "
           "draw that showed it, median (each seed's) | code | machine | "
           + " | ".join(f"features at {m} min (median)" for m in COVERAGE_AT_MIN) + " |")
@@ -215,27 +248,44 @@ def report(answers: list[str], guides: list[str], seeds: int, budget: str, resul
             docs = kept(answer, guide, seeds, results)
             if not docs:
                 continue
-            times = {s: first_finding_s(d) for s, d in docs.items()}
-            each = ", ".join(f"s{s} " + ("-" if t is None else f"{t / 60:.1f}") for s, t in times.items())
+            times = {s: time_or_bound(d) for s, d in docs.items()}
+            each = ", ".join(f"s{s} " + (f"- (>{t / 60:.1f})" if censored else f"{t / 60:.1f}")
+                             for s, (t, censored) in times.items())
             draws = {s: first_finding_draw(d) for s, d in docs.items()}
             code = ", ".join(sorted({d.get("measured_with", "?") for d in docs.values()}))
             machines = ", ".join(sorted({d.get("measured_on", "?") for d in docs.values()}))
             cov = [statistics.median(features_at(d, m) for d in docs.values()) for m in COVERAGE_AT_MIN]
-            print(f"| {answer} | {guide} | {len(docs)} | {sum(t is not None for t in times.values())} | "
-                  f"{median_censored(list(times.values()), budget_s)} ({each}) | {median_draw(list(draws.values()))} "
+            print(f"| {answer} | {guide} | {len(docs)} | {sum(not c for _, c in times.values())} | "
+                  f"{median_censored(list(times.values()))} ({each}) | {median_draw(list(draws.values()))} "
                   f"({', '.join(f's{s} ' + ('-' if k is None else str(k)) for s, k in draws.items())}) | "
                   f"{code} | {machines} | "
                   + " | ".join(f"{c:g}" for c in cov) + " |")
 
 
-def sooner_p(guided: list[float], baseline: list[float]) -> float:
+Mark = tuple[float, bool]  # a time or draw, and whether it is only a lower bound (the hunt found nothing)
+
+
+def sooner_one(x: Mark, y: Mark) -> float:
+    """1 when ``x`` is surely sooner than ``y``, 0 when surely later, a half when it is not known (a
+    tie, or a bound that does not reach the other): Gehan's scoring of censored pairs."""
+    (tx, x_bound), (ty, y_bound) = x, y
+    if not x_bound and (tx < ty or (y_bound and tx <= ty)):
+        return 1.0
+    if not y_bound and (ty < tx or (x_bound and ty <= tx)):
+        return 0.0
+    return 0.5
+
+
+def sooner_p(guided: list[float | Mark], baseline: list[float | Mark]) -> float:
     """How likely hunts of two equally good guides would put ``guided`` this far ahead: the exact
     one-sided permutation test of the Mann-Whitney statistic (pairs in which ``guided`` is sooner,
-    ties half), over every split of the pooled figures into groups of the same sizes."""
+    ties and unknowns half: Gehan's, for hunts that found nothing in the time they searched), over
+    every split of the pooled figures into groups of the same sizes. A bare number is a known time."""
 
-    def sooner(a: list[float], b: list[float]) -> float:
-        return sum((x < y) + 0.5 * (x == y) for x in a for y in b)
+    def sooner(a: list[Mark], b: list[Mark]) -> float:
+        return sum(sooner_one(x, y) for x in a for y in b)
 
+    guided, baseline = ([v if isinstance(v, tuple) else (v, False) for v in vs] for vs in (guided, baseline))
     pooled = guided + baseline
     seen = sooner(guided, baseline)
     splits = [sooner([pooled[i] for i in chosen], [pooled[i] for i in range(len(pooled)) if i not in chosen])
@@ -243,19 +293,16 @@ def sooner_p(guided: list[float], baseline: list[float]) -> float:
     return sum(s >= seen for s in splits) / len(splits)
 
 
-def against_swarm(answers: list[str], seeds: int, budget: str, results: Path | None = None) -> None:
+def against_swarm(answers: list[str], seeds: int, results: Path | None = None) -> None:
     """For each answer with hunts of both guides: whether the coverage guide found it sooner than
-    swarm by more than chance, by time (a hunt that found nothing counts its budget) and by draw (one
-    that found nothing, after every other)."""
-    budget_s = budget_seconds(budget)
+    swarm by more than chance, by time and by draw (a hunt that found nothing: after the time it
+    searched and the draws it made)."""
     for answer in answers:
         guided, baseline = kept(answer, "coverage", seeds, results), kept(answer, "swarm", seeds, results)
         if not guided or not baseline:
             continue
-        times = [[budget_s if (t := first_finding_s(d)) is None else t for d in docs.values()]
-                 for docs in (guided, baseline)]
-        draws = [[float("inf") if (k := first_finding_draw(d)) is None else k for d in docs.values()]
-                 for docs in (guided, baseline)]
+        times = [[time_or_bound(d) for d in docs.values()] for docs in (guided, baseline)]
+        draws = [[draw_or_bound(d) for d in docs.values()] for docs in (guided, baseline)]
         print(f"{answer}: coverage sooner than swarm, p = {sooner_p(*times):.3f} by time, "
               f"{sooner_p(*draws):.3f} by draw ({len(guided)} against {len(baseline)} hunts; exact, one-sided)")
 
@@ -361,9 +408,9 @@ def main() -> None:
             for answer in answers:
                 for guide in guides:
                     run_hunt(a.out, answer, guide, seed, a.budget)
-    report(answers, guides, a.seeds, a.budget, a.results)
+    report(answers, guides, a.seeds, a.results)
     print()
-    against_swarm(answers, a.seeds, a.budget, a.results)
+    against_swarm(answers, a.seeds, a.results)
     print()
     origins(answers, guides, a.seeds, a.results)
     print()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -100,6 +101,60 @@ def test_the_benchmark_table_gives_the_draw_that_showed_each_answer_and_a_censor
     assert bench.features_at(doc, 1.5) == 1 and bench.features_at(doc, 2.5) == 2
     assert bench.first_finding_draw({"findings": [], "timeline": doc["timeline"]}) is None
     assert bench.median_draw([3, 1, None]) == "3" and bench.median_draw([3, None]) == "-"
+
+
+def test_a_hunt_that_found_nothing_counts_the_time_it_searched_and_the_median_says_when_it_is_a_bound():
+    """Hunts of different budgets mix: one that found nothing is known only to take longer than it
+    searched, so the median is exact only when no such bound lies at or below it."""
+    bench = _benchmark()
+    unfound = {"findings": [], "timeline": [{"run": "h0000-x"}, {"run": "h0001-x"}],
+               "spent": {"h0000-x": {"wall_s": 1500.0}, "h0001-x": {"wall_s": 1520.0}}}
+    assert bench.time_or_bound(unfound) == (3020.0, True) and bench.draw_or_bound(unfound) == (2, True)
+    assert bench.median_censored([(948.0, False), (2460.0, True), (1108.0, False), (2450.0, True),
+                                  (1489.0, False)]) == "24.8 min", "the bounds lie above the median"
+    assert bench.median_censored([(2430.0, True), (2440.0, True), (3010.0, True), (3020.0, True),
+                                  (3030.0, True)]) == ">50.2 min", "the median of bounds, a bound"
+    assert bench.median_censored([(600.0, False), (700.0, True), (900.0, False)]) == ">11.7 min", \
+        "a bound below the median: the hunt might have found it later than the median's hunt"
+
+
+def test_a_bound_is_sooner_or_later_only_where_it_reaches_gehans_scoring():
+    bench = _benchmark()
+    assert bench.sooner_one((10.0, False), (40.0, True)) == 1.0, "found before the other stopped looking"
+    assert bench.sooner_one((50.0, False), (40.0, True)) == 0.5, "found after the other stopped: not known"
+    assert bench.sooner_one((40.0, True), (50.0, True)) == 0.5, "neither found"
+    assert bench.sooner_one((40.0, True), (30.0, False)) == 0.0
+    assert bench.sooner_p([(1.0, False), (2.0, False)], [(3.0, True), (4.0, True)]) == 1 / 6
+
+
+def test_a_kept_hunt_that_found_nothing_in_a_shorter_budget_is_hunted_again_for_the_longer_one(tmp_path,
+                                                                                              monkeypatch):
+    """Bounding swarm's median above a time needs its hunts to search that long: ``--budget 50m``
+    hunts again, from the same seed, a kept hunt that found nothing in 40 minutes, and keeps the longer
+    one; a kept hunt that found its answer, or searched the whole budget, is not run again."""
+    bench = _benchmark()
+    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
+    ran: list[str] = []
+
+    def hunt(cmd, **_):
+        ran.append(cmd[cmd.index("--seed") + 1])
+        out = Path(cmd[cmd.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "hunt.json").write_text(json.dumps({"findings": [], "spent": {"h0000-x": {"wall_s": 3010.0}}}))
+        return subprocess.CompletedProcess(cmd, 1)
+
+    monkeypatch.setattr(bench.subprocess, "run", lambda cmd, **k: subprocess.CompletedProcess(cmd, 0, "abc1234\n")
+                        if cmd[0] == "git" else hunt(cmd, **k))
+    for seed, doc in ((1, {"findings": [], "spent": {"h0000-x": {"wall_s": 2430.0}}}),
+                      (2, {"findings": [{"found_in": "h0000-x"}], "spent": {"h0000-x": {"wall_s": 100.0}}})):
+        bench.result_path("epochs-off-divergence", "swarm", seed).parent.mkdir(parents=True, exist_ok=True)
+        bench.result_path("epochs-off-divergence", "swarm", seed).write_text(json.dumps(doc))
+    for seed in (1, 2):
+        bench.run_hunt(tmp_path / "out", "epochs-off-divergence", "swarm", seed, "50m")
+    assert ran == ["1"], "only the hunt that found nothing in less than 50 minutes"
+    assert bench.searched_s(json.loads(bench.result_path("epochs-off-divergence", "swarm", 1).read_text())) == 3010.0
+    bench.run_hunt(tmp_path / "out", "epochs-off-divergence", "swarm", 1, "50m")
+    assert ran == ["1"], "the longer hunt, kept, searched the budget"
 
 
 def test_the_benchmark_tells_where_each_hunts_draws_came_from_and_which_showed_the_answer(tmp_path, monkeypatch,
